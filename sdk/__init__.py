@@ -1,0 +1,22 @@
+"""seam-sdk: an async client SDK for large language models.
+
+It cuts long inputs only at safe seams (:mod:`sdk.chunking`), reads streams with flow
+control and resumes them without duplicates (:mod:`sdk.stream`), and keeps
+conversations on the client so no turn is ever dropped silently (:mod:`sdk.session`).
+"""
+
+from ._tokens import EncodingUnavailable, count_tokens, get_encoding, known_encodings
+from .chunking import Chunk, Chunker, ChunkingWarning, chunk
+
+__all__ = [
+    "Chunk",
+    "Chunker",
+    "ChunkingWarning",
+    "EncodingUnavailable",
+    "chunk",
+    "count_tokens",
+    "get_encoding",
+    "known_encodings",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,224 @@
+"""The public chunking entry points: :func:`chunk` and :class:`Chunker`."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import warnings
+from collections.abc import Callable
+
+from sdk._tokens import DEFAULT_ENCODING
+
+from ._engine import Engine, RawChunk, Sizer
+from ._prose import LEVELS, PROSE, allowed_cut
+from ._types import Chunk, ChunkingWarning, Section
+
+__all__ = ["Chunker", "chunk"]
+
+_KINDS = ("auto", "text", "markdown", "code", "json", "jsonl")
+
+# Format roots: (text, language, filename) -> root Section. Filled by the format
+# modules that exist; a kind without one falls back to prose rules with a warning.
+RootFactory = Callable[[str, "str | None", "str | None"], Section]
+_ROOTS: dict[str, RootFactory] = {}
+
+
+def register_kind(kind: str, factory: RootFactory) -> None:
+    """Install the root factory for ``kind`` (used by the format modules)."""
+    _ROOTS[kind] = factory
+
+
+def _check_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"chunk() takes str, not {type(text).__name__}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"text holds a lone surrogate U+{ord(text[exc.start]):04X} at offset {exc.start}; "
+                "it cannot be encoded as UTF-8 or tokenized"
+            ) from None
+    return text
+
+
+class Chunker:
+    """Reusable chunker: loads the encoding once.
+
+    ``max_tokens`` is the budget of every chunk, overlap included. ``overlap`` tokens
+    of the previous chunk's tail (cut at a word or grapheme boundary) are carried at
+    the front of each chunk after the first; chunks are then packed to
+    ``max_tokens - overlap`` so the carried text always fits.
+    """
+
+    __slots__ = ("encoding", "kind", "language", "max_tokens", "overlap", "sizer")
+
+    def __init__(
+        self,
+        max_tokens: int = 512,
+        *,
+        encoding: str = DEFAULT_ENCODING,
+        overlap: int = 0,
+        kind: str = "auto",
+        language: str | None = None,
+    ) -> None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+            raise TypeError("max_tokens must be an int")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
+            raise ValueError(f"overlap must be a non-negative int, got {overlap!r}")
+        if overlap >= max_tokens:
+            raise ValueError(f"overlap ({overlap}) must be smaller than max_tokens ({max_tokens})")
+        if kind not in _KINDS:
+            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(_KINDS)}")
+        self.max_tokens = max_tokens
+        self.overlap = overlap
+        self.encoding = encoding
+        self.kind = kind
+        self.language = language
+        self.sizer = Sizer(encoding)
+
+    def chunk(
+        self,
+        text: str,
+        *,
+        kind: str | None = None,
+        language: str | None = None,
+        filename: str | None = None,
+    ) -> list[Chunk]:
+        text = _check_text(text)
+        kind = self.kind if kind is None else kind
+        if kind not in _KINDS:
+            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(_KINDS)}")
+        if not text:
+            return []
+        root = self._root(text, kind, language if language is not None else self.language, filename)
+        raw = Engine(text, self.max_tokens - self.overlap, self.sizer).run(root)
+        chunks = _finish(text, raw)
+        if self.overlap:
+            chunks = self._with_overlap(text, chunks)
+        return chunks
+
+    def chunk_file(self, path: str | os.PathLike[str], *, kind: str | None = None) -> list[Chunk]:
+        """Chunk a UTF-8 file; its name is the language hint."""
+        with open(path, encoding="utf-8", newline="") as f:
+            text = f.read()
+        return self.chunk(text, kind=kind, filename=os.fspath(path))
+
+    def _root(self, text: str, kind: str, language: str | None, filename: str | None) -> Section:
+        if kind == "auto":
+            detect = _ROOTS.get("auto")
+            if detect is not None:
+                return detect(text, language, filename)
+            return PROSE.root(text)
+        if kind == "text":
+            return PROSE.root(text)
+        factory = _ROOTS.get(kind)
+        if factory is None:
+            warnings.warn(
+                f"kind={kind!r} is not available in this build; chunking with prose rules",
+                ChunkingWarning,
+                stacklevel=3,
+            )
+            return PROSE.root(text)
+        return factory(text, language, filename)
+
+    def _with_overlap(self, text: str, chunks: list[Chunk]) -> list[Chunk]:
+        out = [chunks[0]]
+        for prev, cur in itertools.pairwise(chunks):
+            start = _overlap_start(text, prev.start, cur, self.overlap, self.max_tokens, self.sizer)
+            if start == cur.start:
+                out.append(cur)
+                continue
+            carried = text[start : cur.end]
+            out.append(
+                Chunk(
+                    carried,
+                    start,
+                    cur.end,
+                    self.sizer.count(carried),
+                    cur.kind,
+                    cur.language,
+                    cur.path,
+                    cur.oversize,
+                    prev.byte_start + len(text[prev.start : start].encode("utf-8")),
+                    cur.byte_end,
+                    cur.partial,
+                )
+            )
+        return out
+
+
+def _overlap_start(text: str, lo: int, cur: Chunk, overlap: int, limit: int, sizer: Sizer) -> int:
+    """Earliest cut in ``[lo, cur.start)`` whose tail fits the overlap and the budget."""
+    # Candidate cuts: word-level and finer boundaries inside the previous chunk.
+    word = next(i for i, (name, _) in enumerate(LEVELS) if name == "word")
+    cuts: list[int] = []
+    for _, find in LEVELS[word:]:
+        cuts = [p for p in find(text, lo, cur.start) if allowed_cut(text, p)]
+        if cuts:
+            break
+    best = cur.start
+    # Tails grow as the cut moves left; search the shortest prefix of cuts, right to left.
+    left, right = 0, len(cuts)
+    while left < right:
+        mid = (left + right) // 2
+        p = cuts[mid]
+        if sizer.count(text[p : cur.start]) <= overlap and sizer.count(text[p : cur.end]) <= limit:
+            best = p
+            right = mid
+        else:
+            left = mid + 1
+    return best
+
+
+def _finish(text: str, raw: list[RawChunk]) -> list[Chunk]:
+    ascii_text = text.isascii()
+    out: list[Chunk] = []
+    byte = 0
+    for r in raw:
+        piece = text[r.start : r.end]
+        size = len(piece) if ascii_text else len(piece.encode("utf-8"))
+        f = r.first
+        out.append(
+            Chunk(
+                piece,
+                r.start,
+                r.end,
+                r.tokens,
+                f.kind,
+                f.language,
+                f.path,
+                r.oversize,
+                byte,
+                byte + size,
+                f.partial,
+            )
+        )
+        byte += size
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(max_tokens: int, encoding: str, overlap: int) -> Chunker:
+    return Chunker(max_tokens, encoding=encoding, overlap=overlap)
+
+
+def chunk(
+    text: str,
+    max_tokens: int = 512,
+    kind: str = "auto",
+    language: str | None = None,
+    encoding: str = DEFAULT_ENCODING,
+    overlap: int = 0,
+    *,
+    filename: str | None = None,
+) -> list[Chunk]:
+    """Cut ``text`` at safe seams into chunks of at most ``max_tokens`` tokens."""
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise TypeError("max_tokens must be an int")
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    return _cached(max_tokens, encoding, overlap).chunk(text, kind=kind, language=language, filename=filename)

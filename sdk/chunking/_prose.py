@@ -1,0 +1,169 @@
+"""Prose rules: where a reader would cut Latin, CJK, Korean and everything else.
+
+Levels, highest first: blank-line paragraphs, line breaks, sentence ends, clause marks,
+whitespace-separated words, identifier runs (UAX #31, so ``ユーザー名`` stays whole),
+script changes (the weakest word break), extended grapheme clusters (UAX #29, via the
+``regex`` module's ``\\X``). Nothing is ever cut inside a grapheme cluster.
+
+Kinsoku (line-breaking rules for CJK) applies at every level: a piece never starts
+with closing punctuation, the prolonged sound mark or a small kana, and never ends
+with an opening bracket. Graphemes glued by kinsoku form one indivisible unit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+import regex
+
+from ._types import Section
+
+__all__ = ["LEVELS", "PROSE", "ProseSplitter", "allowed_cut", "boundaries"]
+
+# Closing punctuation, ASCII and CJK, that must not start a piece.
+_CLOSERS = ")]}〕〉》」』】〙〗〟’”｠»›）］｝｣"
+_NO_START = frozenset(
+    _CLOSERS
+    + "、。，．,.!?;:！？；：・‥…"
+    + "ーｰ゠〜～"
+    + "ゝゞヽヾ々〻"
+    + "ぁぃぅぇぉっゃゅょゎゕゖァィゥェォッャュョヮヵヶㇰㇱㇲㇳㇴㇵㇶㇷㇸㇹㇺㇻㇼㇽㇾㇿｧｨｩｪｫｯｬｭｮ"
+)
+# Opening brackets and quotes that must not end a piece.
+_NO_END = frozenset("([{〔〈《「『【〘〖〝‘“｟«‹（［｛｢")
+
+_CLOSE_CLASS = regex.escape(_CLOSERS + "\"'")
+_HSPACE = r"[^\S\r\n\u2028\u2029\u0085]"
+# Characters that join the grapheme before them (GB9, GB9a).
+_JOINS_PREVIOUS = regex.compile(
+    r"[\p{Grapheme_Cluster_Break=Extend}\p{Grapheme_Cluster_Break=ZWJ}\p{Grapheme_Cluster_Break=SpacingMark}]"
+)
+_PREPEND = regex.compile(r"\p{Grapheme_Cluster_Break=Prepend}")
+
+_PARAGRAPH = regex.compile(r"(?:\r\n|\r|\n)(?:" + _HSPACE + r"*(?:\r\n|\r|\n))+|\u2029+")
+_LINE = regex.compile(r"\r\n|\r|\n|\u2028|\u0085")
+_SENTENCE = regex.compile(
+    r"[。！？｡︒﹒﹗﹖．]+[" + _CLOSE_CLASS + r"]*" + _HSPACE + r"*"
+    r"|[\p{Sentence_Terminal}…]+[" + _CLOSE_CLASS + r"]*" + _HSPACE + r"+"
+)
+_CLAUSE = regex.compile(
+    r"[、，；：﹐﹑､︐︑]+[" + _CLOSE_CLASS + r"]*" + _HSPACE + r"*"
+    r"|[,;:،؛]+[" + _CLOSE_CLASS + r"]*" + _HSPACE + r"+"
+)
+_WORD = regex.compile(_HSPACE + r"+")
+# A run of graphemes that each start with an identifier character, or one other grapheme.
+_IDENT_OR_GRAPHEME = regex.compile(r"(?:(?=[\p{XID_Continue}])\X)+|\X")
+_GRAPHEME = regex.compile(r"\X")
+
+
+def allowed_cut(text: str, p: int) -> bool:
+    """Kinsoku and grapheme safety for a cut found by a level pattern."""
+    if text[p] in _NO_START or text[p - 1] in _NO_END:
+        return False
+    # Level patterns cut after whitespace or punctuation; such a cut is inside a
+    # grapheme only when the next character extends the previous grapheme or the
+    # previous one is a prepended mark.
+    return _JOINS_PREVIOUS.match(text, p) is None and _PREPEND.match(text, p - 1) is None
+
+
+def _ends(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
+    def find(text: str, start: int, end: int) -> list[int]:
+        return [m.end() for m in pattern.finditer(text, start, end) if start < m.end() < end]
+
+    return find
+
+
+def _starts(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
+    def find(text: str, start: int, end: int) -> list[int]:
+        return [m.start() for m in pattern.finditer(text, start, end) if m.start() > start]
+
+    return find
+
+
+def _line_breaks(text: str, start: int, end: int) -> list[int]:
+    return [m.end() for m in _LINE.finditer(text, start, end) if start < m.end() < end]
+
+
+_SCRIPTS: tuple[tuple[regex.Pattern[str], int], ...] = (
+    # Katakana and Han share a class: katakana+kanji compounds (ユーザー名) stay whole.
+    (regex.compile(r"[\p{Script=Han}\p{Script=Katakana}]"), 1),
+    (regex.compile(r"\p{Script=Hiragana}"), 2),
+    (regex.compile(r"\p{Script=Hangul}"), 3),
+    (regex.compile(r"[\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]"), 4),
+    (regex.compile(r"[\p{L}\p{N}_]"), 5),
+)
+
+
+def _script_class(ch: str) -> int:
+    for pattern, cls in _SCRIPTS:
+        if pattern.match(ch):
+            return cls
+    return 0  # common/inherited: joins its neighbours
+
+
+def _script_changes(text: str, start: int, end: int) -> list[int]:
+    out: list[int] = []
+    prev = 0
+    for m in _GRAPHEME.finditer(text, start, end):
+        cls = _script_class(text[m.start()])
+        if cls and prev and cls != prev and m.start() > start:
+            out.append(m.start())
+        if cls:
+            prev = cls
+    return out
+
+
+def _graphemes(text: str, start: int, end: int) -> list[int]:
+    return [m.start() for m in _GRAPHEME.finditer(text, start, end) if m.start() > start]
+
+
+# Highest level first. Each finder returns candidate cuts strictly inside (start, end).
+LEVELS: tuple[tuple[str, Callable[[str, int, int], list[int]]], ...] = (
+    ("paragraph", _ends(_PARAGRAPH)),
+    ("line", _line_breaks),
+    ("sentence", _ends(_SENTENCE)),
+    ("clause", _ends(_CLAUSE)),
+    ("word", _ends(_WORD)),
+    ("identifier", _starts(_IDENT_OR_GRAPHEME)),
+    ("script", _script_changes),
+    ("grapheme", _graphemes),
+)
+
+
+def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, list[int]]:
+    """The first level at or below ``level`` with allowed cuts in ``(start, end)``.
+
+    Returns ``(level_found, cuts)``; ``cuts`` is empty when none is left at any level.
+    """
+    for index in range(level, len(LEVELS)):
+        cuts = [p for p in LEVELS[index][1](text, start, end) if allowed_cut(text, p)]
+        if cuts:
+            return index, cuts
+    return len(LEVELS), []
+
+
+class ProseSplitter:
+    """Splitter for plain text; ``Section.state`` is the next level to try."""
+
+    __slots__ = ("kind", "language")
+
+    def __init__(self, kind: str = "text", language: str | None = None) -> None:
+        self.kind = kind
+        self.language = language
+
+    def root(self, text: str, start: int = 0, end: int | None = None, path: str | None = None) -> Section:
+        return Section(start, len(text) if end is None else end, self, 0, self.kind, self.language, path)
+
+    def split(self, text: str, section: Section) -> Sequence[Section]:
+        level = section.state if isinstance(section.state, int) else 0
+        found, cuts = boundaries(text, section.start, section.end, level)
+        if not cuts:
+            return ()
+        edges = [section.start, *cuts, section.end]
+        nxt = found + 1
+        kind, language, path, partial = section.kind, section.language, section.path, section.partial
+        return [Section(a, b, self, nxt, kind, language, path, partial) for a, b in itertools.pairwise(edges)]
+
+
+PROSE = ProseSplitter()

@@ -1,0 +1,72 @@
+"""Values shared by the chunking engine and the format splitters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+__all__ = ["Chunk", "ChunkKind", "ChunkingWarning", "Section", "Splitter"]
+
+ChunkKind = Literal["auto", "text", "markdown", "code", "json", "jsonl"]
+
+
+class ChunkingWarning(UserWarning):
+    """A documented fallback happened (unknown language, unparseable tail, ...); no text was lost."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One piece of the source.
+
+    ``source[start:end] == text`` (code-point offsets) and, without overlap, the chunks
+    tile the source exactly. ``tokens`` is the exact token count of ``text``.
+    ``oversize`` is True only for a single indivisible unit (one grapheme cluster, or
+    graphemes that line-breaking rules glue together) whose own count is over the budget.
+    ``partial`` marks a chunk holding part of a unit its format treats as one value
+    (for example a JSON string cut inside, at grapheme/word boundaries).
+    """
+
+    text: str
+    start: int
+    end: int
+    tokens: int
+    kind: str
+    language: str | None = None
+    path: str | None = None
+    oversize: bool = False
+    byte_start: int = 0
+    byte_end: int = 0
+    partial: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A candidate piece handed to the engine by a format splitter.
+
+    ``splitter`` knows how to cut it further (``None``: indivisible); ``state`` is that
+    splitter's own payload (a prose level, a syntax node, a JSON value, ...). The
+    metadata of the first section of a chunk becomes the chunk's metadata.
+    """
+
+    start: int
+    end: int
+    splitter: Splitter | None = None
+    state: object = None
+    kind: str = "text"
+    language: str | None = None
+    path: str | None = None
+    partial: bool = False
+
+
+class Splitter(Protocol):
+    """A format parser: it only finds where a section may be cut; the engine packs."""
+
+    def split(self, text: str, section: Section) -> Sequence[Section]:
+        """Cut ``section`` at its highest available level.
+
+        Return ordered sections that tile ``[section.start, section.end)`` exactly
+        (two or more), or an empty sequence when the section cannot be cut at all.
+        A section returned may be split again later (descend only where needed).
+        """
+        ...
