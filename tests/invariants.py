@@ -1,0 +1,44 @@
+"""Invariants every chunking result must satisfy, whatever the format."""
+
+from __future__ import annotations
+
+import regex
+
+from sdk import count_tokens
+from sdk.chunking import Chunk
+
+_GRAPHEME = regex.compile(r"\X")
+
+
+def grapheme_starts(text: str) -> set[int]:
+    return {m.start() for m in _GRAPHEME.finditer(text)} | {len(text)}
+
+
+def check_chunks(text: str, chunks: list[Chunk], max_tokens: int, encoding: str = "o200k_base") -> None:
+    """Tiling, exact counts, budgets, grapheme safety, byte offsets."""
+    if not text:
+        assert chunks == []
+        return
+    assert "".join(c.text for c in chunks) == text
+    pos = 0
+    byte = 0
+    starts = grapheme_starts(text)
+    for c in chunks:
+        assert c.start == pos, (c.start, pos)
+        assert text[c.start : c.end] == c.text
+        assert c.end > c.start
+        assert c.tokens == count_tokens(c.text, encoding), (c.text, c.tokens)
+        if not c.oversize:
+            assert c.tokens <= max_tokens, (c.text, c.tokens)
+        else:
+            assert c.tokens > max_tokens
+        assert c.start in starts, ("cut inside a grapheme", c.start, text[max(0, c.start - 3) : c.start + 3])
+        assert c.byte_start == byte
+        byte += len(c.text.encode("utf-8"))
+        assert c.byte_end == byte
+        pos = c.end
+    assert pos == len(text)
+
+
+def boundaries(chunks: list[Chunk]) -> list[int]:
+    return [c.end for c in chunks[:-1]]
