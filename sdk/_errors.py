@@ -1,0 +1,361 @@
+"""The one error hierarchy of the SDK.
+
+Whatever fails (an HTTP status, an ``error`` event in the middle of a stream, a broken
+socket, a malformed byte stream), the caller catches the same classes::
+
+    SDKError
+    ├── APIError                      the server said no (status, request_id, error_type, body)
+    │   ├── BadRequestError           400  invalid_request_error
+    │   │   └── ContextOverflowError  400  "prompt is too long" / context_length_exceeded
+    │   ├── AuthenticationError       401  authentication_error
+    │   ├── PermissionDeniedError     403  permission_error
+    │   ├── NotFoundError             404  not_found_error
+    │   ├── RequestTimeoutError       408  timeout_error
+    │   ├── ConflictError             409
+    │   ├── RequestTooLargeError      413  request_too_large
+    │   ├── UnprocessableEntityError  422
+    │   ├── RateLimitError            429  rate_limit_error
+    │   ├── InternalServerError       5xx  api_error
+    │   └── OverloadedError           529  overloaded_error
+    ├── APIConnectionError            no usable answer: connect/read/write failed
+    │   └── APITimeoutError           ... because a timeout expired
+    └── StreamProtocolError           the bytes or events of a stream break the protocol
+        ├── SSEError                  malformed server-sent-event framing
+        │   └── SSEEventTooLargeError one event is over the configured cap
+        └── IncompleteStreamError     the body ended before the final event
+
+A mid-stream ``error`` event maps by its ``type`` (an ``overloaded_error`` is an
+:class:`OverloadedError` whatever the status of the open response), and every error
+raised after the first byte carries ``partial``: the message accumulated so far.
+
+Secrets never reach a message or a repr: strings are passed through :func:`redact`,
+which masks API keys and authorization header values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .stream._accumulate import Message
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "ContextOverflowError",
+    "IncompleteStreamError",
+    "InternalServerError",
+    "NotFoundError",
+    "OverloadedError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "RequestTimeoutError",
+    "RequestTooLargeError",
+    "SDKError",
+    "SSEError",
+    "SSEEventTooLargeError",
+    "StreamProtocolError",
+    "UnprocessableEntityError",
+    "api_error_from_body",
+    "error_class_for_status",
+    "error_class_for_type",
+    "error_from_transport",
+    "redact",
+]
+
+# API keys (Anthropic "sk-ant-...", OpenAI-style "sk-...", bearer tokens) and header values.
+_SECRET = re.compile(
+    r"(?i)(sk-[a-z0-9_\-]{6,})"
+    r"|((?:x-api-key|authorization|api[_-]?key)[\"']?\s*[:=]\s*[\"']?(?:bearer\s+)?)([^\s\"',}]+)"
+)
+
+
+def redact(text: str) -> str:
+    """Mask anything that looks like an API key or an authorization value."""
+
+    def _mask(m: re.Match[str]) -> str:
+        if m.group(1):
+            return "sk-***"
+        return f"{m.group(2)}***"
+
+    return _SECRET.sub(_mask, text)
+
+
+def _redact_value(value: object) -> object:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {k: _redact_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_value(v) for v in value]
+    return value
+
+
+class SDKError(Exception):
+    """Root of every error the SDK raises on purpose.
+
+    ``partial`` is the message accumulated before the failure (``None`` before the first
+    event), so a caller never loses what the stream already delivered.
+    """
+
+    partial: Message | None
+
+    def __init__(self, message: str, *, partial: Message | None = None) -> None:
+        self.message = redact(message)
+        self.partial = partial
+        super().__init__(self.message)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+
+class APIError(SDKError):
+    """The server answered with an error (an HTTP status or a mid-stream ``error`` event).
+
+    ``status`` is ``None`` for an error event on an open stream; ``error_type`` is the
+    wire's ``type`` string (``overloaded_error``, ``rate_limit_error``, ...).
+    """
+
+    status: int | None
+    request_id: str | None
+    error_type: str | None
+    body: object
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        request_id: str | None = None,
+        error_type: str | None = None,
+        body: object = None,
+        partial: Message | None = None,
+    ) -> None:
+        super().__init__(message, partial=partial)
+        self.status = status
+        self.request_id = request_id
+        self.error_type = error_type
+        self.body = _redact_value(body)
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.status is not None:
+            parts.append(f"status={self.status}")
+        if self.error_type:
+            parts.append(f"type={self.error_type}")
+        if self.request_id:
+            parts.append(f"request_id={self.request_id}")
+        return " | ".join(parts)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(message={self.message!r}, status={self.status!r}, "
+            f"error_type={self.error_type!r}, request_id={self.request_id!r})"
+        )
+
+
+class BadRequestError(APIError):
+    """400: the request is invalid; retrying it unchanged cannot help."""
+
+
+class ContextOverflowError(BadRequestError):
+    """400: the prompt does not fit the model's context window; trim it, do not retry."""
+
+
+class AuthenticationError(APIError):
+    """401: the API key is missing or wrong."""
+
+
+class PermissionDeniedError(APIError):
+    """403: the key may not use this resource."""
+
+
+class NotFoundError(APIError):
+    """404: unknown model or endpoint."""
+
+
+class RequestTimeoutError(APIError):
+    """408: the server gave up waiting for the request; retryable."""
+
+
+class ConflictError(APIError):
+    """409: a conflicting request is in flight; retryable."""
+
+
+class RequestTooLargeError(APIError):
+    """413: the request body is over the server's size limit."""
+
+
+class UnprocessableEntityError(APIError):
+    """422: well-formed but semantically invalid request."""
+
+
+class RateLimitError(APIError):
+    """429: slow down (honour ``retry-after``)."""
+
+
+class InternalServerError(APIError):
+    """5xx (other than 529): the server failed; retryable before the first byte."""
+
+
+class OverloadedError(APIError):
+    """529 / ``overloaded_error``: the service is temporarily over capacity."""
+
+
+class APIConnectionError(SDKError):
+    """The transport failed: nothing (or nothing more) could be read from the server."""
+
+
+class APITimeoutError(APIConnectionError):
+    """A connect, read, write or pool timeout expired."""
+
+
+class StreamProtocolError(SDKError):
+    """The stream broke its protocol; ``event`` is the offending event (or raw data)."""
+
+    def __init__(self, message: str, *, event: object = None, partial: Message | None = None) -> None:
+        super().__init__(message, partial=partial)
+        self.event = event
+
+
+class SSEError(StreamProtocolError):
+    """Malformed server-sent-event framing."""
+
+
+class SSEEventTooLargeError(SSEError):
+    """One event grew past the decoder's ``max_event_bytes``; the stream cannot continue."""
+
+
+class IncompleteStreamError(StreamProtocolError):
+    """The body ended cleanly but before the protocol's final event (``message_stop``)."""
+
+
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    408: RequestTimeoutError,
+    409: ConflictError,
+    413: RequestTooLargeError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+    529: OverloadedError,
+}
+
+# Anthropic's error types, then the OpenAI-compatible spellings seen in practice.
+_BY_TYPE: dict[str, type[APIError]] = {
+    "invalid_request_error": BadRequestError,
+    "authentication_error": AuthenticationError,
+    "permission_error": PermissionDeniedError,
+    "not_found_error": NotFoundError,
+    "timeout_error": RequestTimeoutError,
+    "request_too_large": RequestTooLargeError,
+    "rate_limit_error": RateLimitError,
+    "api_error": InternalServerError,
+    "overloaded_error": OverloadedError,
+    "context_length_exceeded": ContextOverflowError,
+    "exceed_context_size_error": ContextOverflowError,
+    "invalid_api_key": AuthenticationError,
+    "insufficient_quota": RateLimitError,
+    "rate_limit_exceeded": RateLimitError,
+    "server_error": InternalServerError,
+    "unavailable_error": OverloadedError,
+}
+
+_OVERFLOW = re.compile(
+    r"(?i)prompt is too long|context[_ ]length[_ ]exceeded|maximum context length"
+    r"|exceeds? the (available )?context size|too many tokens"
+)
+
+
+def error_class_for_status(status: int) -> type[APIError]:
+    """The class for an HTTP status (any other 5xx is :class:`InternalServerError`)."""
+    cls = _BY_STATUS.get(status)
+    if cls is not None:
+        return cls
+    if status >= 500:
+        return InternalServerError
+    return APIError
+
+
+def error_class_for_type(error_type: str | None) -> type[APIError] | None:
+    """The class for a wire ``type`` string, or ``None`` when the type is unknown."""
+    if not error_type:
+        return None
+    return _BY_TYPE.get(error_type)
+
+
+def api_error_from_body(
+    body: object,
+    *,
+    status: int | None = None,
+    request_id: str | None = None,
+    partial: Message | None = None,
+) -> APIError:
+    """Build the typed error for an error body (Anthropic or OpenAI shape) and/or a status.
+
+    The body's ``type`` wins over the status (a mid-stream ``overloaded_error`` on a 200
+    response is an overload); a "prompt is too long" message refines a 400 to
+    :class:`ContextOverflowError`. Unknown shapes fall back to the status and keep the body.
+    """
+    error_type: str | None = None
+    message = ""
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping):
+            raw_type = err.get("type")
+            code = err.get("code")
+            error_type = raw_type if isinstance(raw_type, str) else None
+            if isinstance(code, str) and (error_type is None or error_type not in _BY_TYPE):
+                error_type = code if code in _BY_TYPE else error_type or code
+            msg = err.get("message")
+            message = msg if isinstance(msg, str) else ""
+        elif isinstance(err, str):
+            message = err
+        rid = body.get("request_id")
+        if request_id is None and isinstance(rid, str):
+            request_id = rid
+    elif isinstance(body, str | bytes):
+        message = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    cls = error_class_for_type(error_type)
+    if cls is None:
+        cls = error_class_for_status(status) if status is not None else APIError
+    if issubclass(cls, BadRequestError) and _OVERFLOW.search(message):
+        cls = ContextOverflowError
+    if not message:
+        message = f"{error_type or 'error'}" + (f" (HTTP {status})" if status is not None else "")
+    return cls(
+        message[:2000],
+        status=status,
+        request_id=request_id,
+        error_type=error_type,
+        body=body,
+        partial=partial,
+    )
+
+
+def error_from_transport(exc: BaseException, *, partial: Message | None = None) -> SDKError | None:
+    """Translate an httpx2/OS transport exception; ``None`` when it is not a transport error.
+
+    This is the one place where transport exceptions become SDK errors.
+    """
+    import anyio
+    import httpx2
+
+    if isinstance(exc, SDKError):
+        return exc
+    if isinstance(exc, httpx2.TimeoutException | TimeoutError):
+        err: SDKError = APITimeoutError(f"timed out: {type(exc).__name__}: {exc}", partial=partial)
+    elif isinstance(exc, httpx2.TransportError | httpx2.StreamError | OSError | anyio.BrokenResourceError):
+        err = APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}", partial=partial)
+    else:
+        return None
+    err.__cause__ = exc
+    return err

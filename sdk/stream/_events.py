@@ -1,0 +1,401 @@
+"""Neutral, typed stream events (the shape of the Anthropic Messages stream).
+
+Both backends speak these: Anthropic SSE events are parsed into them directly and
+OpenAI chat-completion chunks are translated into them (:mod:`._openai`), so the
+accumulator and everything after it see one vocabulary. Anything unknown is passed
+through as :class:`UnknownEvent` / :class:`UnknownDelta` / :class:`UnknownBlock`, never
+dropped and never fatal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .._errors import StreamProtocolError
+from ._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
+
+__all__ = [
+    "AnthropicEventDecoder",
+    "CitationsDelta",
+    "ContentBlock",
+    "ContentBlockDeltaEvent",
+    "ContentBlockStartEvent",
+    "ContentBlockStopEvent",
+    "Delta",
+    "ErrorEvent",
+    "Event",
+    "InputJSONDelta",
+    "MessageDeltaEvent",
+    "MessageStartEvent",
+    "MessageStopEvent",
+    "PingEvent",
+    "RedactedThinkingBlock",
+    "SignatureDelta",
+    "TextBlock",
+    "TextDelta",
+    "ThinkingBlock",
+    "ThinkingDelta",
+    "ToolUseBlock",
+    "UnknownBlock",
+    "UnknownDelta",
+    "UnknownEvent",
+    "Usage",
+    "parse_anthropic_event",
+]
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts; ``None`` means "not reported", not zero."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+
+    def merged(self, newer: Usage) -> Usage:
+        """Cumulative counts: every field the newer report carries replaces the old one."""
+        return Usage(
+            self.input_tokens if newer.input_tokens is None else newer.input_tokens,
+            self.output_tokens if newer.output_tokens is None else newer.output_tokens,
+            self.cache_creation_input_tokens
+            if newer.cache_creation_input_tokens is None
+            else newer.cache_creation_input_tokens,
+            self.cache_read_input_tokens
+            if newer.cache_read_input_tokens is None
+            else newer.cache_read_input_tokens,
+        )
+
+    def plus(self, other: Usage) -> Usage:
+        """Sum of two reports (a resumed stream bills its own segment)."""
+
+        def add(a: int | None, b: int | None) -> int | None:
+            return b if a is None else a if b is None else a + b
+
+        return Usage(
+            add(self.input_tokens, other.input_tokens),
+            add(self.output_tokens, other.output_tokens),
+            add(self.cache_creation_input_tokens, other.cache_creation_input_tokens),
+            add(self.cache_read_input_tokens, other.cache_read_input_tokens),
+        )
+
+    @staticmethod
+    def from_wire(raw: object) -> Usage:
+        if not isinstance(raw, Mapping):
+            return Usage()
+
+        def num(key: str) -> int | None:
+            v = raw.get(key)
+            return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+        return Usage(
+            num("input_tokens"),
+            num("output_tokens"),
+            num("cache_creation_input_tokens"),
+            num("cache_read_input_tokens"),
+        )
+
+
+# ---- content blocks (as they start; the accumulator fills them) -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str = ""
+    citations: tuple[Mapping[str, Any], ...] = ()
+    type: str = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    """A tool call. ``input_json`` is the raw text; ``input`` its parse (``None`` with
+    ``input_error`` set when the model produced invalid JSON: nothing is thrown away).
+    ``type`` is ``tool_use``, ``server_tool_use`` or ``mcp_tool_use``."""
+
+    id: str
+    name: str
+    input: Any = None
+    input_json: str = ""
+    input_error: str | None = None
+    type: str = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    thinking: str = ""
+    signature: str = ""
+    type: str = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedThinkingBlock:
+    data: str
+    type: str = "redacted_thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownBlock:
+    """A block type this SDK does not model (server tool results, ...), kept verbatim."""
+
+    type: str
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+ContentBlock = TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock | UnknownBlock
+
+# ---- deltas ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class InputJSONDelta:
+    partial_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    thinking: str
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureDelta:
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
+class CitationsDelta:
+    citation: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownDelta:
+    type: str
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+Delta = TextDelta | InputJSONDelta | ThinkingDelta | SignatureDelta | CitationsDelta | UnknownDelta
+
+# ---- events --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStartEvent:
+    id: str
+    model: str
+    role: str = "assistant"
+    usage: Usage = Usage()
+    content: tuple[ContentBlock, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ContentBlockStartEvent:
+    index: int
+    block: ContentBlock
+
+
+@dataclass(frozen=True, slots=True)
+class ContentBlockDeltaEvent:
+    index: int
+    delta: Delta
+
+
+@dataclass(frozen=True, slots=True)
+class ContentBlockStopEvent:
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDeltaEvent:
+    """Stop reason and cumulative usage (cache creation/read included)."""
+
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    usage: Usage = Usage()
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStopEvent:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class PingEvent:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """A mid-stream error; the stream raises it as the matching :class:`~sdk.APIError`."""
+
+    error_type: str
+    message: str
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownEvent:
+    """An event type this SDK does not model; ``data`` is the parsed JSON or the raw text."""
+
+    type: str
+    data: Any = None
+
+
+Event = (
+    MessageStartEvent
+    | ContentBlockStartEvent
+    | ContentBlockDeltaEvent
+    | ContentBlockStopEvent
+    | MessageDeltaEvent
+    | MessageStopEvent
+    | PingEvent
+    | ErrorEvent
+    | UnknownEvent
+)
+
+
+def _str(m: Mapping[str, Any], key: str) -> str:
+    v = m.get(key)
+    return v if isinstance(v, str) else ""
+
+
+def parse_block(raw: object) -> ContentBlock:
+    if not isinstance(raw, Mapping):
+        return UnknownBlock("invalid", {"value": raw})
+    kind = raw.get("type")
+    if kind == "text":
+        cites = raw.get("citations")
+        return TextBlock(_str(raw, "text"), tuple(cites) if isinstance(cites, list) else ())
+    if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+        inp = raw.get("input")
+        return ToolUseBlock(
+            _str(raw, "id"), _str(raw, "name"), inp if inp is not None else {}, "", None, kind
+        )
+    if kind == "thinking":
+        return ThinkingBlock(_str(raw, "thinking"), _str(raw, "signature"))
+    if kind == "redacted_thinking":
+        return RedactedThinkingBlock(_str(raw, "data"))
+    return UnknownBlock(kind if isinstance(kind, str) else "unknown", dict(raw))
+
+
+def _parse_delta(raw: object) -> Delta:
+    if not isinstance(raw, Mapping):
+        return UnknownDelta("invalid", {"value": raw})
+    kind = raw.get("type")
+    if kind == "text_delta":
+        return TextDelta(_str(raw, "text"))
+    if kind == "input_json_delta":
+        return InputJSONDelta(_str(raw, "partial_json"))
+    if kind == "thinking_delta":
+        return ThinkingDelta(_str(raw, "thinking"))
+    if kind == "signature_delta":
+        return SignatureDelta(_str(raw, "signature"))
+    if kind == "citations_delta":
+        cite = raw.get("citation")
+        return CitationsDelta(cite if isinstance(cite, Mapping) else {})
+    return UnknownDelta(kind if isinstance(kind, str) else "unknown", dict(raw))
+
+
+def _index(payload: Mapping[str, Any], sse: ServerSentEvent) -> int:
+    idx = payload.get("index")
+    if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
+        raise StreamProtocolError(f"event {sse.event!r} has no valid index", event=sse)
+    return idx
+
+
+def parse_anthropic_event(sse: ServerSentEvent) -> Event:
+    """Turn one SSE event of the Messages stream into a typed event.
+
+    The JSON ``type`` decides (the SSE ``event:`` name is the fallback). A known event
+    whose data is not JSON is a :class:`~sdk.StreamProtocolError`; an unknown one is
+    passed through with its raw text.
+    """
+    kind = sse.event
+    if kind == "ping" and not sse.data.strip():
+        return PingEvent()
+    try:
+        payload = orjson.loads(sse.data)
+    except orjson.JSONDecodeError:
+        if kind in _KNOWN:
+            raise StreamProtocolError(f"event {kind!r} carries invalid JSON", event=sse) from None
+        return UnknownEvent(kind, sse.data)
+    if not isinstance(payload, dict):
+        if kind in _KNOWN:
+            raise StreamProtocolError(f"event {kind!r} is not a JSON object", event=sse)
+        return UnknownEvent(kind, payload)
+    t = payload.get("type")
+    if isinstance(t, str):
+        kind = t
+    if kind == "content_block_delta":
+        return ContentBlockDeltaEvent(_index(payload, sse), _parse_delta(payload.get("delta")))
+    if kind == "content_block_start":
+        return ContentBlockStartEvent(_index(payload, sse), parse_block(payload.get("content_block")))
+    if kind == "content_block_stop":
+        return ContentBlockStopEvent(_index(payload, sse))
+    if kind == "ping":
+        return PingEvent()
+    if kind == "message_delta":
+        delta = payload.get("delta")
+        delta = delta if isinstance(delta, Mapping) else _EMPTY
+        reason = delta.get("stop_reason")
+        seq = delta.get("stop_sequence")
+        return MessageDeltaEvent(
+            reason if isinstance(reason, str) else None,
+            seq if isinstance(seq, str) else None,
+            Usage.from_wire(payload.get("usage")),
+        )
+    if kind == "message_start":
+        msg = payload.get("message")
+        msg = msg if isinstance(msg, Mapping) else _EMPTY
+        content = msg.get("content")
+        return MessageStartEvent(
+            _str(msg, "id"),
+            _str(msg, "model"),
+            _str(msg, "role") or "assistant",
+            Usage.from_wire(msg.get("usage")),
+            tuple(parse_block(b) for b in content) if isinstance(content, list) else (),
+        )
+    if kind == "message_stop":
+        return MessageStopEvent()
+    if kind == "error":
+        err = payload.get("error")
+        err = err if isinstance(err, Mapping) else _EMPTY
+        return ErrorEvent(_str(err, "type") or "api_error", _str(err, "message"), payload)
+    return UnknownEvent(kind, payload)
+
+
+_KNOWN = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "error",
+    }
+)
+
+
+class AnthropicEventDecoder:
+    """Sans-IO bytes -> typed events for the Anthropic Messages stream."""
+
+    __slots__ = ("sse",)
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self.sse = SSEDecoder(max_event_bytes=max_event_bytes)
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        return [parse_anthropic_event(e) for e in self.sse.feed(chunk)]
+
+    def flush(self) -> list[Event]:
+        return [parse_anthropic_event(e) for e in self.sse.flush()]

@@ -1,0 +1,201 @@
+"""Sans-IO server-sent-event decoder (WHATWG "event stream interpretation").
+
+Bytes in, events out; no sockets, no clocks. Lines are split on bytes at CR, LF and
+CRLF only (``str.splitlines`` would also split at U+2028 and friends, which JSON
+payloads may contain); a CR that ends one feed may meet its LF in the next.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .._errors import SSEEventTooLargeError
+
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent"]
+
+DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
+_LINES = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSentEvent:
+    """One dispatched event. ``id`` is the last event id seen so far (it persists)."""
+
+    data: str
+    event: str = "message"
+    id: str = ""
+    retry: int | None = None
+
+
+def _decode_replacing(raw: bytes) -> tuple[str, int]:
+    """Decode with U+FFFD for each maximal invalid subsequence; also return how many."""
+    out: list[str] = []
+    count = 0
+    pos = 0
+    while True:
+        try:
+            out.append(raw[pos:].decode("utf-8"))
+            return "".join(out), count
+        except UnicodeDecodeError as e:
+            out.append(raw[pos : pos + e.start].decode("utf-8"))
+            out.append("\ufffd")
+            count += 1
+            pos += e.end
+
+
+class SSEDecoder:
+    """Incremental decoder: ``feed(bytes) -> list[ServerSentEvent]``, then ``flush()``.
+
+    Invalid UTF-8 never raises: it is replaced with U+FFFD and counted in ``replaced``.
+    One event (its data plus any unterminated line) over ``max_event_bytes`` raises
+    :class:`~sdk.SSEEventTooLargeError`, so a server that never ends a line cannot
+    exhaust memory.
+    """
+
+    __slots__ = (
+        "_bom_done",
+        "_buf",
+        "_data",
+        "_data_size",
+        "_event",
+        "_last_id",
+        "_retry",
+        "_skip_lf",
+        "max_event_bytes",
+        "replaced",
+        "truncated_bytes",
+    )
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        if max_event_bytes <= 0:
+            raise ValueError("max_event_bytes must be positive")
+        self.max_event_bytes = max_event_bytes
+        self.replaced = 0
+        self.truncated_bytes = 0
+        self._buf = b""
+        self._skip_lf = False
+        self._bom_done = False
+        self._data: list[str] = []
+        self._data_size = 0
+        self._event = ""
+        self._last_id = ""
+        self._retry: int | None = None
+
+    @property
+    def last_event_id(self) -> str:
+        return self._last_id
+
+    @property
+    def retry(self) -> int | None:
+        """The reconnection time (ms) the server asked for, if any."""
+        return self._retry
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        if not chunk:
+            return []
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[0] == 0x0A:
+                chunk = chunk[1:]
+                if not chunk:
+                    return []
+        buf = self._buf + chunk if self._buf else chunk
+        if not self._bom_done:
+            if len(buf) < 3 and _BOM.startswith(buf):
+                self._buf = buf
+                return []
+            if buf.startswith(_BOM):
+                buf = buf[3:]
+            self._bom_done = True
+        end = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
+        if end < 0:
+            self._buf = buf
+            self._check_size()
+            return []
+        if end + 1 < len(buf):
+            complete, self._buf = buf[: end + 1], buf[end + 1 :]
+        else:
+            complete, self._buf = buf, b""
+            self._skip_lf = buf[end] == 0x0D
+        self._check_size()
+        try:
+            text = complete.decode("utf-8")
+        except UnicodeDecodeError:
+            text, n = _decode_replacing(complete)
+            self.replaced += n
+        lines = text.split("\n") if "\r" not in text else _LINES.split(text)
+        lines.pop()  # the empty remainder after the final terminator
+        return self._lines(lines)
+
+    def flush(self) -> list[ServerSentEvent]:
+        """End of stream.
+
+        The spec drops an event that lacks its final blank line; we deliver it when all of
+        its lines arrived whole (the data are complete, only the separator is missing).
+        An event cut inside a line is dropped and its bytes are counted in
+        ``truncated_bytes``.
+        """
+        out: list[ServerSentEvent] = []
+        if self._buf:
+            self.truncated_bytes += len(self._buf) + self._data_size
+            self._buf = b""
+            self._data = []
+            self._data_size = 0
+            self._event = ""
+        elif self._data:
+            out = self._lines([""])
+        self._skip_lf = False
+        return out
+
+    def _check_size(self) -> None:
+        if len(self._buf) + self._data_size > self.max_event_bytes:
+            size = len(self._buf) + self._data_size
+            self._buf = b""
+            raise SSEEventTooLargeError(
+                f"one server-sent event is over {self.max_event_bytes} bytes ({size} so far)"
+            )
+
+    def _lines(self, lines: list[str]) -> list[ServerSentEvent]:
+        out: list[ServerSentEvent] = []
+        data = self._data
+        for line in lines:
+            if not line:
+                if data:
+                    out.append(
+                        ServerSentEvent(
+                            data[0] if len(data) == 1 else "\n".join(data),
+                            self._event or "message",
+                            self._last_id,
+                            self._retry,
+                        )
+                    )
+                    data = self._data = []
+                    self._data_size = 0
+                self._event = ""
+                continue
+            if line.startswith("data:"):
+                value = line[6:] if line.startswith("data: ") else line[5:]
+                data.append(value)
+                self._data_size += len(value) + 1
+                if self._data_size > self.max_event_bytes:
+                    self._check_size()
+                continue
+            field, colon, value = line.partition(":")
+            if not field:
+                continue  # comment
+            if colon and value.startswith(" "):
+                value = value[1:]
+            if field == "event":
+                self._event = value
+            elif field == "data":  # "data" with no colon: an empty data line
+                data.append(value)
+                self._data_size += 1
+            elif field == "id":
+                if "\0" not in value:
+                    self._last_id = value
+            elif field == "retry" and value.isascii() and value.isdigit():
+                self._retry = int(value)
+            # any other field is ignored, as the spec says
+        return out

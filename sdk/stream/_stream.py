@@ -1,0 +1,324 @@
+"""The message stream: flow-controlled reading, accumulation, stall/resume, cleanup.
+
+The HTTP part is injected: ``open`` is a coroutine function returning an
+:class:`Upstream` (an async iterator of body bytes and a way to close it), and the
+optional ``resume`` hook returns the :class:`Upstream` of a continuation request.
+A background task reads the body into a bounded :class:`~._flow.FlowBuffer`; the
+consumer's ``async for`` takes events out, folds them into the state and raises
+mid-stream errors as typed errors carrying the partial message.
+
+Use it only as an async context manager: leaving the block early, an exception in the
+consumer or a cancelled task closes the response under a shielded scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+
+from .._errors import IncompleteStreamError, SDKError, error_from_transport
+from ._accumulate import Message, MessageState, apply, error_from_event
+from ._events import (
+    AnthropicEventDecoder,
+    ContentBlockDeltaEvent,
+    ContentBlockStartEvent,
+    ContentBlockStopEvent,
+    ErrorEvent,
+    Event,
+    MessageDeltaEvent,
+    MessageStartEvent,
+    MessageStopEvent,
+    TextBlock,
+    TextDelta,
+)
+from ._flow import FlowBuffer, FlowControl, StallPolicy, StreamStatistics, _End
+
+__all__ = ["EventDecoder", "MessageStream", "ResumeHook", "ResumeRequest", "Upstream"]
+
+
+class EventDecoder(Protocol):
+    """A sans-IO bytes -> events decoder (:class:`AnthropicEventDecoder`, ...)."""
+
+    def feed(self, chunk: bytes) -> list[Event]: ...
+
+    def flush(self) -> list[Event]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """An open response body.
+
+    ``repeat``: text the new stream is expected to repeat at its start (for example the
+    trailing whitespace a prefill had to drop); it is removed once if it does come back.
+    """
+
+    chunks: AsyncIterator[bytes]
+    aclose: Callable[[], Awaitable[None]]
+    repeat: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeRequest:
+    """What a resume hook needs: the message received so far and its text (the prefill)."""
+
+    message: Message
+    prefill: str
+    attempt: int
+
+
+ResumeHook = Callable[[ResumeRequest], Awaitable[Upstream]]
+
+
+class _Splicer:
+    """Re-indexes a continuation stream so it extends the interrupted message seamlessly."""
+
+    def __init__(self, state: MessageState, repeat: str) -> None:
+        self.base_usage = state.usage
+        self.open_index = state.open.index if state.open is not None else None
+        self.offset = state.next_index
+        self.repeat = repeat
+        self.joined = False  # the continuation's first text block merged into the open one
+
+    def _map(self, index: int) -> int:
+        if self.open_index is not None and self.joined:
+            return index + self.open_index
+        return index + self.offset
+
+    def __call__(self, events: list[Event]) -> list[Event]:
+        out: list[Event] = []
+        for ev in events:
+            if isinstance(ev, MessageStartEvent):
+                out.append(MessageDeltaEvent(None, None, self.base_usage.plus(ev.usage)))
+            elif (
+                isinstance(ev, MessageDeltaEvent | MessageStopEvent)
+                and self.open_index is not None
+                and not self.joined
+            ):
+                out.append(ContentBlockStopEvent(self.open_index))
+                self.offset = self.open_index + 1
+                self.open_index = None
+                out += self([ev])
+            elif isinstance(ev, MessageDeltaEvent):
+                out.append(
+                    MessageDeltaEvent(ev.stop_reason, ev.stop_sequence, self.base_usage.plus(ev.usage))
+                )
+            elif isinstance(ev, ContentBlockStartEvent):
+                if self.open_index is not None and not self.joined:
+                    if ev.index == 0 and isinstance(ev.block, TextBlock):
+                        self.joined = True
+                        if ev.block.text:
+                            out += self._text(self.open_index, ev.block.text)
+                        continue
+                    out.append(ContentBlockStopEvent(self.open_index))
+                    self.offset = self.open_index + 1
+                    self.open_index = None
+                out.append(ContentBlockStartEvent(self._map(ev.index), ev.block))
+            elif isinstance(ev, ContentBlockDeltaEvent):
+                idx = self._map(ev.index)
+                if isinstance(ev.delta, TextDelta) and self.repeat:
+                    out += self._text(idx, ev.delta.text)
+                else:
+                    out.append(ContentBlockDeltaEvent(idx, ev.delta))
+            elif isinstance(ev, ContentBlockStopEvent):
+                out.append(ContentBlockStopEvent(self._map(ev.index)))
+            else:
+                out.append(ev)
+        return out
+
+    def _text(self, index: int, text: str) -> list[Event]:
+        if self.repeat:
+            n = 0
+            while n < len(text) and n < len(self.repeat) and text[n] == self.repeat[n]:
+                n += 1
+            if n < len(self.repeat) and n < len(text):
+                self.repeat = ""  # it did not come back: keep everything
+            else:
+                self.repeat = self.repeat[n:]
+                text = text[n:]
+        return [ContentBlockDeltaEvent(index, TextDelta(text))] if text else []
+
+
+class MessageStream:
+    """``async with MessageStream(open) as s: async for event in s: ...``
+
+    ``state`` is what the consumer has been handed (the cursor); ``statistics()`` reports
+    buffering, every pause, stall cancel and resume.
+    """
+
+    def __init__(
+        self,
+        open: Callable[[], Awaitable[Upstream]],
+        *,
+        decoder: Callable[[], EventDecoder] = AnthropicEventDecoder,
+        flow: FlowControl | None = None,
+        stall: StallPolicy | None = None,
+        resume: ResumeHook | None = None,
+    ) -> None:
+        stall = stall or StallPolicy()
+        if stall.enabled and resume is None:
+            raise ValueError("an enabled StallPolicy needs a resume hook")
+        self._open = open
+        self._decoder = decoder
+        self._flow = flow or FlowControl()
+        self._stall = stall
+        self._resume = resume
+        self._tg: TaskGroup | None = None
+        self._buf: FlowBuffer | None = None
+        self._batch: list[Event] = []
+        self._pos = 0
+        self._state = MessageState()
+        self._done = False
+        self._attempts = 0
+
+    @property
+    def state(self) -> MessageState:
+        return self._state
+
+    def statistics(self) -> StreamStatistics:
+        if self._buf is None:
+            raise RuntimeError("the stream is not open")
+        return self._buf.statistics()
+
+    async def __aenter__(self) -> MessageStream:
+        upstream = await self._open()
+        self._buf = FlowBuffer(self._flow, self._stall)
+        tg = anyio.create_task_group()
+        try:
+            await tg.__aenter__()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await upstream.aclose()
+            raise
+        self._tg = tg
+        tg.start_soon(self._pump, upstream, None)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        tg, self._tg = self._tg, None
+        if tg is None:
+            return None
+        tg.cancel_scope.cancel()
+        return await tg.__aexit__(exc_type, exc, tb)
+
+    async def _pump(self, upstream: Upstream, splice: _Splicer | None) -> None:
+        """Read one upstream into the buffer. Never raises: failures go to the consumer."""
+        buf = self._buf
+        assert buf is not None
+        decoder = self._decoder()
+        pending = 0
+        resumable = True  # between blocks or inside a text block: a prefill can continue it
+        finished = False
+        end: _End | BaseException | None = None
+        try:
+            async for chunk in upstream.chunks:
+                events = decoder.feed(chunk)
+                pending += len(chunk)
+                if not events:
+                    continue
+                if splice is not None:
+                    events = splice(events)
+                for ev in events:
+                    if isinstance(ev, ContentBlockStartEvent):
+                        resumable = isinstance(ev.block, TextBlock)
+                    elif isinstance(ev, ContentBlockStopEvent):
+                        resumable = True
+                    elif isinstance(ev, MessageStopEvent | ErrorEvent) or (
+                        isinstance(ev, MessageDeltaEvent) and ev.stop_reason is not None
+                    ):
+                        finished = True
+                can_stall = resumable and not finished and self._attempts < self._stall.max_resumes
+                ok = await buf.put(events, pending, can_stall=can_stall)
+                pending = 0
+                if not ok:
+                    buf.cancels += 1
+                    buf.note("cancel")
+                    end = _End(stalled=True)
+                    return
+            tail = decoder.flush()
+            if tail:
+                buf.put_nowait(splice(tail) if splice is not None else tail, pending)
+            end = _End(stalled=False)
+        except Exception as e:
+            end = error_from_transport(e) or e
+        finally:
+            replaced = getattr(getattr(decoder, "sse", None), "replaced", 0)
+            buf.replaced += replaced if isinstance(replaced, int) else 0
+            with anyio.CancelScope(shield=True):
+                try:
+                    await upstream.aclose()
+                except Exception as e:  # closing a broken connection may fail; report it
+                    if isinstance(end, _End) and not end.stalled:
+                        end = error_from_transport(e) or e
+            if end is not None:  # None: cancelled, nobody is reading any more
+                buf.put_nowait(end)
+
+    def __aiter__(self) -> MessageStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        while True:
+            if self._pos < len(self._batch):
+                ev = self._batch[self._pos]
+                self._pos += 1
+                self._state = apply(self._state, ev)
+                if isinstance(ev, ErrorEvent):
+                    self._done = True
+                    raise error_from_event(ev, self._state)
+                return ev
+            if self._done or self._buf is None:
+                raise StopAsyncIteration
+            item = await self._buf.get()
+            if isinstance(item, list):
+                self._batch, self._pos = item, 0
+            elif isinstance(item, _End):
+                if item.stalled:
+                    await self._resume_upstream()
+                    continue
+                self._done = True
+                if not self._state.stopped:
+                    raise IncompleteStreamError(
+                        "the stream ended before message_stop", partial=self._state.message()
+                    )
+                raise StopAsyncIteration
+            else:
+                self._done = True
+                if isinstance(item, SDKError) and item.partial is None:
+                    item.partial = self._state.message()
+                raise item
+
+    async def _resume_upstream(self) -> None:
+        hook, buf, tg = self._resume, self._buf, self._tg
+        assert hook is not None and buf is not None and tg is not None
+        self._attempts += 1
+        state = self._state
+        request = ResumeRequest(state.message(), state.text(), self._attempts)
+        try:
+            upstream = await hook(request)
+        except Exception as e:
+            self._done = True
+            err = error_from_transport(e, partial=state.message())
+            if err is None:
+                raise
+            raise err from e
+        buf.resumes += 1
+        buf.note("resume")
+        tg.start_soon(self._pump, upstream, _Splicer(state, upstream.repeat))
+
+    async def get_final_message(self) -> Message:
+        """Consume the rest of the stream and return the accumulated message."""
+        async for _ in self:
+            pass
+        return self._state.message()
+
+    async def text_deltas(self) -> AsyncIterator[str]:
+        """The text deltas only (thinking, tool input and other events are still accumulated)."""
+        async for ev in self:
+            if isinstance(ev, ContentBlockDeltaEvent) and isinstance(ev.delta, TextDelta):
+                yield ev.delta.text
