@@ -59,7 +59,12 @@ _GRAPHEME = regex.compile(r"\X")
 
 def allowed_cut(text: str, p: int) -> bool:
     """Kinsoku and grapheme safety for a cut found by a level pattern."""
-    if text[p] in _NO_START or text[p - 1] in _NO_END:
+    before = text[p - 1]
+    if text[p] in _NO_START or before in _NO_END:
+        return False
+    if before == "\u200d":
+        # Never cut right after a zero-width joiner: it asks to join what follows
+        # (GB11 emoji sequences, Indic half-forms), whatever a property table says.
         return False
     # Level patterns cut after whitespace or punctuation; such a cut is inside a
     # grapheme only when the next character extends the previous grapheme or the
