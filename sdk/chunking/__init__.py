@@ -6,6 +6,19 @@
 """
 
 from ._api import Chunker, chunk
+from ._code import GrammarUnavailable, UnknownLanguage, detect_language, languages
 from ._types import Chunk, ChunkingWarning, ChunkKind, Section, Splitter
 
-__all__ = ["Chunk", "ChunkKind", "Chunker", "ChunkingWarning", "Section", "Splitter", "chunk"]
+__all__ = [
+    "Chunk",
+    "ChunkKind",
+    "Chunker",
+    "ChunkingWarning",
+    "GrammarUnavailable",
+    "Section",
+    "Splitter",
+    "UnknownLanguage",
+    "chunk",
+    "detect_language",
+    "languages",
+]

@@ -1,0 +1,390 @@
+"""Code splitter: cut source only between syntax nodes, shallowest first.
+
+The source is parsed once by tree-sitter (in C); Python then looks only at the
+children of nodes that do not fit the budget. Splitting a node returns its children,
+grouped so that what belongs together moves together (comments, decorators and
+attributes directly above a definition; a trailing comment and the line it ends;
+closing punctuation and the token before it; an opening bracket and what follows).
+Whitespace between groups becomes its own small section, which the engine glues to
+a neighbour, so every node section spans exactly its node: a cut is never placed
+inside a node whose own text fits.
+
+Leaves that do not fit (a huge string, a long comment) and ERROR regions of broken
+code fall back to prose rules at the line level; single tokens stay whole.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import tree_sitter
+
+from ._api import register_kind
+from ._languages import (
+    GrammarUnavailable,
+    UnknownLanguage,
+    detect_language,
+    language_for_filename,
+    languages,
+    load_language,
+    normalize_language,
+)
+from ._prose import PROSE
+from ._types import ChunkingWarning, Section
+
+__all__ = [
+    "CodeSplitter",
+    "GrammarUnavailable",
+    "UnknownLanguage",
+    "code_root",
+    "detect_language",
+    "languages",
+]
+
+Node = tree_sitter.Node
+
+# Sibling kinds that describe the definition below them.
+_ATTACHED_FORWARD = frozenset(
+    {"decorator", "attribute_item", "attribute_list", "annotation", "marker_annotation", "attribute"}
+)
+# Unnamed tokens that end what precedes them, or open what follows.
+_CLOSERS = frozenset({",", ";", ")", "]", "}", ":", ">", "?>"})
+_OPENERS = frozenset({"(", "[", "{"})
+# Leaf kinds holding free text: cut with prose rules when they alone are over budget.
+_TEXTLIKE = ("comment", "string", "content", "fragment", "heredoc", "text", "raw", "char", "regex", "doc")
+
+_DEFINITIONS = frozenset(
+    {
+        # Python, Bash
+        "function_definition",
+        "class_definition",
+        # JavaScript / TypeScript
+        "function_declaration",
+        "generator_function_declaration",
+        "class_declaration",
+        "abstract_class_declaration",
+        "method_definition",
+        "method_signature",
+        "abstract_method_signature",
+        "interface_declaration",
+        "type_alias_declaration",
+        "enum_declaration",
+        "internal_module",
+        "module",
+        # Go
+        "method_declaration",
+        "type_spec",
+        # Rust
+        "function_item",
+        "function_signature_item",
+        "struct_item",
+        "enum_item",
+        "union_item",
+        "trait_item",
+        "impl_item",
+        "mod_item",
+        "macro_definition",
+        # Java, C#
+        "record_declaration",
+        "annotation_type_declaration",
+        "constructor_declaration",
+        "struct_declaration",
+        "namespace_declaration",
+        "file_scoped_namespace_declaration",
+        "property_declaration",
+        "local_function_statement",
+        # C, C++
+        "struct_specifier",
+        "union_specifier",
+        "enum_specifier",
+        "class_specifier",
+        "namespace_definition",
+        # Ruby
+        "class",
+        "method",
+        "singleton_method",
+        # JSON
+        "pair",
+    }
+)
+# Nodes that wrap one definition: their label is the inner definition's name.
+_WRAPPERS = frozenset(
+    {
+        "decorated_definition",
+        "export_statement",
+        "template_declaration",
+        "type_declaration",
+        "lexical_declaration",
+        "variable_declaration",
+        "ambient_declaration",
+    }
+)
+_FUNCTION_VALUES = frozenset(
+    {"arrow_function", "function_expression", "function", "generator_function", "class"}
+)
+_NAME_MAX = 120
+
+
+@dataclass(frozen=True, slots=True)
+class _Nodes:
+    """State of a code section: sibling nodes spanning bytes ``[start, end)``.
+
+    ``chain`` is the definition chain enclosing the nodes (their parent's path).
+    """
+
+    nodes: tuple[Node, ...]
+    chain: tuple[str, ...]
+    start: int
+    end: int
+
+
+def _is_comment(node: Node) -> bool:
+    return "comment" in node.type
+
+
+class CodeSplitter:
+    """Splitter for one parsed source; ``Section.state`` is a :class:`_Nodes`.
+
+    ``touched`` counts the nodes this splitter has looked at, so tests can check the
+    walk stays lazy.
+    """
+
+    __slots__ = ("_ascii", "_data", "_tree", "language", "touched")
+
+    def __init__(self, data: bytes, ascii_only: bool, language: str, tree: tree_sitter.Tree) -> None:
+        self._data = data
+        self._ascii = ascii_only
+        self._tree = tree  # nodes borrow from it
+        self.language = language
+        self.touched = 0
+
+    # -- the Splitter protocol -------------------------------------------------------
+
+    def split(self, text: str, section: Section) -> Sequence[Section]:
+        state = section.state
+        if not isinstance(state, _Nodes):
+            return ()
+        if len(state.nodes) > 1:
+            return self._tile(text, section, [[n] for n in state.nodes], state.chain)
+        node = state.nodes[0]
+        chain = state.chain
+        while True:
+            if node.is_error:
+                return self._prose(text, section)
+            name = _definition_name(self._data, node)
+            if name is not None:
+                chain = (*chain, name)
+            children = [c for c in node.children if c.end_byte > c.start_byte]
+            self.touched += len(children) or 1
+            if not children:
+                if _textlike(node) or state.start < node.start_byte or state.end > node.end_byte:
+                    return self._prose(text, section)
+                return ()
+            only = children[0]
+            if len(children) == 1 and only.start_byte <= state.start and only.end_byte >= state.end:
+                node = only  # a node that is all one child: look through it
+                continue
+            groups = self._group(children)
+            if len(groups) == 1:  # all glued together (a decorated definition): cut between members
+                groups = [[c] for c in children]
+            return self._tile(text, section, groups, chain)
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _prose(self, text: str, section: Section) -> Sequence[Section]:
+        """Line, then word/identifier, then grapheme cuts (for leaves and ERROR regions)."""
+        inner = Section(section.start, section.end, PROSE, 1, "code", self.language, section.path)
+        return PROSE.split(text, inner)
+
+    def _group(self, children: list[Node]) -> list[list[Node]]:
+        """Runs of siblings that must move together."""
+        groups: list[list[Node]] = [[children[0]]]
+        prev = children[0]
+        prev_trailing = False  # prev is a comment ending the line of the node before it
+        for cur in children[1:]:
+            gap_rows = cur.start_point.row - prev.end_point.row
+            back = (_is_comment(cur) and gap_rows == 0) or (not cur.is_named and cur.type in _CLOSERS)
+            forward = False
+            if not back:
+                if prev.type in _ATTACHED_FORWARD:
+                    forward = True
+                elif _is_comment(prev) and not prev_trailing:
+                    forward = (gap_rows <= 1 and not _is_comment(cur)) or (gap_rows == 1 and _is_comment(cur))
+                elif not prev.is_named and prev.type in _OPENERS:
+                    forward = True
+            if back or forward:
+                groups[-1].append(cur)
+            else:
+                groups.append([cur])
+            prev_trailing = back and _is_comment(cur)
+            prev = cur
+        return groups
+
+    def _tile(
+        self, text: str, section: Section, groups: list[list[Node]], chain: tuple[str, ...]
+    ) -> list[Section]:
+        state = section.state
+        assert isinstance(state, _Nodes)
+        lo, hi = state.start, state.end
+        data = self._data
+        linear = self._ascii or text[section.start : section.end].isascii()
+        pos_b, pos_c = lo, section.start
+        path = ".".join(chain) or None
+        language = self.language
+        parts: list[Section] = []
+
+        def char(b: int) -> int:
+            if linear:
+                return section.start + (b - lo)
+            return pos_c + len(data[pos_b:b].decode("utf-8"))
+
+        for group in groups:
+            gs = max(group[0].start_byte, pos_b)
+            ge = min(group[-1].end_byte, hi)
+            if ge <= gs:
+                continue
+            if gs > pos_b:
+                c = char(gs)
+                parts.append(Section(pos_c, c, PROSE, 0, "code", language, path))
+                pos_b, pos_c = gs, c
+            c = char(ge)
+            parts.append(self._part(group, pos_c, c, gs, ge, chain, path))
+            pos_b, pos_c = ge, c
+        if pos_b < hi:
+            parts.append(Section(pos_c, section.end, PROSE, 0, "code", language, path))
+        return parts
+
+    def _part(
+        self,
+        group: list[Node],
+        start: int,
+        end: int,
+        bs: int,
+        be: int,
+        chain: tuple[str, ...],
+        path: str | None,
+    ) -> Section:
+        principal = next((n for n in group if not (_is_comment(n) or n.type in _ATTACHED_FORWARD)), group[0])
+        label = _label(self._data, principal)
+        if label is not None:
+            path = ".".join((*chain, label))
+        if len(group) == 1:
+            node = group[0]
+            if node.is_error:
+                return Section(start, end, PROSE, 1, "code", self.language, path)
+            if node.child_count == 0:
+                if _textlike(node):
+                    return Section(start, end, PROSE, 1, "code", self.language, path)
+                return Section(start, end, None, None, "code", self.language, path)
+        return Section(start, end, self, _Nodes(tuple(group), chain, bs, be), "code", self.language, path)
+
+
+def _textlike(node: Node) -> bool:
+    kind = node.type.lower()
+    return any(word in kind for word in _TEXTLIKE) or node.start_point.row != node.end_point.row
+
+
+def _node_text(data: bytes, node: Node) -> str:
+    raw = data[node.start_byte : min(node.end_byte, node.start_byte + _NAME_MAX)]
+    return " ".join(raw.decode("utf-8", "ignore").split())
+
+
+def _name_node(node: Node) -> Node | None:
+    found = node.child_by_field_name("name")
+    if found is not None:
+        return found
+    kind = node.type
+    if kind == "impl_item":
+        return node.child_by_field_name("type")
+    if kind == "pair":
+        return node.child_by_field_name("key")
+    declarator = node.child_by_field_name("declarator")
+    for _ in range(8):  # C declarators nest: pointer -> function -> identifier
+        if declarator is None:
+            return None
+        inner = declarator.child_by_field_name("declarator")
+        if inner is None:
+            return declarator
+        declarator = inner
+    return None
+
+
+def _definition_name(data: bytes, node: Node) -> str | None:
+    """The name ``node`` adds to the path of what is inside it, if it is a definition."""
+    if not node.is_named or node.type not in _DEFINITIONS:
+        return None
+    found = _name_node(node)
+    if found is None:
+        return None
+    name = _node_text(data, found)
+    return name.strip("\"'") or None
+
+
+def _label(data: bytes, node: Node) -> str | None:
+    """Name of the definition ``node`` is or wraps (decorated, exported, templated, const f = ...)."""
+    for _ in range(4):
+        kind = node.type
+        if kind in _DEFINITIONS:
+            return _definition_name(data, node)
+        if kind == "variable_declarator":
+            value = node.child_by_field_name("value")
+            if value is not None and value.type in _FUNCTION_VALUES:
+                found = node.child_by_field_name("name")
+                return _node_text(data, found) if found is not None else None
+            return None
+        if kind not in _WRAPPERS:
+            return None
+        inner = (
+            node.child_by_field_name("definition")
+            or node.child_by_field_name("declaration")
+            or _inner_definition(node)
+        )
+        if inner is None:
+            return None
+        node = inner
+    return None
+
+
+def _inner_definition(node: Node) -> Node | None:
+    count = node.named_child_count
+    for i in range(count):
+        child = node.named_child(i)
+        if child is not None and (child.type in _DEFINITIONS or child.type == "variable_declarator"):
+            return child
+    return node.named_child(count - 1) if count else None
+
+
+def code_root(text: str, language: str) -> Section:
+    """Parse ``text`` as ``language`` and return the root section of the code splitter."""
+    name = normalize_language(language)
+    lang = load_language(name)
+    ascii_only = text.isascii()
+    data = text.encode("ascii" if ascii_only else "utf-8")
+    tree = tree_sitter.Parser(lang).parse(data)
+    splitter = CodeSplitter(data, ascii_only, name, tree)
+    return Section(0, len(text), splitter, _Nodes((tree.root_node,), (), 0, len(data)), "code", name, None)
+
+
+def _root_factory(text: str, language: str | None, filename: str | None) -> Section:
+    if language is None and filename:
+        language = language_for_filename(filename)
+    if language is not None:
+        return code_root(text, language)  # an unknown language or missing grammar is an error
+    name, why = detect_language(text)
+    if name is not None:
+        try:
+            return code_root(text, name)
+        except GrammarUnavailable as exc:
+            why = f"{why}, but {exc}"
+    warnings.warn(
+        f"kind='code': could not tell the language ({why}); chunking with prose rules. "
+        "Pass language= or filename= to choose one.",
+        ChunkingWarning,
+        stacklevel=4,
+    )
+    return PROSE.root(text)
+
+
+register_kind("code", _root_factory)

@@ -1,0 +1,324 @@
+"""Which grammar reads a piece of code: names, aliases, file names, shebangs, content.
+
+Grammars come only from the official offline wheels (``tree-sitter-python`` and
+friends), imported on first use; nothing is fetched at run time. A language whose
+wheel is missing raises :class:`GrammarUnavailable` naming the package to install.
+
+:func:`detect_language` is deliberately cheap: it looks at the file name, the shebang
+and a bounded prefix of the text, and says why it chose (or why it did not).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import re
+from dataclasses import dataclass
+
+import tree_sitter
+
+__all__ = [
+    "Grammar",
+    "GrammarUnavailable",
+    "UnknownLanguage",
+    "detect_language",
+    "grammar",
+    "language_for_filename",
+    "languages",
+    "load_language",
+    "normalize_language",
+]
+
+
+class UnknownLanguage(ValueError):
+    """A language name this build has no grammar entry for."""
+
+
+class GrammarUnavailable(ImportError):
+    """The grammar wheel for a known language is not installed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    """One language: where its grammar lives and how files announce it."""
+
+    name: str
+    package: str  # the pip distribution to install
+    module: str  # its import name
+    function: str  # the module function returning the language pointer
+    aliases: tuple[str, ...] = ()
+    extensions: tuple[str, ...] = ()
+    filenames: tuple[str, ...] = ()
+    interpreters: tuple[str, ...] = ()
+
+
+_GRAMMARS: tuple[Grammar, ...] = (
+    Grammar(
+        "python",
+        "tree-sitter-python",
+        "tree_sitter_python",
+        "language",
+        ("py", "python3", "py3"),
+        (".py", ".pyi", ".pyw"),
+        ("SConstruct", "SConscript"),
+        ("python", "python3", "python2", "pypy", "pypy3"),
+    ),
+    Grammar(
+        "javascript",
+        "tree-sitter-javascript",
+        "tree_sitter_javascript",
+        "language",
+        ("js", "jsx", "node", "nodejs", "ecmascript"),
+        (".js", ".mjs", ".cjs", ".jsx"),
+        (),
+        ("node", "nodejs"),
+    ),
+    Grammar(
+        "typescript",
+        "tree-sitter-typescript",
+        "tree_sitter_typescript",
+        "language_typescript",
+        ("ts",),
+        (".ts", ".mts", ".cts"),
+        (),
+        ("ts-node", "deno", "tsx", "bun"),
+    ),
+    Grammar("tsx", "tree-sitter-typescript", "tree_sitter_typescript", "language_tsx", (), (".tsx",)),
+    Grammar("go", "tree-sitter-go", "tree_sitter_go", "language", ("golang",), (".go",)),
+    Grammar("rust", "tree-sitter-rust", "tree_sitter_rust", "language", ("rs",), (".rs",)),
+    Grammar("java", "tree-sitter-java", "tree_sitter_java", "language", (), (".java",)),
+    Grammar("c", "tree-sitter-c", "tree_sitter_c", "language", (), (".c", ".h")),
+    Grammar(
+        "cpp",
+        "tree-sitter-cpp",
+        "tree_sitter_cpp",
+        "language",
+        ("c++", "cxx", "cc"),
+        (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".ipp", ".tpp"),
+    ),
+    Grammar(
+        "csharp",
+        "tree-sitter-c-sharp",
+        "tree_sitter_c_sharp",
+        "language",
+        ("c#", "cs", "c-sharp", "c_sharp"),
+        (".cs", ".csx"),
+    ),
+    Grammar(
+        "ruby",
+        "tree-sitter-ruby",
+        "tree_sitter_ruby",
+        "language",
+        ("rb",),
+        (".rb", ".rake", ".gemspec", ".ru"),
+        ("Rakefile", "Gemfile", "Guardfile", "Vagrantfile"),
+        ("ruby", "jruby"),
+    ),
+    Grammar(
+        "bash",
+        "tree-sitter-bash",
+        "tree_sitter_bash",
+        "language",
+        ("sh", "shell", "zsh", "ksh"),
+        (".sh", ".bash", ".zsh", ".ksh"),
+        (".bashrc", ".bash_profile", ".profile", ".zshrc"),
+        ("bash", "sh", "zsh", "ksh", "dash"),
+    ),
+    Grammar("json", "tree-sitter-json", "tree_sitter_json", "language", (), (".json", ".jsonc", ".geojson")),
+)
+
+_BY_NAME: dict[str, Grammar] = {}
+for _g in _GRAMMARS:
+    for _key in (_g.name, *_g.aliases):
+        _BY_NAME[_key] = _g
+_BY_EXTENSION = {ext: g for g in _GRAMMARS for ext in g.extensions}
+_BY_FILENAME = {name: g for g in _GRAMMARS for name in g.filenames}
+_BY_INTERPRETER = {name: g for g in _GRAMMARS for name in g.interpreters}
+
+
+def languages() -> tuple[str, ...]:
+    """Canonical names of every language this build knows (installed or not)."""
+    return tuple(sorted(g.name for g in _GRAMMARS))
+
+
+def normalize_language(name: str) -> str:
+    """Canonical name for a language name or alias (case-insensitive)."""
+    g = _BY_NAME.get(name.strip().lower())
+    if g is None:
+        raise UnknownLanguage(f"unknown language {name!r}; known languages: {', '.join(languages())}")
+    return g.name
+
+
+def grammar(name: str) -> Grammar:
+    return _BY_NAME[normalize_language(name)]
+
+
+@functools.cache
+def load_language(name: str) -> tree_sitter.Language:
+    """The tree-sitter language for ``name`` (an alias works), imported once."""
+    g = grammar(name)
+    try:
+        module = importlib.import_module(g.module)
+    except ImportError as exc:
+        raise GrammarUnavailable(
+            f"the {g.name} grammar is not installed; install it with `pip install {g.package}`"
+        ) from exc
+    return tree_sitter.Language(getattr(module, g.function)())
+
+
+def language_for_filename(filename: str) -> str | None:
+    """Language announced by a file name (extension or well-known name), if any."""
+    base = os.path.basename(filename)
+    g = _BY_FILENAME.get(base)
+    if g is None:
+        _, ext = os.path.splitext(base)
+        g = _BY_EXTENSION.get(ext.lower())
+    return g.name if g is not None else None
+
+
+_SHEBANG = re.compile(r"#![ \t]*(\S+)(?:[ \t]+(-\S+[ \t]+)*(\S+))?")
+
+
+def _from_shebang(first_line: str) -> str | None:
+    m = _SHEBANG.match(first_line)
+    if m is None:
+        return None
+    program = os.path.basename(m.group(1))
+    if program == "env" and m.group(3):
+        program = os.path.basename(m.group(3))
+    g = _BY_INTERPRETER.get(program)
+    if g is None:
+        # python3.12, ruby2.7, ...
+        g = _BY_INTERPRETER.get(re.sub(r"[\d.]+$", "", program))
+    return g.name if g is not None else None
+
+
+# Content features: (language, weight, pattern over the prefix, multiline). Each matched
+# feature counts once; the classifier needs a clear winner, not a popularity vote.
+_M = re.MULTILINE
+_FEATURES: dict[str, tuple[tuple[int, re.Pattern[str]], ...]] = {
+    "python": (
+        (3, re.compile(r"^[ \t]*def \w+\(.*\)( -> .+)?:[ \t]*(#.*)?$", _M)),
+        (2, re.compile(r"^[ \t]*class \w+(\(.*\))?:[ \t]*$", _M)),
+        (2, re.compile(r"^(from [\w.]+ import \w|import \w+( as \w+)?$)", _M)),
+        (2, re.compile(r"\bself\.\w+")),
+        (2, re.compile(r"^[ \t]*(elif .*|else|try|except.*|finally):[ \t]*$", _M)),
+        (2, re.compile(r"__name__|__init__|\bNone\b|\bTrue\b|\bFalse\b")),
+        (1, re.compile(r"^[ \t]*@\w+", _M)),
+        (1, re.compile(r"^[ \t]*#", _M)),
+    ),
+    "javascript": (
+        (2, re.compile(r"\bfunction\b\s*\w*\s*\(")),
+        (2, re.compile(r"\b(const|let|var)\s+[\w$]+\s*=")),
+        (1, re.compile(r"=>")),
+        (2, re.compile(r"\bconsole\.\w+\(|\bdocument\.|\bwindow\.")),
+        (2, re.compile(r"\brequire\(['\"]|module\.exports|export default|import .* from ['\"]")),
+        (1, re.compile(r"===|!==")),
+        (1, re.compile(r";[ \t]*$", _M)),
+    ),
+    "typescript": (
+        (3, re.compile(r"\binterface\s+\w+\s*(<[^>]*>)?\s*\{")),
+        (3, re.compile(r"[\w)]\s*:\s*(string|number|boolean|any|unknown|void|never)\b")),
+        (2, re.compile(r"^\s*(export\s+)?type\s+\w+(<[^>]*>)?\s*=", _M)),
+        (2, re.compile(r"\b(public|private|protected|readonly)\s+\w+\s*[:(]")),
+        (2, re.compile(r"\b(const|let)\s+\w+\s*:\s*\w")),
+        (1, re.compile(r"\bimport .* from ['\"]")),
+        (1, re.compile(r"=>")),
+    ),
+    "go": (
+        (4, re.compile(r"^package\s+\w+\s*$", _M)),
+        (3, re.compile(r"^func\s+(\([^)]*\)\s*)?\w+\(", _M)),
+        (2, re.compile(r":=")),
+        (2, re.compile(r"\bfmt\.\w+\(|\berr != nil\b")),
+        (1, re.compile(r"^import\s+\(", _M)),
+    ),
+    "rust": (
+        (3, re.compile(r"\b(pub(\([\w:]+\))?\s+)?fn\s+\w+\s*(<[^>]*>)?\(")),
+        (2, re.compile(r"\blet\s+mut\b")),
+        (2, re.compile(r"^\s*(impl|trait|mod|use)\b[^;{]*[;{]", _M)),
+        (2, re.compile(r"#!?\[\w+")),
+        (2, re.compile(r"\b\w+!\(|&self\b|&mut\b")),
+        (1, re.compile(r"::")),
+        (1, re.compile(r"->")),
+    ),
+    "java": (
+        (3, re.compile(r"\b(public|private|protected)\s+(static\s+)?(final\s+)?class\s+\w+")),
+        (3, re.compile(r"\bSystem\.out\.|^import\s+java\.", _M)),
+        (2, re.compile(r"@Override|public static void main\(String")),
+        (2, re.compile(r"\b(public|private|protected)\s+(static\s+)?(final\s+)?[\w<>\[\]]+\s+\w+\s*[;=(]")),
+        (1, re.compile(r"^package\s+[\w.]+;", _M)),
+    ),
+    "c": (
+        (3, re.compile(r"^#include\s*<\w+\.h>", _M)),
+        (2, re.compile(r"\b(printf|malloc|free|sizeof|fprintf|memcpy)\s*\(")),
+        (2, re.compile(r"^(static\s+)?(int|void|char|unsigned|long|double)\s+\*?\w+\s*\(", _M)),
+        (1, re.compile(r"\bstruct\s+\w+\s*[{*]")),
+        (1, re.compile(r"^#(define|ifndef|ifdef|endif)\b", _M)),
+        (1, re.compile(r"->")),
+    ),
+    "cpp": (
+        (3, re.compile(r"^#include\s*<(iostream|vector|string|memory|map|algorithm|utility)>", _M)),
+        (3, re.compile(r"\bstd::")),
+        (2, re.compile(r"\btemplate\s*<|\bnamespace\s+\w+\s*\{|\busing namespace\b")),
+        (2, re.compile(r"^\s*(public|private|protected):\s*$", _M)),
+        (1, re.compile(r"\b(nullptr|constexpr|auto)\b")),
+        (1, re.compile(r"^#include\b", _M)),
+    ),
+    "csharp": (
+        (3, re.compile(r"^using\s+System(\.[\w.]+)?;", _M)),
+        (3, re.compile(r"\bConsole\.Write(Line)?\(")),
+        (2, re.compile(r"\{\s*get;\s*(private\s+)?set;\s*\}")),
+        (2, re.compile(r"^\s*namespace\s+[\w.]+\s*[{;]?\s*$", _M)),
+        (2, re.compile(r"\b(public|private|internal)\s+(static\s+)?(partial\s+)?class\s+\w+")),
+    ),
+    "ruby": (
+        (3, re.compile(r"^\s*def\s+(self\.)?\w+[?!]?(\(.*\))?\s*$", _M)),
+        (2, re.compile(r"^\s*end\s*$", _M)),
+        (2, re.compile(r"\b(puts|attr_accessor|attr_reader|require_relative)\b")),
+        (2, re.compile(r"\bdo\s*\|[\w, ]+\|")),
+        (1, re.compile(r"^\s*(module|class)\s+[A-Z]\w*(\s*<\s*\w+)?\s*$", _M)),
+    ),
+    "bash": (
+        (3, re.compile(r"^\s*(fi|done|esac)\s*$", _M)),
+        (2, re.compile(r"^\s*(if|while)\s+\[\[? ", _M)),
+        (2, re.compile(r"\$\{?\w+\}?|\$\(")),
+        (2, re.compile(r"^\s*(echo|export|source|local)\s", _M)),
+        (1, re.compile(r"^\s*\w+\(\)\s*\{", _M)),
+    ),
+}
+_PREFIX = 8192
+_MIN_SCORE = 4
+_MARGIN = 2
+_JSON_START = re.compile(r'\s*(\{\s*("|\})|\[\s*[\[{"\d\-tfn\]])')
+
+
+def detect_language(text: str, filename: str | None = None) -> tuple[str | None, str]:
+    """Guess the language of ``text``: ``(name or None, why)``.
+
+    File name first, then a shebang, then weighted content features over the first
+    8 KiB. Returns ``None`` (with the reason) rather than a weak guess.
+    """
+    if filename:
+        name = language_for_filename(filename)
+        if name is not None:
+            return name, f"file name {os.path.basename(filename)!r}"
+    prefix = text[:_PREFIX]
+    first_line = prefix.split("\n", 1)[0]
+    if first_line.startswith("#!"):
+        name = _from_shebang(first_line)
+        if name is not None:
+            return name, f"shebang {first_line.strip()!r}"
+    if _JSON_START.match(prefix):
+        return "json", "content: starts like a JSON object or array"
+    scores = {lang: sum(w for w, pat in feats if pat.search(prefix)) for lang, feats in _FEATURES.items()}
+    # TypeScript and C++ are supersets: their own features only add to the base score.
+    scores["typescript"] += scores["javascript"] if scores["typescript"] >= 3 else 0
+    scores["cpp"] += scores["c"] if scores["cpp"] >= 3 else 0
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    (best, top), (second, runner_up) = ranked[0], ranked[1]
+    if top < _MIN_SCORE:
+        return None, f"content: no language recognized (best {best} scored {top} < {_MIN_SCORE})"
+    if top - runner_up < _MARGIN:
+        return None, f"content: ambiguous between {best} ({top}) and {second} ({runner_up})"
+    return best, f"content: {best} features scored {top} (next {second} {runner_up})"
