@@ -35,6 +35,7 @@ from ._events import (
     MessageStopEvent,
     TextBlock,
     TextDelta,
+    Usage,
 )
 from ._flow import FlowBuffer, FlowControl, StallPolicy, StreamStatistics, _End
 
@@ -64,11 +65,15 @@ class Upstream:
 
 @dataclass(frozen=True, slots=True)
 class ResumeRequest:
-    """What a resume hook needs: the message received so far and its text (the prefill)."""
+    """What a resume hook needs: the message received so far and its text (the prefill).
+
+    ``state.open`` is ``None`` (the cut fell between blocks) or an open text block.
+    """
 
     message: Message
     prefill: str
     attempt: int
+    state: MessageState
 
 
 ResumeHook = Callable[[ResumeRequest], Awaitable[Upstream]]
@@ -79,6 +84,7 @@ class _Splicer:
 
     def __init__(self, state: MessageState, repeat: str) -> None:
         self.base_usage = state.usage
+        self.usage = Usage()
         self.open_index = state.open.index if state.open is not None else None
         self.offset = state.next_index
         self.repeat = repeat
@@ -93,6 +99,7 @@ class _Splicer:
         out: list[Event] = []
         for ev in events:
             if isinstance(ev, MessageStartEvent):
+                self.usage = ev.usage
                 out.append(MessageDeltaEvent(None, None, self.base_usage.plus(ev.usage)))
             elif (
                 isinstance(ev, MessageDeltaEvent | MessageStopEvent)
@@ -104,8 +111,9 @@ class _Splicer:
                 self.open_index = None
                 out += self([ev])
             elif isinstance(ev, MessageDeltaEvent):
+                self.usage = self.usage.merged(ev.usage)  # cumulative within this segment
                 out.append(
-                    MessageDeltaEvent(ev.stop_reason, ev.stop_sequence, self.base_usage.plus(ev.usage))
+                    MessageDeltaEvent(ev.stop_reason, ev.stop_sequence, self.base_usage.plus(self.usage))
                 )
             elif isinstance(ev, ContentBlockStartEvent):
                 if self.open_index is not None and not self.joined:
@@ -205,6 +213,10 @@ class MessageStream:
         if tg is None:
             return None
         tg.cancel_scope.cancel()
+        if isinstance(exc, Exception):
+            # The reader never raises, so the consumer's own error propagates unwrapped.
+            await tg.__aexit__(None, None, None)
+            return None
         return await tg.__aexit__(exc_type, exc, tb)
 
     async def _pump(self, upstream: Upstream, splice: _Splicer | None) -> None:
@@ -298,7 +310,7 @@ class MessageStream:
         assert hook is not None and buf is not None and tg is not None
         self._attempts += 1
         state = self._state
-        request = ResumeRequest(state.message(), state.text(), self._attempts)
+        request = ResumeRequest(state.message(), state.text(), self._attempts, state)
         try:
             upstream = await hook(request)
         except Exception as e:
