@@ -7,6 +7,7 @@
 
 from ._api import Chunker, chunk
 from ._code import GrammarUnavailable, UnknownLanguage, detect_language, languages
+from ._json import JSONChunkError, JSONPiece, JSONTokenizer, json_pieces, merge_pieces
 from ._types import Chunk, ChunkingWarning, ChunkKind, Section, Splitter
 
 __all__ = [
@@ -15,10 +16,15 @@ __all__ = [
     "Chunker",
     "ChunkingWarning",
     "GrammarUnavailable",
+    "JSONChunkError",
+    "JSONPiece",
+    "JSONTokenizer",
     "Section",
     "Splitter",
     "UnknownLanguage",
     "chunk",
     "detect_language",
+    "json_pieces",
     "languages",
+    "merge_pieces",
 ]

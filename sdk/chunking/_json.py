@@ -1,0 +1,834 @@
+"""JSON and JSON Lines: cut only between values; split documents into valid JSON pieces.
+
+``chunk(kind="json")`` cuts between the members/elements of a container (after the
+comma, whitespace kept), highest level first: a container is opened only when it
+does not fit. A string over the budget is cut inside at line (``\\n`` escapes),
+sentence, word and grapheme boundaries, never inside an escape sequence (a surrogate
+pair ``\\ud83d\\ude00`` is one unit); its chunks are marked ``partial``. Numbers and
+literals are never cut. Below depth 64 a container that does not fit is cut at every
+value edge of its subtree at once (so depth costs no recursion); those chunks carry
+the pointer of that depth-64 container.
+
+Several top-level values (JSON Lines, concatenated JSON) are the elements of a
+virtual array: the pointer of value ``i`` is ``/i``. Malformed input falls back to
+prose rules for the unparseable rest with a :class:`ChunkingWarning` (for
+``kind="jsonl"``: for the bad line only); ``NaN``/``Infinity`` are accepted here as
+indivisible literals.
+
+:func:`json_pieces` is the strict side: it raises :class:`JSONChunkError` on any
+malformed input, on ``NaN``/``Infinity`` and on duplicate keys (which no value could
+hold back), and returns pieces of this shape (compact, slices of the input kept
+verbatim so non-ASCII stays readable)::
+
+    {"path":[...],"value":V}                      the whole value at path
+    {"path":[...],"index":I,"elements":[...]}     elements I, I+1, ... of the array at path
+    {"path":[...],"members":{...}}                some members of the object at path
+    {"path":[...],"text":"..."}                   the next part of the string at path
+
+``path`` holds object keys (strings) and array indices (integers), so it also says
+which containers to build; ``{"json":"compact"}`` or ``{"json":"spaced"}`` in a path
+steps into a string holding JSON (``expand_embedded=True``). :func:`merge_pieces`
+rebuilds the value exactly (several top-level values come back as a list).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sdk._tokens import DEFAULT_ENCODING
+
+from ._api import register_kind
+from ._engine import Engine, Sizer
+from ._jsontok import (
+    Child,
+    JSONChunkError,
+    JSONEvent,
+    JSONPath,
+    JSONProgress,
+    JSONTokenizer,
+    Structure,
+    decode_key,
+    escape_pointer,
+)
+from ._prose import LEVELS, PROSE, allowed_cut
+from ._types import ChunkingWarning, Section
+
+__all__ = [
+    "JSONChunkError",
+    "JSONEvent",
+    "JSONPath",
+    "JSONPiece",
+    "JSONProgress",
+    "JSONSplitter",
+    "JSONTokenizer",
+    "json_pieces",
+    "merge_pieces",
+]
+
+_FLAT_DEPTH = 64
+_DIGITS = "0123456789"
+
+
+# -- validation ---------------------------------------------------------------------
+
+
+def _ignore(_: object) -> None:
+    return None
+
+
+_LENIENT = json.JSONDecoder(
+    parse_float=_ignore, parse_int=_ignore, parse_constant=_ignore, object_pairs_hook=_ignore
+)
+
+
+class _Duplicate(Exception):
+    pass
+
+
+class _Constant(Exception):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> None:
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise _Duplicate
+
+
+def _no_constant(_: str) -> None:
+    raise _Constant
+
+
+_STRICT = json.JSONDecoder(
+    parse_float=_ignore, parse_int=_ignore, parse_constant=_no_constant, object_pairs_hook=_no_duplicates
+)
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    n = len(text)
+    while pos < n and text[pos] in " \t\n\r":
+        pos += 1
+    return pos
+
+
+def _decode_one(decoder: json.JSONDecoder, text: str, pos: int) -> int:
+    """End of the value at ``pos``; raises ``ValueError`` (or ``RecursionError``)."""
+    _, end = decoder.raw_decode(text, pos)
+    # raw_decode reads ``01`` as two values; JSON has no leading zeros.
+    if end < len(text) and text[end] in _DIGITS and text[pos] in "-0123456789":
+        raise json.JSONDecodeError("leading zero", text, end)
+    return int(end)
+
+
+def _tokenizer_docs(
+    text: str, start: int, *, allow_nan: bool, duplicates: bool
+) -> tuple[list[tuple[int, int]], JSONChunkError | None]:
+    """Top-level values from ``start`` by the state machine (deep or malformed input)."""
+    tok = JSONTokenizer(allow_nan=allow_nan)
+    docs: list[tuple[int, int]] = []
+    keys: list[set[str] | None] = []
+    error: JSONChunkError | None = None
+    try:
+        if start:
+            tok.feed(" " * start)  # keep offsets, lines and columns of the whole text
+        events = tok.feed(text[start:]) if start else tok.feed(text)
+        events += tok.close()
+    except JSONChunkError as exc:
+        events, error = _events_before_error(text, start, allow_nan), exc
+    for e in events:
+        if duplicates:
+            if e.type == "start_object":
+                keys.append(set())
+            elif e.type == "start_array":
+                keys.append(None)
+            elif e.type in ("end_object", "end_array"):
+                keys.pop()
+            elif e.type == "key":
+                seen = keys[-1]
+                assert seen is not None and e.path is not None
+                key = e.path.segment
+                assert isinstance(key, str)
+                if key in seen:
+                    line = text.count("\n", 0, e.start) + 1
+                    column = e.start - (text.rfind("\n", 0, e.start) + 1) + 1
+                    return docs, JSONChunkError(f"duplicate key {key!r}", e.start, line, column)
+                seen.add(key)
+        if e.depth == 0 and e.type not in ("start_object", "start_array"):
+            docs.append((e.start, e.end))
+    return docs, error
+
+
+def _events_before_error(text: str, start: int, allow_nan: bool) -> list[JSONEvent]:
+    tok = JSONTokenizer(allow_nan=allow_nan)
+    out: list[JSONEvent] = []
+    if start:
+        tok.feed(" " * start)
+    # Feed line by line: the events of the lines before the error are kept.
+    for line in text[start:].splitlines(keepends=True):
+        try:
+            out += tok.feed(line)
+        except JSONChunkError:
+            break
+    return out
+
+
+def _strict_docs(text: str) -> list[tuple[int, int]]:
+    """Top-level values of ``text``, or :class:`JSONChunkError` for anything not strict JSON."""
+    pos = 1 if text.startswith("\ufeff") else 0
+    docs: list[tuple[int, int]] = []
+    while True:
+        pos = _skip_ws(text, pos)
+        if pos >= len(text):
+            break
+        try:
+            end = _decode_one(_STRICT, text, pos)
+        except (ValueError, _Duplicate, _Constant, RecursionError):
+            found, error = _tokenizer_docs(text, 0, allow_nan=False, duplicates=True)
+            if error is not None:
+                raise error from None
+            return found
+        docs.append((pos, end))
+        pos = end
+    if not docs:
+        raise JSONChunkError("no JSON value", len(text), text.count("\n") + 1, 1)
+    return docs
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    start: int
+    end: int
+    json: bool
+
+
+def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
+    """Values and unparseable stretches, in order, and a warning for the first failure."""
+    items: list[_Item] = []
+    pos = 1 if text.startswith("\ufeff") else 0
+    note: str | None = None
+    n = len(text)
+    while True:
+        pos = _skip_ws(text, pos)
+        if pos >= n:
+            return items, note
+        try:
+            end = _decode_one(_LENIENT, text, pos)
+        except RecursionError:
+            docs, error = _tokenizer_docs(text, pos, allow_nan=True, duplicates=False)
+            items.extend(_Item(a, b, True) for a, b in docs)
+            if error is None:
+                return items, note
+            end, bad = (docs[-1][1] if docs else pos), error.offset
+            pos = _skip_ws(text, end)
+            message = error.reason
+        except ValueError as exc:
+            bad = getattr(exc, "pos", pos)
+            message = getattr(exc, "msg", str(exc))
+        else:
+            items.append(_Item(pos, end, True))
+            pos = end
+            continue
+        line = text.count("\n", 0, bad) + 1
+        column = bad - (text.rfind("\n", 0, bad) + 1) + 1
+        if note is None:
+            note = f"{message} at line {line}, column {column} (offset {bad})"
+        stop = n
+        if lines:
+            nl = text.find("\n", bad)
+            stop = n if nl < 0 else nl + 1
+        items.append(_Item(pos, stop, False))
+        pos = stop
+
+
+# -- the splitter ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Value:
+    """A value node: its span, depth, pointer and the span of its key (if a member)."""
+
+    start: int
+    end: int
+    depth: int
+    pointer: str
+    key_start: int = 0
+    key_end: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """The inner span of a string (between the quotes) and the next cut level to try."""
+
+    start: int
+    end: int
+    level: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Top:
+    items: tuple[_Item, ...]
+
+
+# One escape sequence; a surrogate pair is one unit.
+_ESCAPE = re.compile(
+    r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.S
+)
+_SENTENCE = next(i for i, (name, _) in enumerate(LEVELS) if name == "sentence")
+_STRING_LEVELS = 2 + len(LEVELS) - _SENTENCE  # \n\n runs, \n runs, then prose from sentences
+
+
+def string_cuts(text: str, lo: int, hi: int, level: int) -> tuple[int, list[int]]:
+    """Cuts strictly inside ``(lo, hi)``, a span of raw string content, at ``level`` or below.
+
+    ``lo`` must not be inside an escape. Levels: runs of two or more ``\\n`` escapes,
+    runs of line-break escapes, then the prose levels from sentences down to
+    graphemes; no cut is inside an escape sequence. Returns the level found.
+    """
+    escapes = [(m.start(), m.end(), m.group()) for m in _ESCAPE.finditer(text, lo, hi)]
+    if level <= 1:
+        runs: list[tuple[int, int]] = []  # (end, count of \n) of runs of \n / \r escapes
+        for a, b, g in escapes:
+            if g not in ("\\n", "\\r"):
+                continue
+            if runs and runs[-1][0] == a:
+                runs[-1] = (b, runs[-1][1] + (g == "\\n"))
+            else:
+                runs.append((b, int(g == "\\n")))
+        for lev, need in ((0, 2), (1, 1)):
+            if lev < level:
+                continue
+            cuts = [p for p, count in runs if count >= need and lo < p < hi and allowed_cut(text, p)]
+            if cuts:
+                return lev, cuts
+    unsafe: set[int] = set()
+    for a, b, _ in escapes:
+        unsafe.update(range(a + 1, b))
+    for lev in range(max(level, 2), _STRING_LEVELS):
+        find = LEVELS[_SENTENCE + lev - 2][1]
+        cuts = [p for p in find(text, lo, hi) if p not in unsafe and allowed_cut(text, p)]
+        if cuts:
+            return lev, cuts
+    return _STRING_LEVELS, []
+
+
+class JSONSplitter:
+    """Splitter for one JSON text; ``Section.state`` is a value node, a string span or the top."""
+
+    __slots__ = ("structure",)
+
+    def __init__(self, structure: Structure) -> None:
+        self.structure = structure
+
+    def split(self, text: str, section: Section) -> Sequence[Section]:
+        state = section.state
+        if isinstance(state, _Text):
+            return self._split_text(text, section, state)
+        if isinstance(state, _Top):
+            return self._split_top(text, section, state)
+        if not isinstance(state, _Value):
+            return ()
+        c = text[state.start]
+        if c == '"':
+            return self._split_text(text, section, _Text(state.start + 1, state.end - 1, 0))
+        if c == "{" or c == "[":
+            return self._split_container(text, section, state)
+        return ()
+
+    def _split_text(self, text: str, section: Section, span: _Text) -> Sequence[Section]:
+        lo, hi = max(section.start, span.start), min(section.end, span.end)
+        level, cuts = string_cuts(text, lo, hi, span.level)
+        if not cuts:
+            return ()
+        nxt = _Text(span.start, span.end, level + 1)
+        edges = [section.start, *cuts, section.end]
+        path = section.path
+        return [Section(a, b, self, nxt, "json", None, path, True) for a, b in itertools.pairwise(edges)]
+
+    def _split_top(self, text: str, section: Section, top: _Top) -> Sequence[Section]:
+        sections: list[Section] = []
+        index = 0
+        for item in top.items:
+            if item.json:
+                pointer = f"/{index}"
+                node = _Value(item.start, item.end, 0, pointer)
+                sections.append(Section(item.start, item.end, self, node, "json", None, pointer))
+                index += 1
+            else:
+                sections.append(Section(item.start, item.end, PROSE, 0, "text", None, None))
+        if len(sections) == 1:
+            only = sections[0]
+            whole = Section(section.start, section.end, only.splitter, only.state, only.kind, None, only.path)
+            return whole.splitter.split(text, whole) if whole.splitter is not None else ()
+        starts = [section.start] + [s.start for s in sections[1:]]
+        ends = [*starts[1:], section.end]
+        return [
+            Section(a, b, s.splitter, s.state, s.kind, None, s.path)
+            for a, b, s in zip(starts, ends, sections)
+        ]
+
+    def _split_container(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
+        kids, close = self.structure.children(node.start)
+        if not kids:
+            return ()
+        if node.depth >= _FLAT_DEPTH:
+            return self._flatten(text, section, node, kids, close)
+        out: list[Section] = []
+        first = kids[0].begin
+        if node.key_end - node.key_start > 2 and section.start <= node.key_start:
+            key = _Text(node.key_start + 1, node.key_end - 1, 0)
+            out.append(Section(section.start, first, self, key, "json", None, node.pointer))
+        else:
+            out.append(Section(section.start, first, None, None, "json", None, node.pointer))
+        is_object = text[node.start] == "{"
+        depth = node.depth + 1
+        base = node.pointer + "/"
+        for i, k in enumerate(kids):
+            if is_object:
+                pointer = base + escape_pointer(decode_key(text[k.key_start : k.key_end]))
+            else:
+                pointer = base + str(i)
+            child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end)
+            splitter = self if _divisible(text, k) else None
+            out.append(Section(k.begin, k.next, splitter, child, "json", None, pointer))
+        out.append(Section(close, section.end, None, None, "json", None, node.pointer))
+        return out
+
+    def _flatten(
+        self, text: str, section: Section, node: _Value, kids: list[Child], close: int
+    ) -> Sequence[Section]:
+        """Every value edge of a deep subtree as one level (no recursion in depth)."""
+        cuts = [kids[0].begin]
+        strings: dict[int, _Text] = {}
+        stack: list[tuple[list[Child], int, int]] = [(kids, 0, close)]
+        while stack:
+            ks, i, cl = stack[-1]
+            if i == len(ks):
+                stack.pop()
+                cuts.append(cl)
+                continue
+            stack[-1] = (ks, i + 1, cl)
+            k = ks[i]
+            if i:
+                cuts.append(k.begin)
+            c = text[k.start]
+            if c == "{" or c == "[":
+                sub, sub_close = self.structure.children(k.start)
+                if sub:
+                    cuts.append(sub[0].begin)
+                    stack.append((sub, 0, sub_close))
+            elif c == '"' and k.end - k.start > 2:
+                strings[k.begin] = _Text(k.start + 1, k.end - 1, 0)
+        edges = [section.start]
+        for p in cuts:
+            if edges[-1] < p < section.end:
+                edges.append(p)
+        edges.append(section.end)
+        out = []
+        for a, b in itertools.pairwise(edges):
+            span = strings.get(a)
+            out.append(Section(a, b, self if span else None, span, "json", None, node.pointer))
+        return out
+
+
+def _divisible(text: str, k: Child) -> bool:
+    c = text[k.start]
+    return c == "{" or c == "[" or (c == '"' and k.end - k.start > 2)
+
+
+def _root(text: str, lines: bool) -> Section:
+    items, note = _lenient_items(text, lines)
+    if note is not None:
+        warnings.warn(
+            f"malformed JSON: {note}; the unparseable part is chunked with prose rules",
+            ChunkingWarning,
+            stacklevel=4,
+        )
+    splitter = JSONSplitter(Structure(text))
+    n = len(text)
+    if not items:
+        return Section(0, n, PROSE, 0, "json", None, None)
+    if len(items) == 1 and items[0].json and not lines:
+        item = items[0]
+        return Section(0, n, splitter, _Value(item.start, item.end, 0, ""), "json", None, "")
+    first_path = "/0" if items[0].json else None
+    return Section(0, n, splitter, _Top(tuple(items)), "json", None, first_path)
+
+
+def _root_json(text: str, language: str | None, filename: str | None) -> Section:
+    return _root(text, lines=False)
+
+
+def _root_jsonl(text: str, language: str | None, filename: str | None) -> Section:
+    return _root(text, lines=True)
+
+
+register_kind("json", _root_json)
+register_kind("jsonl", _root_jsonl)
+
+
+# -- standalone pieces ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JSONPiece:
+    """One valid JSON document of :func:`json_pieces`, within the budget wrapper included.
+
+    ``pointer`` is the RFC 6901 pointer of the first value in the piece; inside a string
+    holding JSON (``expand_embedded``) it is relative to that embedded document, and
+    ``embedded`` lists the pointers of the strings stepped into, outermost first.
+    ``partial`` marks a part of a string.
+    """
+
+    text: str
+    tokens: int
+    pointer: str
+    partial: bool = False
+    embedded: tuple[str, ...] = ()
+
+
+class _TooSmall(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """Where a value sits: the path array's items as JSON texts, and its pointer."""
+
+    segments: tuple[str, ...]
+    pointer: str
+    embedded: tuple[str, ...]
+
+    def child(self, segment: str, pointer_segment: str) -> _Where:
+        return _Where((*self.segments, segment), f"{self.pointer}/{pointer_segment}", self.embedded)
+
+    def path(self) -> str:
+        return "[" + ",".join(self.segments) + "]"
+
+
+_Job = Iterator["_Job"]
+
+
+class _PieceMaker:
+    __slots__ = ("budget", "expand", "out", "sizer")
+
+    def __init__(self, sizer: Sizer, budget: int, expand: bool) -> None:
+        self.sizer = sizer
+        self.budget = budget
+        self.expand = expand
+        self.out: list[JSONPiece] = []
+
+    def run(self, job: _Job) -> None:
+        """Run jobs depth first with an explicit stack (no recursion in depth)."""
+        stack = [job]
+        while stack:
+            try:
+                sub = next(stack[-1])
+            except StopIteration:
+                stack.pop()
+                continue
+            stack.append(sub)
+
+    def _emit(self, text: str, tokens: int, where: _Where, pointer: str, partial: bool = False) -> None:
+        self.out.append(JSONPiece(text, tokens, pointer, partial, where.embedded))
+
+    def _too_small(self, where: _Where, need: str) -> _TooSmall:
+        return _TooSmall(
+            f"max_tokens={self.budget} is too small for the value at {where.pointer!r}: {need} does not fit"
+        )
+
+    def value(self, st: Structure, start: int, end: int, where: _Where) -> _Job:
+        text = st.text
+        piece = '{"path":' + where.path() + ',"value":' + text[start:end] + "}"
+        n = self.sizer.count(piece)
+        if n <= self.budget:
+            self._emit(piece, n, where, where.pointer)
+            return
+        yield from self.descend(st, start, end, where)
+
+    def descend(self, st: Structure, start: int, end: int, where: _Where) -> _Job:
+        """Pieces for a value that does not fit whole."""
+        c = st.text[start]
+        if c == "{" or c == "[":
+            kids, _ = st.children(start)
+            if not kids:
+                raise self._too_small(where, "an empty container")
+            yield self.group(st, kids, c == "[", where)
+        elif c == '"':
+            embedded = self._embedded(st.text[start:end]) if self.expand else None
+            if embedded is not None:
+                decoded, style = embedded
+                inner = Structure(decoded)
+                seg = '{"json":"' + style + '"}'
+                nested = _Where((*where.segments, seg), "", (*where.embedded, where.pointer))
+                yield self.value(inner, 0, len(decoded), nested)
+            else:
+                self.string(st, start, end, where)
+        else:
+            raise self._too_small(where, f"the value {st.text[start:end][:40]!r}")
+
+    def group(self, st: Structure, kids: Sequence[Child], is_array: bool, where: _Where) -> _Job:
+        """Pack consecutive members/elements into pieces; descend into any that does not fit."""
+        text = st.text
+        count = self.sizer.count
+        budget = self.budget
+        raws = [text[k.begin : k.end] for k in kids]
+        costs: list[int] = []
+        head_path = '{"path":' + where.path()
+        i, n = 0, len(kids)
+        while i < n:
+            if is_array:
+                head, tail = head_path + ',"index":' + str(i) + ',"elements":[', "]}"
+            else:
+                head, tail = head_path + ',"members":{', "}}"
+            est = count(head + tail)
+            j = i
+            while j < n:
+                while len(costs) <= j:
+                    costs.append(count(raws[len(costs)]))
+                add = costs[j] + (j > i)
+                if est + add > budget:
+                    break
+                est += add
+                j += 1
+            j = max(j, i + 1)
+            while j > i:
+                piece = head + ",".join(raws[i:j]) + tail
+                tokens = count(piece)
+                if tokens <= budget:
+                    break
+                j -= 1
+            if j > i:
+                self._emit(piece, tokens, where, self._child_pointer(text, kids[i], i, is_array, where))
+                i = j
+                continue
+            k = kids[i]
+            if is_array:
+                child = where.child(str(i), str(i))
+            else:
+                raw_key = text[k.key_start : k.key_end]
+                child = where.child(raw_key, escape_pointer(decode_key(raw_key)))
+            yield self.descend_job(st, k.start, k.end, child)
+            i += 1
+
+    def descend_job(self, st: Structure, start: int, end: int, where: _Where) -> _Job:
+        yield from self.descend(st, start, end, where)
+
+    @staticmethod
+    def _child_pointer(text: str, k: Child, i: int, is_array: bool, where: _Where) -> str:
+        if is_array:
+            return f"{where.pointer}/{i}"
+        return f"{where.pointer}/{escape_pointer(decode_key(text[k.key_start : k.key_end]))}"
+
+    def string(self, st: Structure, start: int, end: int, where: _Where) -> None:
+        """Parts of a string, cut where ``chunk`` would cut it, each wrapped and exact."""
+        text = st.text
+        head, tail = '{"path":' + where.path() + ',"text":"', '"}'
+        room = self.budget - self.sizer.count(head + tail)
+        splitter = JSONSplitter(st)
+        while room >= 1:
+            section = Section(start + 1, end - 1, splitter, _Text(start + 1, end - 1, 0), "json")
+            raw = Engine(text, room, self.sizer).run(section)
+            pieces = [head + text[r.start : r.end] + tail for r in raw]
+            counts = [self.sizer.count(p) for p in pieces]
+            over = max((c - self.budget for c in counts), default=0)
+            if over <= 0 and not any(r.oversize for r in raw):
+                for p, c in zip(pieces, counts):
+                    self._emit(p, c, where, where.pointer, partial=True)
+                return
+            room -= max(over, 1)
+        raise self._too_small(where, "one character of the string with its wrapper")
+
+    @staticmethod
+    def _embedded(raw: str) -> tuple[str, str] | None:
+        """The decoded text and separator style of a string that holds a JSON container
+        and reserializes to exactly itself (so the merge can rebuild the string)."""
+        decoded = json.loads(raw)
+        if not isinstance(decoded, str) or decoded[:1] not in ("{", "["):
+            return None
+        try:
+            value = json.loads(decoded, parse_constant=_no_constant, object_pairs_hook=_pairs_unique)
+        except (ValueError, _Duplicate, _Constant, RecursionError):
+            return None
+        for style, separators in (("compact", (",", ":")), ("spaced", (", ", ": "))):
+            if json.dumps(value, ensure_ascii=False, separators=separators) == decoded:
+                return decoded, style
+        return None
+
+
+def _pairs_unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    _no_duplicates(pairs)
+    return dict(pairs)
+
+
+def json_pieces(
+    text: str,
+    max_tokens: int = 512,
+    *,
+    encoding: str = DEFAULT_ENCODING,
+    expand_embedded: bool = False,
+) -> list[JSONPiece]:
+    """Standalone valid JSON documents, each within ``max_tokens`` (wrapper included).
+
+    Raises :class:`JSONChunkError` for malformed JSON (also ``NaN``/``Infinity`` and
+    duplicate keys) and ``ValueError`` when the budget cannot hold even one indivisible
+    value (a number, a literal, one character of a string) with its path.
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise TypeError("max_tokens must be an int")
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    docs = _strict_docs(text)
+    maker = _PieceMaker(Sizer(encoding), max_tokens, expand_embedded)
+    st = Structure(text)
+    root = _Where((), "", ())
+    if len(docs) == 1:
+        maker.run(maker.value(st, docs[0][0], docs[0][1], root))
+    else:
+        kids = [Child(a, a, a, a, b, b) for a, b in docs]
+        maker.run(maker.group(st, kids, True, root))
+    return maker.out
+
+
+# -- merging --------------------------------------------------------------------------
+
+
+class _Unset:
+    __slots__ = ()
+
+
+_UNSET = _Unset()
+
+
+class _Parts:
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+
+class _Embedded:
+    __slots__ = ("box", "style")
+
+    def __init__(self, style: str) -> None:
+        self.style = style
+        self.box: list[Any] = [_UNSET]
+
+
+def _bad(message: str) -> ValueError:
+    return ValueError(f"pieces do not fit together: {message}")
+
+
+def merge_pieces(pieces: Iterable[JSONPiece | str | Mapping[str, Any]]) -> Any:
+    """The value :func:`json_pieces` was given, rebuilt from its pieces in their order."""
+    box: list[Any] = [_UNSET]
+    count = 0
+    for piece in pieces:
+        count += 1
+        if isinstance(piece, JSONPiece):
+            obj = json.loads(piece.text)
+        elif isinstance(piece, str):
+            obj = json.loads(piece)
+        else:
+            obj = piece
+        if not isinstance(obj, Mapping) or not isinstance(obj.get("path"), list):
+            raise _bad(f"piece {count} has no path")
+        holder, key = _navigate(box, obj["path"])
+        target = holder[key]
+        if "value" in obj:
+            if target is not _UNSET:
+                raise _bad(f"piece {count} sets a value twice")
+            holder[key] = obj["value"]
+        elif "elements" in obj:
+            if target is _UNSET:
+                target = holder[key] = []
+            if not isinstance(target, list) or obj.get("index") != len(target):
+                raise _bad(f"piece {count}: elements do not continue the array")
+            target.extend(obj["elements"])
+        elif "members" in obj:
+            if target is _UNSET:
+                target = holder[key] = {}
+            if not isinstance(target, dict) or any(k in target for k in obj["members"]):
+                raise _bad(f"piece {count}: members repeat or the target is not an object")
+            target.update(obj["members"])
+        elif "text" in obj:
+            if target is _UNSET:
+                target = holder[key] = _Parts()
+            if not isinstance(target, _Parts):
+                raise _bad(f"piece {count}: text for a value that is not a string")
+            target.parts.append(obj["text"])
+        else:
+            raise _bad(f"piece {count} holds no value")
+    if count == 0:
+        raise _bad("no pieces")
+    return _finish(box)
+
+
+def _navigate(box: list[Any], path: list[Any]) -> tuple[Any, Any]:
+    holder: Any = box
+    key: Any = 0
+    for seg in path:
+        cur = holder[key]
+        if cur is _UNSET:
+            if isinstance(seg, bool) or not isinstance(seg, (int, str, dict)):
+                raise _bad(f"bad path step {seg!r}")
+            if isinstance(seg, dict):
+                cur = _Embedded(str(seg.get("json", "")))
+            else:
+                cur = [] if isinstance(seg, int) else {}
+            holder[key] = cur
+        if isinstance(seg, dict):
+            if not isinstance(cur, _Embedded):
+                raise _bad(f"path step {seg!r} into a value that is not embedded JSON")
+            holder, key = cur.box, 0
+        elif isinstance(seg, int) and not isinstance(seg, bool):
+            if not isinstance(cur, list) or seg > len(cur):
+                raise _bad(f"index {seg} does not continue the array")
+            if seg == len(cur):
+                cur.append(_UNSET)
+            holder, key = cur, seg
+        elif isinstance(seg, str):
+            if not isinstance(cur, dict):
+                raise _bad(f"key {seg!r} into a value that is not an object")
+            cur.setdefault(seg, _UNSET)
+            holder, key = cur, seg
+        else:
+            raise _bad(f"bad path step {seg!r}")
+    return holder, key
+
+
+def _finish(box: list[Any]) -> Any:
+    """Replace string parts and embedded documents by their values (iteratively)."""
+    # Post-order over containers that may hold holders.
+    stack: list[tuple[Any, bool]] = [(box, False)]
+    while stack:
+        node, done = stack.pop()
+        if not done:
+            stack.append((node, True))
+            values: Iterable[Any]
+            if isinstance(node, dict):
+                values = node.values()
+            else:
+                values = node.box if isinstance(node, _Embedded) else node
+            stack.extend((v, False) for v in values if isinstance(v, (list, dict, _Embedded)))
+            continue
+        if isinstance(node, _Embedded):
+            continue
+        keys = node.keys() if isinstance(node, dict) else range(len(node))
+        for k in list(keys):
+            v = node[k]
+            if v is _UNSET:
+                raise _bad(f"missing value at {k!r}")
+            if isinstance(v, _Parts):
+                node[k] = "".join(v.parts)
+            elif isinstance(v, _Embedded):
+                inner = v.box[0]
+                if inner is _UNSET:
+                    raise _bad("empty embedded document")
+                seps = (",", ":") if v.style == "compact" else (", ", ": ")
+                node[k] = json.dumps(inner, ensure_ascii=False, separators=seps)
+    return box[0]
