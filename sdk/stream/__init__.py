@@ -34,15 +34,15 @@ from ._events import (
     UnknownEvent,
     Usage,
     parse_anthropic_event,
+    parse_block,
 )
 from ._flow import FlowControl, FlowNote, StallPolicy, StreamStatistics
-from ._openai import OpenAIChunkTranslator, OpenAIEventDecoder
+from ._openai import OpenAIChunkTranslator, OpenAIEventDecoder, openai_usage
 from ._partial_json import JSONPrefix, partial_value
-from ._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
+from ._sse import ServerSentEvent, SSEDecoder
 from ._stream import EventDecoder, MessageStream, ResumeHook, ResumeRequest, Upstream
 
 __all__ = [
-    "DEFAULT_MAX_EVENT_BYTES",
     "AnthropicEventDecoder",
     "CitationsDelta",
     "ContentBlock",
@@ -87,6 +87,8 @@ __all__ = [
     "Usage",
     "apply",
     "error_from_event",
+    "openai_usage",
     "parse_anthropic_event",
+    "parse_block",
     "partial_value",
 ]

@@ -45,6 +45,7 @@ __all__ = [
     "UnknownEvent",
     "Usage",
     "parse_anthropic_event",
+    "parse_block",
 ]
 
 _EMPTY: Mapping[str, Any] = {}
