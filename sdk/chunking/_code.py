@@ -53,7 +53,7 @@ _ATTACHED_FORWARD = frozenset(
 _CLOSERS = frozenset({",", ";", ")", "]", "}", ":", ">", "?>"})
 _OPENERS = frozenset({"(", "[", "{"})
 # Leaf kinds holding free text: cut with prose rules when they alone are over budget.
-_TEXTLIKE = ("comment", "string", "content", "fragment", "heredoc", "text", "raw", "char", "regex", "doc")
+_TEXTLIKE = ("comment", "string", "content", "fragment", "heredoc", "text", "regex")
 
 _DEFINITIONS = frozenset(
     {
@@ -167,15 +167,17 @@ class CodeSplitter:
         if not isinstance(state, _Nodes):
             return ()
         if len(state.nodes) > 1:
-            return self._tile(text, section, [[n] for n in state.nodes], state.chain)
+            return self._tile(text, section, [[n] for n in state.nodes], state.chain, section.path)
         node = state.nodes[0]
         chain = state.chain
+        path = section.path
         while True:
             if node.is_error:
                 return self._prose(text, section)
             name = _definition_name(self._data, node)
             if name is not None:
                 chain = (*chain, name)
+                path = ".".join(chain)
             children = [c for c in node.children if c.end_byte > c.start_byte]
             self.touched += len(children) or 1
             if not children:
@@ -189,7 +191,7 @@ class CodeSplitter:
             groups = self._group(children)
             if len(groups) == 1:  # all glued together (a decorated definition): cut between members
                 groups = [[c] for c in children]
-            return self._tile(text, section, groups, chain)
+            return self._tile(text, section, groups, chain, path)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -223,15 +225,20 @@ class CodeSplitter:
         return groups
 
     def _tile(
-        self, text: str, section: Section, groups: list[list[Node]], chain: tuple[str, ...]
+        self,
+        text: str,
+        section: Section,
+        groups: list[list[Node]],
+        chain: tuple[str, ...],
+        path: str | None,
     ) -> list[Section]:
+        """Sections for ``groups`` and the whitespace between them; ``path`` is the default."""
         state = section.state
         assert isinstance(state, _Nodes)
         lo, hi = state.start, state.end
         data = self._data
         linear = self._ascii or text[section.start : section.end].isascii()
         pos_b, pos_c = lo, section.start
-        path = ".".join(chain) or None
         language = self.language
         parts: list[Section] = []
 

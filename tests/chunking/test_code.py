@@ -1,0 +1,272 @@
+"""Code chunking: cuts between definitions and statements, metadata, fallbacks."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+from sdk import count_tokens
+from sdk.chunking import Chunk, Chunker, ChunkingWarning, chunk
+from tests.invariants import boundaries, check_chunks
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "code"
+
+
+def code(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def chunks_of(text: str, budget: int, language: str | None = "python", **kw: str) -> list[Chunk]:
+    out = chunk(text, budget, kind="code", language=language, **kw)
+    check_chunks(text, out, budget)
+    return out
+
+
+FUNCS = code(
+    '''
+    import os
+
+
+    def first(a, b):
+        """Add two numbers."""
+        total = a + b
+        return total
+
+
+    def second(path):
+        with open(path) as f:
+            return f.read()
+
+
+    def third():
+        return os.getcwd()
+    '''
+)
+
+
+def test_functions_that_fit_are_never_cut() -> None:
+    starts = {m.start() for m in re.finditer(r"^def ", FUNCS, re.M)}
+    longest = max(count_tokens(f) for f in re.split(r"\n\n\n", FUNCS))
+    for budget in range(longest, longest + 40, 3):
+        for b in boundaries(chunks_of(FUNCS, budget)):
+            # At a definition, or at the end of one (the blank lines then start the next chunk).
+            assert b in starts or FUNCS[b : min(s for s in starts if s > b)].isspace(), (budget, b)
+
+
+def test_shallow_boundaries_rank_above_deep_ones() -> None:
+    # The body of `first` does not fit: it is cut, but `second` and `third` stay whole.
+    budget = count_tokens(FUNCS[FUNCS.index("def second") :]) + 2
+    small = count_tokens(FUNCS[FUNCS.index("def first") : FUNCS.index("def second")]) - 3
+    for got in (chunks_of(FUNCS, budget), chunks_of(FUNCS, max(small, 8))):
+        texts = [c.text for c in got]
+        assert any((t.startswith("def second") and "def third" not in t) or "def third" in t for t in texts)
+        for t in texts:
+            assert "def second" not in t or t.rstrip().endswith("f.read()") or "def third" in t
+
+
+DECORATED = code(
+    '''
+    VALUE = compute_something_long(alpha, beta, gamma, delta, epsilon, zeta, eta, theta)
+
+
+    # Explains g: this comment belongs to it.
+    @register("g")
+    @functools.cache
+    def g(x):
+        return x * 2  # doubled
+
+
+    class Holder:
+        # about m
+        @property
+        def m(self):
+            return self._m  # the value
+    '''
+)
+
+
+def test_decorators_and_comments_stay_with_their_definition() -> None:
+    g_whole = DECORATED[DECORATED.index("# Explains") : DECORATED.index("class Holder")]
+    for budget in range(count_tokens(g_whole), count_tokens(g_whole) + 30):
+        got = chunks_of(DECORATED, budget)
+        owner = [c.text for c in got if "def g" in c.text]
+        assert len(owner) == 1
+        assert "# Explains g" in owner[0] and '@register("g")' in owner[0] and "@functools.cache" in owner[0]
+        m_owner = [c.text for c in got if "def m" in c.text]
+        assert "# about m" in m_owner[0] and "@property" in m_owner[0]
+
+
+def test_a_trailing_comment_stays_on_its_line() -> None:
+    text = code(
+        """
+        def f():
+            alpha = first_value(1, 2, 3)  # why alpha
+            beta = second_value(4, 5, 6)  # why beta
+            gamma = third_value(7, 8, 9)  # why gamma
+            return alpha + beta + gamma  # the sum
+        """
+    )
+    lines = [ln.strip() for ln in text.splitlines() if "#" in ln]
+    for budget in range(8, 40):
+        got = chunks_of(text, budget)
+        for line in lines:
+            if count_tokens(line) <= budget:  # a line that fits is never cut
+                assert any(line in c.text for c in got), (budget, line)
+
+
+def test_paths_name_the_enclosing_definitions() -> None:
+    text = code(
+        """
+        import os
+
+
+        class Outer:
+            '''Outer docstring that is long enough to matter here.'''
+
+            def method(self, value):
+                first = value + 1
+                second = first * 2
+                return second
+
+            class Inner:
+                def deep(self):
+                    return [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+        """
+    )
+    got = chunks_of(text, 16)
+    by_text = {c.text.strip().split("\n")[0]: c.path for c in got}
+    assert got[0].path is None  # import at top level
+    assert by_text["class Outer:"] == "Outer"
+    assert any(p == "Outer.method" for p in by_text.values())
+    assert [c.path for c in got if "second = first" in c.text] == ["Outer.method"]
+    assert [c.path for c in got if "[1, 2, 3" in c.text] == ["Outer.Inner.deep"]
+    assert all(c.language == "python" and c.kind == "code" for c in got)
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "needle", "path"),
+    [
+        ("javascript", "class K {\n  m(a) {\n    const x = a + 1;\n    return x * 2;\n  }\n}\n",
+         "return x", "K.m"),
+        ("typescript", "export class S {\n  get(id: string): number {\n    return id.length + 1;\n  }\n}\n",
+         "return", "S.get"),
+        ("go", "package p\n\nfunc (s *S) Put(k string) {\n\ts.m[k] = len(k) + 1000\n}\n", "s.m[k]", "Put"),
+        ("rust", "impl Ring {\n    fn push(&mut self, v: u32) {\n        self.v.push(v + 1000);\n    }\n}\n",
+         "self.v.push", "Ring.push"),
+        ("c", "static int *make(int n)\n{\n    return malloc(n * sizeof(int) + 1000);\n}\n",
+         "return", "make"),
+        ("java", "class A {\n  void run() {\n    System.out.println(1000 + 2000);\n  }\n}\n",
+         "System.out", "A.run"),
+        ("json", '{"outer": {"inner": [1000, 2000, 3000, 4000, 5000, 6000, 7000]}}', "1000", "outer.inner"),
+        ("ruby", "class A\n  def go(x)\n    puts x + 1000 + 2000\n  end\nend\n", "puts", "A.go"),
+    ],
+)
+def test_paths_in_other_languages(language: str, text: str, needle: str, path: str) -> None:
+    got = chunks_of(text, 6, language)
+    assert [c.path for c in got if needle in c.text][:1] == [path]
+    assert {c.language for c in got} == {language}
+
+
+def test_cjk_identifiers_are_never_cut() -> None:
+    text = "ユーザー名 = get_user()\n表示名 = ユーザー名 + \"さん\"  # 敬称を付ける\n"
+    idents = [(m.start(), m.end()) for m in re.finditer(r"ユーザー名|表示名|get_user", text)]
+    for budget in range(1, 12):
+        for b in boundaries(chunks_of(text, budget)):
+            assert not any(s < b < e for s, e in idents), (budget, b)
+
+
+def test_broken_code_still_chunks_and_error_regions_cut_at_lines() -> None:
+    text = (CORPUS / "broken.py").read_text(encoding="utf-8")
+    for budget in (4, 16, 32, 64, 256):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = chunks_of(text, budget)
+        if budget >= 32:  # every line of the broken region fits: cuts only at line starts
+            assert all(text[b - 1] == "\n" or text[:b].rsplit("\n", 1)[-1].isspace() for b in boundaries(got))
+
+
+def test_a_huge_string_literal_falls_back_to_prose_inside() -> None:
+    text = (CORPUS / "big_literal.py").read_text(encoding="utf-8")
+    start = text.index('"""', text.index("BIG_TEMPLATE"))
+    end = text.index('"""', start + 3) + 3
+    assert end - start > 10_000
+    words = [(m.start(), m.end()) for m in re.finditer(r"\w+", text)]
+    for budget in (16, 64, 256):
+        got = chunks_of(text, budget)
+        assert not any(c.oversize for c in got)
+        inside = [b for b in boundaries(got) if start < b < end]
+        assert len(inside) >= 10_000 // (budget * 6)
+        assert not any(s < b < e for b in inside for s, e in words)  # never inside a word
+        # The code after the literal is cut as code: `render` stays whole.
+        render = text[text.index("def render") : text.index("def main")].rstrip()
+        assert any(render in c.text for c in got) or count_tokens(render) > budget
+
+
+def test_minified_javascript_is_cut_between_tokens() -> None:
+    text = (CORPUS / "bundle.min.js").read_text(encoding="utf-8")
+    assert text.count("\n") == 1
+    got = chunks_of(text, 32, "javascript")
+    assert len(got) > 20
+    # Each function of the bundle fits 32 tokens and starts a chunk or sits inside one whole.
+    for m in re.finditer(r"function f\d+\(a,b\)\{.*?\}\}\}", text):
+        assert not any(m.start() < b < m.end() for b in boundaries(got)) or count_tokens(m.group()) > 32
+
+
+def test_unknown_language_falls_back_to_prose_and_says_so() -> None:
+    text = "Some words that are not code at all, just a sentence or two. " * 5
+    with pytest.warns(ChunkingWarning, match="could not tell the language"):
+        got = chunk(text, 8, kind="code")
+    check_chunks(text, got, 8)
+    assert {c.kind for c in got} == {"text"}
+
+
+def test_language_from_content_and_shebang() -> None:
+    go = code(
+        """
+        package main
+
+        import "fmt"
+
+        func main() {
+        \tx := 1
+        \tfmt.Println(x)
+        }
+        """
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert {c.language for c in chunk(go, 8, kind="code")} == {"go"}
+        script = "#!/usr/bin/env bash\nset -e\necho hi\n"
+        assert {c.language for c in chunk(script, 4, kind="code")} == {"bash"}
+
+
+def test_filename_hint(tmp_path: Path) -> None:
+    text = "fn main() {\n    let v = vec![1, 2, 3];\n    println!(\"{:?}\", v);\n}\n"
+    assert {c.language for c in chunk(text, 6, kind="code", filename="src/main.rs")} == {"rust"}
+    target = tmp_path / "main.rs"
+    target.write_text(text, encoding="utf-8", newline="")
+    got = Chunker(6).chunk_file(target, kind="code")
+    check_chunks(text, got, 6)
+    assert {c.language for c in got} == {"rust"}
+    assert [c.path for c in got if "let v" in c.text] == ["main"]
+
+
+def test_chunk_file_keeps_crlf_and_non_ascii(tmp_path: Path) -> None:
+    text = 'def 関数():\r\n    """説明"""\r\n    return "値"\r\n\r\n\r\ndef other():\r\n    return 1\r\n'
+    target = tmp_path / "mod.py"
+    target.write_bytes(text.encode("utf-8"))
+    got = Chunker(12).chunk_file(target, kind="code")
+    check_chunks(text, got, 12)
+    assert got[0].path == "関数"
+    assert any(c.text.startswith("def other") for c in got)
+
+
+def test_whitespace_only_and_tiny_inputs() -> None:
+    for text in (" ", "\n\n\n", "x", "   \n\t\n" * 50, "#"):
+        got = chunks_of(text, 1)
+        assert "".join(c.text for c in got) == text
+    assert chunk("", 5, kind="code", language="python") == []
