@@ -6,7 +6,7 @@ Sans-IO parsers (:class:`SSEDecoder`, :class:`AnthropicEventDecoder`,
 is injected by the client.
 """
 
-from ._accumulate import Message, MessageState, OpenBlock, apply, error_from_event
+from ._accumulate import Message, MessageHeader, MessageState, OpenBlock, apply, error_from_event
 from ._events import (
     AnthropicEventDecoder,
     CitationsDelta,
@@ -59,6 +59,7 @@ __all__ = [
     "JSONPrefix",
     "Message",
     "MessageDeltaEvent",
+    "MessageHeader",
     "MessageStartEvent",
     "MessageState",
     "MessageStopEvent",

@@ -38,9 +38,10 @@ from ._events import (
     UnknownDelta,
     Usage,
 )
+from ._fast import fast_new
 from ._partial_json import JSONPrefix, partial_value
 
-__all__ = ["Message", "MessageState", "OpenBlock", "apply", "error_from_event"]
+__all__ = ["Message", "MessageHeader", "MessageState", "OpenBlock", "apply", "error_from_event"]
 
 
 class _Part:
@@ -86,24 +87,39 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class OpenBlock:
-    """The block being streamed: its start, its parts so far, and the JSON scan state."""
+    """The block being streamed: its start, its parts so far and one kind-specific extra.
+
+    ``aux`` is the citations tuple of a text block, the signature of a thinking block or
+    the :class:`JSONPrefix` scan state of a tool input (kept in one field so that a delta
+    builds one small object).
+    """
 
     index: int
     start: ContentBlock
     parts: _Part | None = None
-    length: int = 0
-    citations: tuple[Mapping[str, Any], ...] = ()
-    signature: str = ""
-    json: JSONPrefix | None = None
+    aux: tuple[Mapping[str, Any], ...] | str | JSONPrefix | None = None
+
+    @property
+    def citations(self) -> tuple[Mapping[str, Any], ...]:
+        return self.aux if isinstance(self.aux, tuple) else ()
+
+    @property
+    def signature(self) -> str:
+        return self.aux if isinstance(self.aux, str) else ""
+
+    @property
+    def json(self) -> JSONPrefix | None:
+        return self.aux if isinstance(self.aux, JSONPrefix) else None
 
     def text(self) -> str:
         return _join(self.parts)
 
     def partial_input(self) -> Any:
         """Best-effort parse of a tool input so far (``None`` before anything usable)."""
-        if self.json is None:
+        prefix = self.json
+        if prefix is None:
             return None
-        return partial_value(self.text(), self.json)
+        return partial_value(self.text(), prefix)
 
     def finish(self) -> ContentBlock:
         start = self.start
@@ -133,20 +149,46 @@ class OpenBlock:
 
 
 @dataclass(frozen=True, slots=True)
-class MessageState:
-    """Everything received so far. ``events`` counts the events applied (the cursor)."""
+class MessageHeader:
+    """The message-level fields; they change only on message_start/delta/stop."""
 
     id: str = ""
     model: str = ""
     role: str = "assistant"
     usage: Usage = field(default_factory=Usage)
-    blocks: tuple[ContentBlock, ...] = ()
-    open: OpenBlock | None = None
     stop_reason: str | None = None
     stop_sequence: str | None = None
     started: bool = False
     stopped: bool = False
+
+
+_NO_HEADER = MessageHeader()
+
+
+@dataclass(frozen=True, slots=True)
+class MessageState:
+    """Everything received so far. ``events`` counts the events applied (the cursor)."""
+
+    header: MessageHeader = _NO_HEADER
+    blocks: tuple[ContentBlock, ...] = ()
+    open: OpenBlock | None = None
     events: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        return self.header.usage
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self.header.stop_reason
+
+    @property
+    def started(self) -> bool:
+        return self.header.started
+
+    @property
+    def stopped(self) -> bool:
+        return self.header.stopped
 
     @property
     def next_index(self) -> int:
@@ -154,10 +196,9 @@ class MessageState:
 
     def message(self) -> Message:
         """The final message; a snapshot (open block included) when not yet stopped."""
+        h = self.header
         content = self.blocks if self.open is None else (*self.blocks, self.open.snapshot())
-        return Message(
-            self.id, self.model, self.role, content, self.stop_reason, self.stop_sequence, self.usage
-        )
+        return Message(h.id, h.model, h.role, content, h.stop_reason, h.stop_sequence, h.usage)
 
     def text(self) -> str:
         """All text so far, the open text block included."""
@@ -167,26 +208,12 @@ class MessageState:
         return done
 
 
+_state = fast_new(MessageState)
+_block = fast_new(OpenBlock)
+
+
 def _fail(state: MessageState, event: Event, why: str) -> StreamProtocolError:
     return StreamProtocolError(f"{why}: {event!r}"[:500], event=event, partial=state.message())
-
-
-def _with_open(
-    state: MessageState, block: OpenBlock | None, blocks: tuple[ContentBlock, ...]
-) -> MessageState:
-    return MessageState(
-        state.id,
-        state.model,
-        state.role,
-        state.usage,
-        blocks,
-        block,
-        state.stop_reason,
-        state.stop_sequence,
-        state.started,
-        state.stopped,
-        state.events + 1,
-    )
 
 
 def _delta(state: MessageState, event: ContentBlockDeltaEvent) -> MessageState:
@@ -198,35 +225,28 @@ def _delta(state: MessageState, event: ContentBlockDeltaEvent) -> MessageState:
     if isinstance(d, TextDelta):
         if not isinstance(start, TextBlock):
             raise _fail(state, event, "text delta on a non-text block")
-        new = OpenBlock(blk.index, start, _Part(blk.parts, d.text), blk.length + len(d.text), blk.citations)
+        new = _block(blk.index, start, _Part(blk.parts, d.text), blk.aux)
     elif isinstance(d, InputJSONDelta):
-        if not isinstance(start, ToolUseBlock) or blk.json is None:
+        prefix = blk.aux
+        if not isinstance(prefix, JSONPrefix):
             raise _fail(state, event, "input_json delta on a non-tool block")
-        new = OpenBlock(
-            blk.index,
-            start,
-            _Part(blk.parts, d.partial_json),
-            blk.length + len(d.partial_json),
-            json=blk.json.advance(d.partial_json),
-        )
+        new = _block(blk.index, start, _Part(blk.parts, d.partial_json), prefix.advance(d.partial_json))
     elif isinstance(d, ThinkingDelta):
         if not isinstance(start, ThinkingBlock):
             raise _fail(state, event, "thinking delta on a non-thinking block")
-        new = OpenBlock(
-            blk.index, start, _Part(blk.parts, d.thinking), blk.length + len(d.thinking), (), blk.signature
-        )
+        new = _block(blk.index, start, _Part(blk.parts, d.thinking), blk.aux)
     elif isinstance(d, SignatureDelta):
         if not isinstance(start, ThinkingBlock):
             raise _fail(state, event, "signature delta on a non-thinking block")
-        new = OpenBlock(blk.index, start, blk.parts, blk.length, (), blk.signature + d.signature)
+        new = _block(blk.index, start, blk.parts, blk.signature + d.signature)
     elif isinstance(d, CitationsDelta):
         if not isinstance(start, TextBlock):
             raise _fail(state, event, "citation on a non-text block")
-        new = OpenBlock(blk.index, start, blk.parts, blk.length, (*blk.citations, d.citation))
+        new = _block(blk.index, start, blk.parts, (*blk.citations, d.citation))
     else:
         assert isinstance(d, UnknownDelta)
-        return _with_open(state, blk, state.blocks)  # passed through to the consumer, not accumulated
-    return _with_open(state, new, state.blocks)
+        new = blk  # passed through to the consumer, not accumulated
+    return _state(state.header, state.blocks, new, state.events + 1)
 
 
 def apply(state: MessageState, event: Event) -> MessageState:
@@ -237,44 +257,44 @@ def apply(state: MessageState, event: Event) -> MessageState:
     """
     if isinstance(event, ContentBlockDeltaEvent):
         return _delta(state, event)
+    h = state.header
     if isinstance(event, MessageStartEvent):
-        if state.started:
+        if h.started:
             raise _fail(state, event, "second message_start")
-        return MessageState(
-            event.id, event.model, event.role, event.usage, tuple(event.content), None,
-            None, None, True, False, state.events + 1,
-        )  # fmt: skip
-    if not isinstance(
-        event, ContentBlockStartEvent | ContentBlockStopEvent | MessageDeltaEvent | MessageStopEvent
-    ):
-        return _with_open(state, state.open, state.blocks)  # ping, error, unknown
-    if not state.started:
+        header = MessageHeader(event.id, event.model, event.role, event.usage, None, None, True, False)
+        return _state(header, tuple(event.content), None, state.events + 1)
+    if not isinstance(event, _ORDERED):
+        return _state(h, state.blocks, state.open, state.events + 1)  # ping, error, unknown
+    if not h.started:
         raise _fail(state, event, "event before message_start")
-    if state.stopped:
+    if h.stopped:
         raise _fail(state, event, "event after message_stop")
     if isinstance(event, ContentBlockStartEvent):
         if state.open is not None or event.index != len(state.blocks):
             raise _fail(state, event, f"block start out of order (expected index {len(state.blocks)})")
         b = event.block
-        json = JSONPrefix() if isinstance(b, ToolUseBlock) else None
-        return _with_open(state, OpenBlock(event.index, b, signature="", json=json), state.blocks)
+        aux = JSONPrefix() if isinstance(b, ToolUseBlock) else None
+        return _state(h, state.blocks, _block(event.index, b, None, aux), state.events + 1)
     if isinstance(event, ContentBlockStopEvent):
         if state.open is None or state.open.index != event.index:
             raise _fail(state, event, "stop for a block that is not open")
-        return _with_open(state, None, (*state.blocks, state.open.finish()))
+        return _state(h, (*state.blocks, state.open.finish()), None, state.events + 1)
     if isinstance(event, MessageDeltaEvent):
-        return MessageState(
-            state.id, state.model, state.role, state.usage.merged(event.usage), state.blocks, state.open,
-            event.stop_reason if event.stop_reason is not None else state.stop_reason,
-            event.stop_sequence if event.stop_reason is not None else state.stop_sequence,
-            True, False, state.events + 1,
+        reason = event.stop_reason is not None
+        header = MessageHeader(
+            h.id, h.model, h.role, h.usage.merged(event.usage),
+            event.stop_reason if reason else h.stop_reason,
+            event.stop_sequence if reason else h.stop_sequence,
+            True, False,
         )  # fmt: skip
+        return _state(header, state.blocks, state.open, state.events + 1)
     if state.open is not None:
         raise _fail(state, event, f"message_stop while block {state.open.index} is open")
-    return MessageState(
-        state.id, state.model, state.role, state.usage, state.blocks, None,
-        state.stop_reason, state.stop_sequence, True, True, state.events + 1,
-    )  # fmt: skip
+    header = MessageHeader(h.id, h.model, h.role, h.usage, h.stop_reason, h.stop_sequence, True, True)
+    return _state(header, state.blocks, None, state.events + 1)
+
+
+_ORDERED = (ContentBlockStartEvent, ContentBlockStopEvent, MessageDeltaEvent, MessageStopEvent)
 
 
 def error_from_event(event: ErrorEvent, state: MessageState | None = None) -> APIError:

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from .._errors import StreamProtocolError
+from ._fast import fast_new
 from ._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
 
 __all__ = [
@@ -264,6 +265,11 @@ Event = (
 )
 
 
+_delta_event = fast_new(ContentBlockDeltaEvent)
+_text_delta = fast_new(TextDelta)
+_json_delta = fast_new(InputJSONDelta)
+
+
 def _str(m: Mapping[str, Any], key: str) -> str:
     v = m.get(key)
     return v if isinstance(v, str) else ""
@@ -337,6 +343,18 @@ def parse_anthropic_event(sse: ServerSentEvent) -> Event:
     if isinstance(t, str):
         kind = t
     if kind == "content_block_delta":
+        # the hot path: one text or tool-input piece
+        idx, d = payload.get("index"), payload.get("delta")
+        if type(idx) is int and idx >= 0 and type(d) is dict:
+            dt = d.get("type")
+            if dt == "text_delta":
+                text = d.get("text")
+                if type(text) is str:
+                    return _delta_event(idx, _text_delta(text))
+            elif dt == "input_json_delta":
+                pj = d.get("partial_json")
+                if type(pj) is str:
+                    return _delta_event(idx, _json_delta(pj))
         return ContentBlockDeltaEvent(_index(payload, sse), _parse_delta(payload.get("delta")))
     if kind == "content_block_start":
         return ContentBlockStartEvent(_index(payload, sse), parse_block(payload.get("content_block")))

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from ._fast import fast_new
+
 __all__ = ["JSONPrefix", "partial_value"]
 
 _OUTSIDE = re.compile(r'[{}\[\],:"]')
@@ -109,9 +111,12 @@ class JSONPrefix:
                 expect_key = stack[-1:] == "{"
             else:  # ":"
                 expect_key = False
-        return JSONPrefix(
+        return _prefix(
             base + n, stack, expect_key, in_string, is_key, escape_at, escape_left, safe, safe_closers
         )
+
+
+_prefix = fast_new(JSONPrefix)
 
 
 def partial_value(text: str, prefix: JSONPrefix) -> Any:

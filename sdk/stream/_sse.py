@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from .._errors import SSEEventTooLargeError
+from ._fast import fast_new
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent"]
 
@@ -27,6 +28,9 @@ class ServerSentEvent:
     event: str = "message"
     id: str = ""
     retry: int | None = None
+
+
+_sse = fast_new(ServerSentEvent)
 
 
 def _decode_replacing(raw: bytes) -> tuple[str, int]:
@@ -125,9 +129,11 @@ class SSEDecoder:
         except UnicodeDecodeError:
             text, n = _decode_replacing(complete)
             self.replaced += n
-        lines = text.split("\n") if "\r" not in text else _LINES.split(text)
-        lines.pop()  # the empty remainder after the final terminator
-        return self._lines(lines)
+        if "\r" in text:
+            lines = _LINES.split(text)
+            lines.pop()  # the empty remainder after the final terminator
+            return self._lines(lines)
+        return self._blocks(text)
 
     def flush(self) -> list[ServerSentEvent]:
         """End of stream.
@@ -156,6 +162,36 @@ class SSEDecoder:
             raise SSEEventTooLargeError(
                 f"one server-sent event is over {self.max_event_bytes} bytes ({size} so far)"
             )
+
+    def _blocks(self, text: str) -> list[ServerSentEvent]:
+        """LF-only text: take whole events at once when they have the usual shape
+        (``event: x`` + one ``data:`` line, or one ``data:`` line); the rest goes line by line.
+        """
+        blocks = text.split("\n\n")
+        last = blocks.pop()  # after the final blank line: lines of an unfinished event
+        out: list[ServerSentEvent] = []
+        cap = self.max_event_bytes
+        for block in blocks:
+            if not self._data and not self._event and len(block) <= cap:
+                if block.startswith("event: "):
+                    nl = block.find("\n")
+                    if nl > 0 and block.startswith("data: ", nl + 1) and block.find("\n", nl + 1) < 0:
+                        name = block[7:nl]
+                        out.append(
+                            ServerSentEvent(block[nl + 7 :], name or "message", self._last_id, self._retry)
+                        )
+                        continue
+                elif block.startswith("data: ") and "\n" not in block:
+                    out.append(_sse(block[6:], "message", self._last_id, self._retry))
+                    continue
+            lines = block.split("\n")
+            lines.append("")
+            out += self._lines(lines)
+        if last:
+            lines = last.split("\n")
+            lines.pop()
+            out += self._lines(lines)
+        return out
 
     def _lines(self, lines: list[str]) -> list[ServerSentEvent]:
         out: list[ServerSentEvent] = []
