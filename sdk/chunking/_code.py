@@ -125,19 +125,49 @@ _FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function", "class"}
 )
 _NAME_MAX = 120
+# Postfix and operator chains that nest to the left: flattened while splitting.
+_CHAINS = frozenset(
+    {
+        "call_expression",
+        "member_expression",
+        "call",
+        "attribute",
+        "field_expression",
+        "method_invocation",
+        "field_access",
+        "selector_expression",
+        "subscript",
+        "subscript_expression",
+        "index_expression",
+        "element_reference",
+        "invocation_expression",
+        "member_access_expression",
+        "binary_expression",
+        "binary_operator",
+        "boolean_operator",
+        "comparison_operator",
+        "binary",
+        "pipeline",
+        "list",
+    }
+)
+# Splits nested deeper than this use prose rules (the engine recurses once per level).
+_MAX_DEPTH = 120
 
 
 @dataclass(frozen=True, slots=True)
 class _Nodes:
     """State of a code section: sibling nodes spanning bytes ``[start, end)``.
 
-    ``chain`` is the definition chain enclosing the nodes (their parent's path).
+    ``chain`` is the definition chain enclosing the nodes (their parent's path);
+    ``depth`` counts the splits above them (deep nesting falls back to prose rules).
     """
 
     nodes: tuple[Node, ...]
     chain: tuple[str, ...]
     start: int
     end: int
+    depth: int = 0
 
 
 def _is_comment(node: Node) -> bool:
@@ -166,6 +196,8 @@ class CodeSplitter:
         state = section.state
         if not isinstance(state, _Nodes):
             return ()
+        if state.depth >= _MAX_DEPTH:
+            return self._prose(text, section)
         if len(state.nodes) > 1:
             return self._tile(text, section, [[n] for n in state.nodes], state.chain, section.path)
         node = state.nodes[0]
@@ -178,8 +210,7 @@ class CodeSplitter:
             if name is not None:
                 chain = (*chain, name)
                 path = ".".join(chain)
-            children = [c for c in node.children if c.end_byte > c.start_byte]
-            self.touched += len(children) or 1
+            children = self._children(node)
             if not children:
                 if _textlike(node) or state.start < node.start_byte or state.end > node.end_byte:
                     return self._prose(text, section)
@@ -194,6 +225,27 @@ class CodeSplitter:
             return self._tile(text, section, groups, chain, path)
 
     # -- helpers -----------------------------------------------------------------------
+
+    def _children(self, node: Node) -> list[Node]:
+        """Non-empty children; a one-line left-recursive chain (``a + b + c``, ``x.f().g()``,
+        as in minified code) comes flat, so it does not cost one nesting level per link.
+
+        Multi-line chains stay nested: their operands are the units a reader keeps whole.
+        """
+        children = [c for c in node.children if c.end_byte > c.start_byte]
+        self.touched += len(children) or 1
+        kind = node.type
+        while children:
+            first = children[0]
+            if not first.is_named or first.child_count < 2 or first.start_point.row != first.end_point.row:
+                break
+            if first.type != kind and not (kind in _CHAINS and first.type in _CHAINS):
+                break
+            inner = [c for c in first.children if c.end_byte > c.start_byte]
+            self.touched += len(inner)
+            children[:1] = inner
+            kind = first.type
+        return children
 
     def _prose(self, text: str, section: Section) -> Sequence[Section]:
         """Line, then word/identifier, then grapheme cuts (for leaves and ERROR regions)."""
@@ -257,7 +309,7 @@ class CodeSplitter:
                 parts.append(Section(pos_c, c, PROSE, 0, "code", language, path))
                 pos_b, pos_c = gs, c
             c = char(ge)
-            parts.append(self._part(group, pos_c, c, gs, ge, chain, path))
+            parts.append(self._part(group, pos_c, c, gs, ge, chain, path, state.depth + 1))
             pos_b, pos_c = ge, c
         if pos_b < hi:
             parts.append(Section(pos_c, section.end, PROSE, 0, "code", language, path))
@@ -272,6 +324,7 @@ class CodeSplitter:
         be: int,
         chain: tuple[str, ...],
         path: str | None,
+        depth: int,
     ) -> Section:
         principal = next((n for n in group if not (_is_comment(n) or n.type in _ATTACHED_FORWARD)), group[0])
         label = _label(self._data, principal)
@@ -285,7 +338,8 @@ class CodeSplitter:
                 if _textlike(node):
                     return Section(start, end, PROSE, 1, "code", self.language, path)
                 return Section(start, end, None, None, "code", self.language, path)
-        return Section(start, end, self, _Nodes(tuple(group), chain, bs, be), "code", self.language, path)
+        state = _Nodes(tuple(group), chain, bs, be, depth)
+        return Section(start, end, self, state, "code", self.language, path)
 
 
 def _textlike(node: Node) -> bool:
