@@ -12,6 +12,7 @@ session then see one vocabulary whatever the backend. Mapping:
 * ``usage``: ``prompt_tokens`` minus cached tokens -> ``input_tokens`` (Messages counts
   cache reads apart), ``completion_tokens`` -> ``output_tokens``,
   ``prompt_tokens_details.cached_tokens`` -> ``cache_read_input_tokens``.
+* a legacy ``delta.function_call`` is tool call 0 (with an empty id).
 * ``data: [DONE]`` -> ``message_stop``; ``{"error": {...}}`` -> an error event.
 
 Tool calls must arrive one after another (every server we know streams them so); a
@@ -162,6 +163,9 @@ class OpenAIChunkTranslator:
                 self._open(out, "text", TextBlock())
             out.append(ContentBlockDeltaEvent(self._index, TextDelta(content)))
         calls = delta.get("tool_calls")
+        legacy = delta.get("function_call")  # the pre-tools API: one call, no index or id
+        if not isinstance(calls, list) and isinstance(legacy, Mapping):
+            calls = [{"index": 0, "function": legacy}]
         if not isinstance(calls, list):
             return
         for call in calls:

@@ -193,7 +193,13 @@ class MessageStream:
         return self._buf.statistics()
 
     async def __aenter__(self) -> MessageStream:
-        upstream = await self._open()
+        try:
+            upstream = await self._open()
+        except Exception as e:
+            err = error_from_transport(e)
+            if err is None or err is e:
+                raise
+            raise err from e
         self._buf = FlowBuffer(self._flow, self._stall)
         tg = anyio.create_task_group()
         try:
@@ -279,6 +285,8 @@ class MessageStream:
             if self._pos < len(self._batch):
                 ev = self._batch[self._pos]
                 self._pos += 1
+                if self._stall.enabled and self._buf is not None:
+                    self._buf.last_take = anyio.current_time()  # idle time counts per event
                 self._state = apply(self._state, ev)
                 if isinstance(ev, ErrorEvent):
                     self._done = True

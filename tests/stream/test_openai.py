@@ -136,3 +136,14 @@ def test_translator_directly_and_invalid_tool_json_is_kept() -> None:
     tool = fold(events).message().content[0]
     assert isinstance(tool, ToolUseBlock)
     assert tool.input is None and tool.input_json == '{"a": tru' and tool.input_error
+
+
+def test_legacy_function_call() -> None:
+    chunks = [
+        openai_chunk({"role": "assistant", "function_call": {"name": "lookup", "arguments": '{"q": '}}),
+        openai_chunk({"function_call": {"arguments": '"x"}'}}),
+        openai_chunk({}, "function_call"),
+    ]
+    msg = fold(three_ways(OpenAIEventDecoder, openai(chunks))).message()
+    (tool,) = msg.tool_uses
+    assert (tool.name, tool.input, msg.stop_reason) == ("lookup", {"q": "x"}, "tool_use")
