@@ -175,20 +175,32 @@ def _is_comment(node: Node) -> bool:
 
 
 class CodeSplitter:
-    """Splitter for one parsed source; ``Section.state`` is a :class:`_Nodes`.
+    """Splitter for one source; ``Section.state`` is a :class:`_Nodes`.
 
-    ``touched`` counts the nodes this splitter has looked at, so tests can check the
-    walk stays lazy.
+    The source is parsed on the first split, so a text that fits the budget whole is
+    never parsed. ``touched`` counts the nodes looked at, so tests can check the walk
+    stays lazy.
     """
 
-    __slots__ = ("_ascii", "_data", "_tree", "language", "touched")
+    __slots__ = ("_ascii", "_data", "_grammar", "_text", "_tree", "language", "touched")
 
-    def __init__(self, data: bytes, ascii_only: bool, language: str, tree: tree_sitter.Tree) -> None:
-        self._data = data
-        self._ascii = ascii_only
-        self._tree = tree  # nodes borrow from it
+    def __init__(self, text: str, language: str, grammar: tree_sitter.Language) -> None:
+        self._text = text
+        self._grammar = grammar
+        self._tree: tree_sitter.Tree | None = None
+        self._data = b""
+        self._ascii = True
         self.language = language
         self.touched = 0
+
+    @property
+    def tree(self) -> tree_sitter.Tree:
+        """The syntax tree (parsed once, on first use)."""
+        if self._tree is None:
+            self._ascii = self._text.isascii()
+            self._data = self._text.encode("ascii" if self._ascii else "utf-8")
+            self._tree = tree_sitter.Parser(self._grammar).parse(self._data)
+        return self._tree
 
     # -- the Splitter protocol -------------------------------------------------------
 
@@ -196,10 +208,12 @@ class CodeSplitter:
         state = section.state
         if not isinstance(state, _Nodes):
             return ()
+        if not state.nodes:  # the root: parse now
+            state = _Nodes((self.tree.root_node,), (), 0, len(self._data))
         if state.depth >= _MAX_DEPTH:
             return self._prose(text, section)
         if len(state.nodes) > 1:
-            return self._tile(text, section, [[n] for n in state.nodes], state.chain, section.path)
+            return self._tile(text, section, state, [[n] for n in state.nodes], state.chain, section.path)
         node = state.nodes[0]
         chain = state.chain
         path = section.path
@@ -222,7 +236,7 @@ class CodeSplitter:
             groups = self._group(children)
             if len(groups) == 1:  # all glued together (a decorated definition): cut between members
                 groups = [[c] for c in children]
-            return self._tile(text, section, groups, chain, path)
+            return self._tile(text, section, state, groups, chain, path)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -254,39 +268,39 @@ class CodeSplitter:
 
     def _group(self, children: list[Node]) -> list[list[Node]]:
         """Runs of siblings that must move together."""
+        data = self._data
         groups: list[list[Node]] = [[children[0]]]
         prev = children[0]
+        prev_type, prev_named, prev_end = prev.type, prev.is_named, prev.end_byte
         prev_trailing = False  # prev is a comment ending the line of the node before it
         for cur in children[1:]:
-            gap_rows = cur.start_point.row - prev.end_point.row
-            back = (_is_comment(cur) and gap_rows == 0) or (not cur.is_named and cur.type in _CLOSERS)
-            forward = False
-            if not back:
-                if prev.type in _ATTACHED_FORWARD:
-                    forward = True
-                elif _is_comment(prev) and not prev_trailing:
-                    forward = (gap_rows <= 1 and not _is_comment(cur)) or (gap_rows == 1 and _is_comment(cur))
-                elif not prev.is_named and prev.type in _OPENERS:
-                    forward = True
+            cur_type, cur_named, cur_start = cur.type, cur.is_named, cur.start_byte
+            cur_comment = "comment" in cur_type
+            newlines = data.count(b"\n", prev_end, cur_start)
+            back = (cur_comment and newlines == 0) or (not cur_named and cur_type in _CLOSERS)
+            forward = not back and (
+                prev_type in _ATTACHED_FORWARD
+                or ("comment" in prev_type and not prev_trailing and newlines <= 1)
+                or (not prev_named and prev_type in _OPENERS)
+            )
             if back or forward:
                 groups[-1].append(cur)
             else:
                 groups.append([cur])
-            prev_trailing = back and _is_comment(cur)
-            prev = cur
+            prev_trailing = back and cur_comment
+            prev_type, prev_named, prev_end = cur_type, cur_named, cur.end_byte
         return groups
 
     def _tile(
         self,
         text: str,
         section: Section,
+        state: _Nodes,
         groups: list[list[Node]],
         chain: tuple[str, ...],
         path: str | None,
     ) -> list[Section]:
         """Sections for ``groups`` and the whitespace between them; ``path`` is the default."""
-        state = section.state
-        assert isinstance(state, _Nodes)
         lo, hi = state.start, state.end
         data = self._data
         linear = self._ascii or text[section.start : section.end].isascii()
@@ -418,14 +432,10 @@ def _inner_definition(node: Node) -> Node | None:
 
 
 def code_root(text: str, language: str) -> Section:
-    """Parse ``text`` as ``language`` and return the root section of the code splitter."""
+    """The root section for ``text`` in ``language`` (parsed only if it must be cut)."""
     name = normalize_language(language)
-    lang = load_language(name)
-    ascii_only = text.isascii()
-    data = text.encode("ascii" if ascii_only else "utf-8")
-    tree = tree_sitter.Parser(lang).parse(data)
-    splitter = CodeSplitter(data, ascii_only, name, tree)
-    return Section(0, len(text), splitter, _Nodes((tree.root_node,), (), 0, len(data)), "code", name, None)
+    splitter = CodeSplitter(text, name, load_language(name))
+    return Section(0, len(text), splitter, _Nodes((), (), 0, 0), "code", name, None)
 
 
 def _root_factory(text: str, language: str | None, filename: str | None) -> Section:

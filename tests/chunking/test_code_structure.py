@@ -71,8 +71,8 @@ def test_a_large_file_is_walked_lazily() -> None:
     assert len(text) > 1_500_000
     root = code_root(text, "python")
     splitter = root.splitter
-    total = splitter._tree.root_node.descendant_count  # type: ignore[union-attr]
     raw = Engine(text, 256, Sizer("o200k_base")).run(root)
+    total = splitter.tree.root_node.descendant_count  # type: ignore[union-attr]
     assert raw[0].start == 0 and raw[-1].end == len(text)
     assert all(a.end == b.start for a, b in itertools.pairwise(raw))
     # Every function fits: only the top level is looked at, not the ~600k nodes below it.
@@ -87,6 +87,6 @@ def test_descending_touches_only_the_nodes_that_do_not_fit() -> None:
     text = _generated(300)
     root = code_root(text, "python")
     Engine(text, 24, Sizer("o200k_base")).run(root)
-    total = root.splitter._tree.root_node.descendant_count  # type: ignore[union-attr]
+    total = root.splitter.tree.root_node.descendant_count  # type: ignore[union-attr]
     touched = root.splitter.touched  # type: ignore[union-attr]
     assert 300 < touched < total  # bodies were opened, small leaves were not
