@@ -21,7 +21,7 @@ from typing import Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from .._errors import IncompleteStreamError, SDKError, error_from_transport
+from .._errors import IncompleteStreamError, SDKError, StreamProtocolError, error_from_transport
 from ._accumulate import Message, MessageState, apply, error_from_event
 from ._events import (
     AnthropicEventDecoder,
@@ -287,13 +287,19 @@ class MessageStream:
                 self._pos += 1
                 if self._stall.enabled and self._buf is not None:
                     self._buf.last_take = anyio.current_time()  # idle time counts per event
-                self._state = apply(self._state, ev)
+                try:
+                    self._state = apply(self._state, ev)
+                except StreamProtocolError:
+                    self._done = True
+                    raise
                 if isinstance(ev, ErrorEvent):
                     self._done = True
                     raise error_from_event(ev, self._state)
                 return ev
-            if self._done or self._buf is None:
+            if self._done:
                 raise StopAsyncIteration
+            if self._buf is None:
+                raise RuntimeError("iterate a MessageStream inside `async with`")
             item = await self._buf.get()
             if isinstance(item, list):
                 self._batch, self._pos = item, 0

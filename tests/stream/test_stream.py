@@ -6,7 +6,7 @@ import anyio
 import httpx2
 import pytest
 
-from sdk._errors import APIConnectionError, OverloadedError, SSEEventTooLargeError
+from sdk._errors import APIConnectionError, OverloadedError, SSEEventTooLargeError, StreamProtocolError
 from sdk.stream import (
     AnthropicEventDecoder,
     ContentBlockDeltaEvent,
@@ -105,3 +105,18 @@ async def test_an_endless_line_hits_the_event_cap_not_memory() -> None:
             async with MessageStream(opener(client, url), decoder=decoder) as s:
                 async for _ in s:
                     pass
+
+
+async def test_protocol_error_in_the_stream_ends_it_and_outside_use_is_refused() -> None:
+    bad = anthropic([msg_start(), delta(3, {"type": "text_delta", "text": "x"})])
+    async with serve(dribble(bad)) as (url, _log), httpx2.AsyncClient(timeout=30) as client:
+        s = MessageStream(opener(client, url))
+        with pytest.raises(RuntimeError):
+            await s.__anext__()
+        with pytest.raises(StreamProtocolError) as info:
+            async with s:
+                async for _ in s:
+                    pass
+        assert info.value.partial is not None and info.value.partial.id == "msg_01"
+        with pytest.raises(StopAsyncIteration):
+            await s.__anext__()
