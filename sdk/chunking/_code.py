@@ -15,6 +15,7 @@ code fall back to prose rules at the line level; single tokens stay whole.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -151,7 +152,7 @@ _CHAINS = frozenset(
         "list",
     }
 )
-# Splits nested deeper than this use prose rules (the engine recurses once per level).
+# Past this many nested splits, a node is cut by lines and tokens (see _lines_of_tokens).
 _MAX_DEPTH = 120
 
 
@@ -160,7 +161,7 @@ class _Nodes:
     """State of a code section: sibling nodes spanning bytes ``[start, end)``.
 
     ``chain`` is the definition chain enclosing the nodes (their parent's path);
-    ``depth`` counts the splits above them (deep nesting falls back to prose rules).
+    ``depth`` counts the splits above them (past ``_MAX_DEPTH``: lines, then tokens).
     """
 
     nodes: tuple[Node, ...]
@@ -210,8 +211,9 @@ class CodeSplitter:
             return ()
         if not state.nodes:  # the root: parse now
             state = _Nodes((self.tree.root_node,), (), 0, len(self._data))
-        if state.depth >= _MAX_DEPTH:
-            return self._prose(text, section)
+        if len(state.nodes) == 1 and state.depth >= _MAX_DEPTH:
+            groups = self._lines_of_tokens(state.nodes[0])
+            return self._tile(text, section, state, groups, state.chain, section.path)
         if len(state.nodes) > 1:
             return self._tile(text, section, state, [[n] for n in state.nodes], state.chain, section.path)
         node = state.nodes[0]
@@ -220,7 +222,7 @@ class CodeSplitter:
         while True:
             if node.is_error:
                 return self._prose(text, section)
-            name = _definition_name(self._data, node)
+            name = _definition_name(self._data, node, self.language)
             if name is not None:
                 chain = (*chain, name)
                 path = ".".join(chain)
@@ -260,6 +262,31 @@ class CodeSplitter:
             children[:1] = inner
             kind = first.type
         return children
+
+    def _lines_of_tokens(self, node: Node) -> list[list[Node]]:
+        """The tokens under ``node`` grouped by line: the cut levels left past ``_MAX_DEPTH``.
+
+        The engine recurses once per level, so pathological nesting (thousands of
+        brackets) is cut between lines, then between tokens, instead of level by level.
+        """
+        leaves: list[Node] = []
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.end_byte <= n.start_byte:
+                continue
+            if n.child_count == 0:
+                leaves.append(n)
+            else:
+                stack.extend(reversed(n.children))
+        self.touched += len(leaves)
+        groups: list[list[Node]] = [[leaves[0]]] if leaves else []
+        for prev, cur in itertools.pairwise(leaves):
+            if cur.start_point.row == prev.end_point.row:
+                groups[-1].append(cur)
+            else:
+                groups.append([cur])
+        return groups if len(groups) > 1 else [[leaf] for leaf in leaves]
 
     def _prose(self, text: str, section: Section) -> Sequence[Section]:
         """Line, then word/identifier, then grapheme cuts (for leaves and ERROR regions)."""
@@ -341,7 +368,7 @@ class CodeSplitter:
         depth: int,
     ) -> Section:
         principal = next((n for n in group if not (_is_comment(n) or n.type in _ATTACHED_FORWARD)), group[0])
-        label = _label(self._data, principal)
+        label = _label(self._data, principal, self.language)
         if label is not None:
             path = ".".join((*chain, label))
         if len(group) == 1:
@@ -386,9 +413,11 @@ def _name_node(node: Node) -> Node | None:
     return None
 
 
-def _definition_name(data: bytes, node: Node) -> str | None:
+def _definition_name(data: bytes, node: Node, language: str) -> str | None:
     """The name ``node`` adds to the path of what is inside it, if it is a definition."""
     if not node.is_named or node.type not in _DEFINITIONS:
+        return None
+    if node.type == "pair" and language != "json":  # object literal keys are not definitions
         return None
     found = _name_node(node)
     if found is None:
@@ -397,12 +426,12 @@ def _definition_name(data: bytes, node: Node) -> str | None:
     return name.strip("\"'") or None
 
 
-def _label(data: bytes, node: Node) -> str | None:
+def _label(data: bytes, node: Node, language: str) -> str | None:
     """Name of the definition ``node`` is or wraps (decorated, exported, templated, const f = ...)."""
     for _ in range(4):
         kind = node.type
         if kind in _DEFINITIONS:
-            return _definition_name(data, node)
+            return _definition_name(data, node, language)
         if kind == "variable_declarator":
             value = node.child_by_field_name("value")
             if value is not None and value.type in _FUNCTION_VALUES:

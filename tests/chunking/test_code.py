@@ -137,14 +137,29 @@ def test_paths_name_the_enclosing_definitions() -> None:
                     return [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
         """
     )
-    got = chunks_of(text, 16)
-    by_text = {c.text.strip().split("\n")[0]: c.path for c in got}
-    assert got[0].path is None  # import at top level
-    assert by_text["class Outer:"] == "Outer"
-    assert any(p == "Outer.method" for p in by_text.values())
-    assert [c.path for c in got if "second = first" in c.text] == ["Outer.method"]
-    assert [c.path for c in got if "[1, 2, 3" in c.text] == ["Outer.Inner.deep"]
-    assert all(c.language == "python" and c.kind == "code" for c in got)
+    expected = {  # a chunk's path follows from its first line
+        "import os": None,
+        "class Outer:": "Outer",
+        "'''Outer docstring": "Outer",
+        "def method": "Outer.method",
+        "first = ": "Outer.method",
+        "second = ": "Outer.method",
+        "return second": "Outer.method",
+        "class Inner": "Outer.Inner",
+        "def deep": "Outer.Inner.deep",
+        "return [": "Outer.Inner.deep",
+        "[1, 2": "Outer.Inner.deep",
+    }
+    seen = set()
+    for budget in (8, 12, 16, 24, 32):
+        for c in chunks_of(text, budget):
+            head = c.text.lstrip()
+            key = next((k for k in expected if head.startswith(k)), None)
+            if key is not None:
+                assert c.path == expected[key], (budget, c.text)
+                seen.add(key)
+            assert c.language == "python" and c.kind == "code"
+    assert {"import os", "def method", "class Inner", "[1, 2"} <= seen
 
 
 @pytest.mark.parametrize(
@@ -270,3 +285,28 @@ def test_whitespace_only_and_tiny_inputs() -> None:
         got = chunks_of(text, 1)
         assert "".join(c.text for c in got) == text
     assert chunk("", 5, kind="code", language="python") == []
+
+
+def test_object_literal_keys_are_not_definitions() -> None:
+    text = "function setup() {\n  const config = { server: { port: 8080, host: 'localhost', tls: 0 } };\n}\n"
+    got = chunks_of(text, 8, "javascript")
+    assert {c.path for c in got} <= {"setup"}
+
+
+@pytest.mark.parametrize(
+    ("language", "text"),
+    [
+        ("python", "s = " + " + ".join(f'"part{i}"' for i in range(3000)) + "\n"),
+        ("python", "s = (" + " +\n    ".join(f'"part{i}"' for i in range(1500)) + ")\n"),
+        ("python", "x = " + "[" * 500 + "1" + "]" * 500 + "\n"),
+        ("javascript", "a.b()" + ".c(1)" * 2000 + ";\n"),
+        ("json", "[" * 2000 + "]" * 2000),
+        ("c", "int x = " + "(" * 400 + "1" + ")" * 400 + ";\n"),
+    ],
+    ids=["flat-sum", "multiline-sum", "nested-lists", "call-chain", "nested-json", "nested-parens"],
+)
+def test_deeply_nested_code_chunks_without_recursion_errors(language: str, text: str) -> None:
+    for budget in (16, 64):
+        got = chunks_of(text, budget, language)
+        assert len(got) > 1
+        assert not any(c.oversize for c in got)
