@@ -4,11 +4,13 @@ Format splitters only say where a section may be cut (``Splitter.split``); this 
 decides which cuts to use: take the sections of the highest level, merge neighbours
 greedily up to the budget, and descend into a section only when it does not fit.
 
-Exact budgets, cheaply: a parent range is encoded once; the token ends of that
-encoding give every candidate chunk an estimate by bisection. The estimate is exact
-when both edges of the candidate are *additive junctions* (see ``_Sizer.additive``);
-otherwise the candidate is encoded once more to verify, stepping back one section
-if it is over. Every emitted count is therefore exact.
+Exact budgets, cheaply: the parts of a range are encoded once each (together one
+encode pass of the range); prefix sums of their counts estimate any run of parts by
+bisection. The sum is exact when every junction inside the run is *additive* (see
+``additive_*``); otherwise the candidate is encoded once more to verify, stepping back
+one part if it is over. Every emitted count is therefore exact. A range that cannot
+fit (more characters than ``budget`` tokens of the longest token could cover) is cut
+without being counted at all.
 """
 
 from __future__ import annotations
@@ -20,28 +22,14 @@ from itertools import accumulate
 
 from sdk._tokens import get_encoding, token_byte_lengths
 
+from ._junctions import ADDITIVE, next_additive, prev_additive
 from ._types import Section
 
 __all__ = ["Engine", "RawChunk", "Sizer"]
 
-
-def _additive_o200k(text: str, p: int) -> bool:
-    # o200k's pre-tokenizer: a piece holding a line break can only run on over
-    # whitespace, or over "/" (`` ?[^\s\p{L}\p{N}]+[\r\n/]*``); no alternative looks
-    # behind. So a cut after CR/LF and before a non-space, non-"/" character is a
-    # pre-tokenizer piece boundary in any context: counts on both sides add up.
-    b = text[p]
-    return text[p - 1] in "\r\n" and not b.isspace() and b != "/"
-
-
-def _additive_cl100k(text: str, p: int) -> bool:
-    return text[p - 1] in "\r\n" and not text[p].isspace()
-
-
-_ADDITIVE: dict[str, Callable[[str, int], bool]] = {
-    "o200k_base": _additive_o200k,
-    "cl100k_base": _additive_cl100k,
-}
+# Below this many characters per part on average, one encode call for a whole range
+# costs less than one call per part.
+_SMALL_PARTS = 256
 
 
 def _never(text: str, p: int) -> bool:
@@ -51,14 +39,17 @@ def _never(text: str, p: int) -> bool:
 class Sizer:
     """Exact token counts for one encoding (the ChunkSizer of this engine)."""
 
-    __slots__ = ("_encode", "_lengths", "additive", "name")
+    __slots__ = ("_encode", "_lengths", "additive", "max_token_chars", "name")
 
     def __init__(self, encoding: str) -> None:
         enc = get_encoding(encoding)
         self.name = encoding
         self._encode = enc.encode_ordinary
+        # No token holds more characters than bytes, so a range longer than
+        # ``budget * max_token_chars`` characters cannot fit and need not be counted.
         self._lengths = token_byte_lengths(encoding)
-        self.additive: Callable[[str, int], bool] = _ADDITIVE.get(encoding, _never)
+        self.max_token_chars = max(self._lengths)
+        self.additive: Callable[[str, int], bool] = ADDITIVE.get(encoding, _never)
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
@@ -69,6 +60,7 @@ class Sizer:
     def byte_ends(self, tokens: list[int]) -> list[int]:
         """Cumulative UTF-8 byte end of each token."""
         return list(accumulate(map(self._lengths.__getitem__, tokens)))
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,55 +75,152 @@ class RawChunk:
 class Engine:
     """Packs the sections of one text into chunks of at most ``budget`` tokens."""
 
-    __slots__ = ("budget", "out", "sizer", "text")
+    __slots__ = ("ascii", "budget", "out", "sizer", "text")
 
     def __init__(self, text: str, budget: int, sizer: Sizer) -> None:
         self.text = text
         self.budget = budget
         self.sizer = sizer
         self.out: list[RawChunk] = []
+        self.ascii = text.isascii()
 
     def run(self, root: Section) -> list[RawChunk]:
-        if root.start == root.end:
-            return []
-        tokens = self.sizer.encode(self.text[root.start : root.end])
-        self._place(root, tokens)
-        return self.out
+        if root.start < root.end:
+            self._place(root, None)
+        return self._merge_neighbours(self.out)
 
-    def _place(self, section: Section, tokens: list[int]) -> None:
-        """Emit ``section`` whole if it fits, else cut it and pack its parts."""
-        n = len(tokens)
-        if n <= self.budget:
-            self.out.append(RawChunk(section.start, section.end, n, section))
+    def _merge_neighbours(self, chunks: list[RawChunk]) -> list[RawChunk]:
+        """Join neighbouring chunks that fit together.
+
+        Packing never leaves two mergeable chunks side by side within one level; they
+        appear only around a part that had to be cut (its first pieces could have
+        joined the chunk before it). Merging removes cuts, never adds one.
+        """
+        text = self.text
+        budget = self.budget
+        additive = self.sizer.additive
+        out: list[RawChunk] = []
+        for c in chunks:
+            if out:
+                prev = out[-1]
+                if (
+                    not prev.oversize
+                    and not c.oversize
+                    and prev.first.kind == c.first.kind
+                    and prev.tokens + c.tokens <= budget + 2
+                ):
+                    if additive(text, c.start):
+                        n = prev.tokens + c.tokens
+                    else:
+                        n = self.sizer.count(text[prev.start : c.end])
+                    if n <= budget:
+                        out[-1] = RawChunk(prev.start, c.end, n, prev.first)
+                        continue
+            out.append(c)
+        return out
+
+    def _place(self, section: Section, tokens: list[int] | None) -> None:
+        """Emit ``section`` whole if it fits, else cut it and pack its parts.
+
+        ``tokens``, when given, is the exact encoding of the section; it is reused
+        to size the parts so no character is encoded twice on the way down.
+        """
+        text = self.text
+        if tokens is None and section.end - section.start <= self.budget * self.sizer.max_token_chars:
+            tokens = self.sizer.encode(text[section.start : section.end])
+        if tokens is not None and len(tokens) <= self.budget:
+            self.out.append(RawChunk(section.start, section.end, len(tokens), section))
             return
-        parts = section.splitter.split(self.text, section) if section.splitter is not None else ()
+        parts = section.splitter.split(text, section) if section.splitter is not None else ()
         if len(parts) < 2:
+            n = len(tokens) if tokens is not None else self.sizer.count(text[section.start : section.end])
             self.out.append(RawChunk(section.start, section.end, n, section, oversize=True))
             return
-        self._pack(section.start, section.end, parts, tokens)
+        self._pack(parts, tokens)
 
-    def _pack(self, start: int, end: int, parts: Sequence[Section], tokens: list[int]) -> None:
+    def _pack(self, parts: Sequence[Section], tokens: list[int] | None) -> None:
         text = self.text
         sizer = self.sizer
+        count = sizer.count
         budget = self.budget
         k = len(parts)
-        # Byte offset (relative to ``start``) of every part boundary.
-        if text[start:end].isascii():
-            offsets = [p.start - start for p in parts]
-            offsets.append(end - start)
-        else:
-            offsets = [0]
-            acc = 0
-            for p in parts:
-                acc += len(text[p.start : p.end].encode("utf-8"))
-                offsets.append(acc)
-        ends = sizer.byte_ends(tokens)
-        prefix = [bisect_right(ends, b) for b in offsets]
-        prefix[-1] = len(tokens)
         additive = sizer.additive
-        exact_edge = [True]
-        exact_edge.extend(additive(text, p.start) for p in parts[1:])
-        exact_edge.append(True)
+        # part_tokens(i): the exact encoding of part i when it is known for free.
+        part_tokens: Callable[[int], list[int] | None]
+        if tokens is None and parts[-1].end - parts[0].start < _SMALL_PARTS * k:
+            # Many small parts: one encode call for the range beats one per part.
+            tokens = sizer.encode(text[parts[0].start : parts[-1].end])
+        if tokens is not None:
+            # The range's encoding is known: its token ends size every run of parts;
+            # a run's count is exact when both of its edges are additive (the range's
+            # own edges always are).
+            ends = sizer.byte_ends(tokens)
+            start = parts[0].start
+            ascii_range = self.ascii or text[start : parts[-1].end].isascii()
+            if ascii_range:
+                offsets = [p.start - start for p in parts]
+                offsets.append(parts[-1].end - start)
+            else:
+                offsets, acc = [], 0
+                for p in parts:
+                    offsets.append(acc)
+                    acc += len(text[p.start : p.end].encode("utf-8"))
+                offsets.append(acc)
+            prefix = [bisect_right(ends, b) for b in offsets]
+            prefix[-1] = len(tokens)
+            whole = tokens
+            # Whether part boundary m is additive; asked only at candidate chunk edges.
+            edges: dict[int, bool] = {0: True, k: True}
+
+            def edge(m: int) -> bool:
+                known = edges.get(m)
+                if known is None:
+                    known = edges[m] = additive(text, parts[m].start)
+                return known
+
+            def width(a: int, b: int) -> int:
+                return b - a if ascii_range else len(text[a:b].encode("utf-8"))
+
+            def run_count(i: int, j: int) -> int:
+                # Exact count of parts i..j-1. An edge that is not additive is moved
+                # to the nearest additive position inside the run, and only the
+                # stretch between is encoded again.
+                a, b = parts[i].start, parts[j - 1].end
+                lo, hi, extra, r = prefix[i], prefix[j], 0, a
+                if not edge(i):
+                    found = next_additive(additive, text, a, b)
+                    if found is None:
+                        return count(text[a:b])
+                    r = found
+                    extra += count(text[a:r])
+                    lo = bisect_right(ends, offsets[i] + width(a, r))
+                if not edge(j):
+                    back = prev_additive(additive, text, b, r - 1)
+                    if back is None:
+                        return count(text[a:b])
+                    extra += count(text[back:b])
+                    hi = bisect_right(ends, offsets[j] - width(back, b))
+                return extra + hi - lo
+
+            def part_tokens(i: int) -> list[int] | None:
+                return whole[prefix[i] : prefix[i + 1]] if edge(i) and edge(i + 1) else None
+
+        else:
+            # Too long to have been counted: encode each part once; the counts of a
+            # run add up exactly when every junction inside it is additive.
+            encoded = [sizer.encode(text[p.start : p.end]) for p in parts]
+            prefix = [0, *accumulate(map(len, encoded))]
+            loose = [0]
+            for p in parts[1:]:
+                loose.append(loose[-1] + (not additive(text, p.start)))
+
+            def run_count(i: int, j: int) -> int:
+                if loose[j - 1] == loose[i]:
+                    return prefix[j] - prefix[i]
+                return count(text[parts[i].start : parts[j - 1].end])
+
+            def part_tokens(i: int) -> list[int] | None:
+                return encoded[i]
 
         # ``open_`` is the last chunk emitted from a part that had to be cut: the parts
         # after it may join it while they fit (left-to-right greedy, like text-splitter).
@@ -140,27 +229,30 @@ class Engine:
         while i < k:
             if open_ is not None:
                 base, origin, first = open_.tokens, open_.start, open_.first
+                joined_exactly = additive(text, parts[i].start)
             else:
                 base, origin, first = 0, parts[i].start, parts[i]
+                joined_exactly = True
             j = bisect_right(prefix, prefix[i] + budget - base, i + 1) - 1
             n = -1
             while j > i:
-                if exact_edge[i] and exact_edge[j]:
-                    n = base + prefix[j] - prefix[i]
-                    if n <= budget:
-                        break
+                if open_ is None:
+                    n = run_count(i, j)
+                elif joined_exactly:
+                    n = base + run_count(i, j)
                 else:
-                    n = sizer.count(text[origin : parts[j - 1].end])
-                    if n <= budget:
-                        break
-                j -= 1
+                    n = count(text[origin : parts[j - 1].end])
+                if n <= budget:
+                    break
+                # Over: step back at least one part, more if the estimate was low.
+                low_by = n - (base + prefix[j] - prefix[i])
+                j = min(j - 1, bisect_right(prefix, prefix[i] + budget - base - low_by, i + 1) - 1)
             if j <= i:
                 if open_ is not None:
                     open_ = None
                     continue
-                # The first part alone is over the estimate: count it, then cut it.
-                part = parts[i]
-                self._place(part, sizer.encode(text[part.start : part.end]))
+                # The part alone does not fit: cut it.
+                self._place(parts[i], part_tokens(i))
                 last = self.out[-1]
                 open_ = None if last.oversize else last
                 i += 1

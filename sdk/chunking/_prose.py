@@ -1,7 +1,7 @@
 """Prose rules: where a reader would cut Latin, CJK, Korean and everything else.
 
 Levels, highest first: blank-line paragraphs, line breaks, sentence ends, clause marks,
-whitespace-separated words, identifier runs (UAX #31, so ``ユーザー名`` stays whole),
+words (cut before whitespace), identifier runs (UAX #31, so ``ユーザー名`` stays whole),
 script changes (the weakest word break), extended grapheme clusters (UAX #29, via the
 ``regex`` module's ``\\X``). Nothing is ever cut inside a grapheme cluster.
 
@@ -42,14 +42,17 @@ _JOINS_PREVIOUS = regex.compile(
 _PREPEND = regex.compile(r"\p{Grapheme_Cluster_Break=Prepend}")
 
 _PARAGRAPH = regex.compile(r"(?:\r\n|\r|\n)(?:" + _HSPACE + r"*(?:\r\n|\r|\n))+|\u2029+")
-_LINE = regex.compile(r"\r\n|\r|\n|\u2028|\u0085")
+# A run of line breaks is one cut (blank lines inside it are not worth a cut).
+_LINE = regex.compile(r"(?:\r\n|\r|\n|\u2028|\u0085)(?:" + _HSPACE + r"*(?:\r\n|\r|\n|\u2028|\u0085))*")
+# Cuts fall *before* horizontal whitespace, which then leads the next piece, as it
+# leads words in BPE vocabularies: counts on both sides of such a cut add up exactly.
 _SENTENCE = regex.compile(
-    r"[。！？｡︒﹒﹗﹖．]+[" + _CLOSE_CLASS + r"]*" + _HSPACE + r"*"
-    r"|[\p{Sentence_Terminal}…]+[" + _CLOSE_CLASS + r"]*" + _HSPACE + r"+"
+    r"[。！？｡︒﹒﹗﹖．]+[" + _CLOSE_CLASS + r"]*"
+    r"|[\p{Sentence_Terminal}…]+[" + _CLOSE_CLASS + r"]*(?=" + _HSPACE + r")"
 )
 _CLAUSE = regex.compile(
-    r"[、，；：﹐﹑､︐︑]+[" + _CLOSE_CLASS + r"]*" + _HSPACE + r"*"
-    r"|[,;:،؛]+[" + _CLOSE_CLASS + r"]*" + _HSPACE + r"+"
+    r"[、，；：﹐﹑､︐︑]+[" + _CLOSE_CLASS + r"]*"
+    r"|[,;:،؛]+[" + _CLOSE_CLASS + r"]*(?=" + _HSPACE + r")"
 )
 _WORD = regex.compile(_HSPACE + r"+")
 # A run of graphemes that each start with an identifier character, or one other grapheme.
@@ -60,7 +63,8 @@ _GRAPHEME = regex.compile(r"\X")
 def allowed_cut(text: str, p: int) -> bool:
     """Kinsoku and grapheme safety for a cut found by a level pattern."""
     before = text[p - 1]
-    if text[p] in _NO_START or before in _NO_END:
+    after = text[p]
+    if after in _NO_START or before in _NO_END:
         return False
     if before == "\u200d":
         # Never cut right after a zero-width joiner: it asks to join what follows
@@ -69,7 +73,18 @@ def allowed_cut(text: str, p: int) -> bool:
     # Level patterns cut after whitespace or punctuation; such a cut is inside a
     # grapheme only when the next character extends the previous grapheme or the
     # previous one is a prepended mark.
-    return _JOINS_PREVIOUS.match(text, p) is None and _PREPEND.match(text, p - 1) is None
+    joins = _JOINS_CACHE.get(after)
+    if joins is None:
+        joins = _JOINS_CACHE[after] = _JOINS_PREVIOUS.match(after) is not None
+    prepend = _PREPEND_CACHE.get(before)
+    if prepend is None:
+        prepend = _PREPEND_CACHE[before] = _PREPEND.match(before) is not None
+    return not (joins or prepend)
+
+
+# Per-character property memo: a dict lookup is far cheaper than a regex match.
+_JOINS_CACHE: dict[str, bool] = {}
+_PREPEND_CACHE: dict[str, bool] = {}
 
 
 def _ends(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
@@ -129,7 +144,7 @@ LEVELS: tuple[tuple[str, Callable[[str, int, int], list[int]]], ...] = (
     ("line", _line_breaks),
     ("sentence", _ends(_SENTENCE)),
     ("clause", _ends(_CLAUSE)),
-    ("word", _ends(_WORD)),
+    ("word", _starts(_WORD)),
     ("identifier", _starts(_IDENT_OR_GRAPHEME)),
     ("script", _script_changes),
     ("grapheme", _graphemes),

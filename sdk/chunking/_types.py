@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 __all__ = ["Chunk", "ChunkKind", "ChunkingWarning", "Section", "Splitter"]
 
@@ -40,13 +40,14 @@ class Chunk:
     partial: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(NamedTuple):
     """A candidate piece handed to the engine by a format splitter.
 
     ``splitter`` knows how to cut it further (``None``: indivisible); ``state`` is that
     splitter's own payload (a prose level, a syntax node, a JSON value, ...). The
     metadata of the first section of a chunk becomes the chunk's metadata.
+    An immutable named tuple rather than a frozen dataclass: splitters create one per
+    candidate piece (tens of thousands per megabyte), and tuples build 4x faster.
     """
 
     start: int
