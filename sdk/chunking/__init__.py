@@ -7,6 +7,7 @@
 
 from ._api import Chunker, chunk
 from ._code import GrammarUnavailable, UnknownLanguage, detect_language, languages
+from ._detect import detect_kind
 from ._json import JSONChunkError, JSONPiece, JSONTokenizer, json_pieces, merge_pieces
 from ._types import Chunk, ChunkingWarning, ChunkKind, Section, Splitter
 
@@ -23,6 +24,7 @@ __all__ = [
     "Splitter",
     "UnknownLanguage",
     "chunk",
+    "detect_kind",
     "detect_language",
     "json_pieces",
     "languages",
