@@ -2,6 +2,8 @@
 
     python bench/chunking.py            # full run (a few minutes on 2 cores)
     python bench/chunking.py --quick    # smaller texts, fewer repeats
+    python bench/chunking.py --groups prose big --budgets 256 --only langchain
+    python bench/chunking.py --wall     # wall time instead of CPU time
 
 For each corpus group (``corpora/<group>/``, kind as in ``tests/corpus.py``'s
 ``GROUP_KINDS``; missing groups are skipped) and for a ~2 MB text made by repeating the
