@@ -1,0 +1,525 @@
+"""The client: ``async with Client() as c`` -> ``create``, ``stream``, ``count_tokens``, ``models``.
+
+The client owns one ``httpx2.AsyncClient`` (pooling; HTTP/2 through httpx2's ``http2``
+extra) and supplies the HTTP part of :class:`~sdk.stream.MessageStream`: it opens the
+streaming request (with retries before the first byte, :mod:`sdk._retry`) and, for the
+stall policy, a resume hook that sends a continuation request with the text so far as
+an assistant prefill. Transport exceptions become SDK errors only through
+:func:`sdk._errors.error_from_transport`.
+
+Configuration: ``api_key`` (else ``ANTHROPIC_API_KEY``; ``OPENAI_API_KEY`` for the
+``openai`` backend), ``base_url`` (else ``ANTHROPIC_BASE_URL``, else the hosted API).
+The backend is named (``backend="messages"`` or ``"openai"``) or detected once from the
+base URL (:func:`~sdk._backends.detect_backend`).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal
+
+import anyio
+import httpx2
+import orjson
+
+from ._backends import Backend, BackendName, MessagesBackend, OpenAIBackend, detect_backend
+from ._errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    SDKError,
+    api_error_from_body,
+    error_from_transport,
+)
+from ._retry import RetryBudget, RetryPolicy, retry_decision
+from .stream import (
+    FlowControl,
+    Message,
+    MessageState,
+    MessageStream,
+    ResumeRequest,
+    StallPolicy,
+    StreamStatistics,
+    Upstream,
+)
+
+__all__ = ["Client", "ModelInfo", "Stream", "TokenCount"]
+
+HOSTED_BASE_URL = "https://api.anthropic.com"
+DEFAULT_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
+USER_AGENT = "seam-sdk/0.1.0"
+
+TimeoutArg = float | httpx2.Timeout | None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCount:
+    """Input tokens of a request. ``source`` says whether the server counted them
+    (``"server"``, exact for that model) or the SDK estimated them locally with tiktoken
+    (``"estimate"``: another tokenizer, so only an approximation)."""
+
+    input_tokens: int
+    source: Literal["server", "estimate"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    id: str
+    display_name: str | None = None
+    owned_by: str | None = None
+
+
+class _Secret:
+    """Holds the API key; its repr never shows it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str | None) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<api key>" if self.value else "<no api key>"
+
+
+# Anthropic's keep-alive pings and SSE comments are not progress of the generation.
+_NOT_PROGRESS = re.compile(rb'(?:event: ?ping\r?\n)?data: ?\{"type": ?"ping"\}\r?\n\r?\n|:[^\n]*\n|\r?\n')
+
+
+class _IdleGuard:
+    """Wraps a body iterator: a read that takes longer than the read timeout fails in the
+    transport; this adds that chunks carrying only pings do not count as progress, so a
+    stalled generation kept alive by pings still ends in :class:`APITimeoutError`."""
+
+    __slots__ = ("_it", "_last", "_limit")
+
+    def __init__(self, it: AsyncIterator[bytes], limit: float | None) -> None:
+        self._it = it
+        self._limit = limit
+        self._last = time.monotonic()
+
+    def __aiter__(self) -> _IdleGuard:
+        return self
+
+    async def __anext__(self) -> bytes:
+        chunk = await self._it.__anext__()
+        if self._limit is not None:
+            now = time.monotonic()
+            if (b"ping" not in chunk and chunk[:1] != b":") or _NOT_PROGRESS.sub(b"", chunk):
+                self._last = now
+            elif now - self._last > self._limit:
+                raise APITimeoutError(f"no stream event but pings for {self._limit:g} s (idle timeout)")
+        return chunk
+
+
+class Stream:
+    """``async with client.stream(...) as s``: the request starts on entry.
+
+    ``async for event in s`` yields the neutral events, ``s.text_deltas()`` only the
+    text, ``await s.final_message()`` the accumulated message (after the block: what
+    was received, a snapshot if the stream was left early).
+    """
+
+    def __init__(self, client: Client, inner: MessageStream) -> None:
+        self._client = client
+        self._inner = inner
+        self._open = False
+
+    @property
+    def state(self) -> MessageState:
+        return self._inner.state
+
+    def statistics(self) -> StreamStatistics:
+        return self._inner.statistics()
+
+    async def __aenter__(self) -> Stream:
+        self._client._check_open()
+        await self._inner.__aenter__()
+        self._open = True
+        self._client._live.add(self)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        self._open = False
+        self._client._live.discard(self)
+        return await self._inner.__aexit__(exc_type, exc, tb)
+
+    def __aiter__(self) -> MessageStream:
+        return self._inner  # no wrapper per event: the client adds no cost to the hot path
+
+    def text_deltas(self) -> AsyncIterator[str]:
+        return self._inner.text_deltas()
+
+    async def final_message(self) -> Message:
+        if self._open:
+            return await self._inner.get_final_message()
+        return self._inner.state.message()
+
+    def _abort(self, err: SDKError) -> None:
+        """Client closing: stop the reader, wake the consumer with ``err``."""
+        inner = self._inner
+        tg, buf = getattr(inner, "_tg", None), getattr(inner, "_buf", None)
+        if tg is not None:
+            tg.cancel_scope.cancel()
+        if buf is not None:
+            buf.put_nowait(err)
+
+
+class Client:
+    """An async client for Messages-API and OpenAI-compatible servers; see the module doc.
+
+    ``stall``: the stream's stall policy (default: enabled for a self-hosted base URL,
+    where a held slot blocks other users, disabled for the hosted API, where a resume
+    re-bills the prompt). ``prefill_echo``: whether the server repeats an assistant
+    prefill at the start of its answer (llama-server does); ``None`` asks the server's
+    model list once, at the first resume. ``resume_extra_body``: fields only the
+    continuation request gets (vLLM's OpenAI server needs
+    ``{"continue_final_message": True, "add_generation_prompt": False}`` to continue a
+    trailing assistant message instead of answering it).
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        backend: BackendName | None = None,
+        timeout: float | httpx2.Timeout = DEFAULT_TIMEOUT,
+        idle_timeout: float | None = 60.0,
+        retry: RetryPolicy | None = None,
+        retry_budget: RetryBudget | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        http_client: httpx2.AsyncClient | None = None,
+        http2: bool = False,
+        stall: StallPolicy | None = None,
+        flow: FlowControl | None = None,
+        prefill_echo: bool | None = None,
+        resume_extra_body: Mapping[str, Any] | None = None,
+        anthropic_version: str = "2023-06-01",
+    ) -> None:
+        base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or HOSTED_BASE_URL
+        self.base_url = base.rstrip("/")
+        self.backend_name: BackendName = backend or detect_backend(self.base_url)
+        self._backend: Backend = (
+            OpenAIBackend() if self.backend_name == "openai" else MessagesBackend(anthropic_version)
+        )
+        if api_key is None:
+            env = "OPENAI_API_KEY" if self.backend_name == "openai" else "ANTHROPIC_API_KEY"
+            api_key = os.environ.get(env)
+        self._key = _Secret(api_key)
+        self.hosted = self.base_url == HOSTED_BASE_URL
+        self.timeout = timeout if isinstance(timeout, httpx2.Timeout) else httpx2.Timeout(timeout)
+        self.idle_timeout = idle_timeout
+        self.retry = retry or RetryPolicy()
+        self.retry_budget = retry_budget or RetryBudget()
+        self.stall = stall or (StallPolicy.hosted() if self.hosted else StallPolicy.self_hosted())
+        self.flow = flow
+        self.prefill_echo = prefill_echo
+        self.resume_extra_body = dict(resume_extra_body or {})
+        self._headers = {
+            "user-agent": USER_AGENT,
+            "accept": "application/json",
+            **self._backend.headers(None),
+            **(default_headers or {}),
+        }
+        self._own_http = http_client is None
+        self._http = http_client or httpx2.AsyncClient(timeout=self.timeout, http2=http2)
+        self._live: set[Stream] = set()
+        self._closed = False
+        self._rng = random.Random()
+
+    def __repr__(self) -> str:
+        return f"Client(base_url={self.base_url!r}, backend={self.backend_name!r}, api_key={self._key!r})"
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the client: every open stream ends with :class:`APIConnectionError`."""
+        if self._closed:
+            return
+        self._closed = True
+        for s in list(self._live):
+            s._abort(APIConnectionError("the client was closed"))
+        if self._own_http:
+            with anyio.CancelScope(shield=True):
+                await self._http.aclose()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the client is closed")
+
+    # ---- requests ----------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return self.base_url + path
+
+    def _request_headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        h = dict(self._headers)
+        key = self._key.value
+        if key:
+            h.update(self._backend.headers(key))
+        if extra:
+            h.update(extra)
+        return h
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: TimeoutArg = None,
+        stream: bool = False,
+    ) -> httpx2.Response:
+        """Send with retries until the response headers are in; raise the typed error for
+        an error status. With ``stream`` the body is left unread for the caller."""
+        self._check_open()
+        hdrs = self._request_headers(headers)
+        content = orjson.dumps(body) if body is not None else None
+        if content is not None:
+            hdrs["content-type"] = "application/json"
+        t: httpx2.Timeout = self.timeout
+        if timeout is not None:
+            t = timeout if isinstance(timeout, httpx2.Timeout) else httpx2.Timeout(timeout)
+        elif stream and self.idle_timeout is not None:
+            t = httpx2.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
+        self.retry_budget.deposit()
+        attempt = 0
+        while True:
+            request = self._http.build_request(
+                method, self._url(path), content=content, headers=hdrs, timeout=t
+            )
+            try:
+                response = await self._http.send(request, stream=True)
+            except Exception as e:
+                err = error_from_transport(e)
+                if err is None:
+                    raise
+                delay = retry_decision(None, {}, attempt, self.retry, rng=self._rng)
+                if delay is None or not self.retry_budget.withdraw():
+                    raise err from e
+                attempt += 1
+                await anyio.sleep(delay)
+                continue
+            if response.status_code < 400:
+                if not stream:
+                    try:
+                        await response.aread()
+                    except Exception as e:
+                        err = error_from_transport(e)
+                        if err is None:
+                            raise
+                        raise err from e
+                    finally:
+                        await response.aclose()
+                return response
+            err = await self._error(response)
+            delay = retry_decision(response.status_code, response.headers, attempt, self.retry, rng=self._rng)
+            if delay is None or not self.retry_budget.withdraw():
+                raise err
+            attempt += 1
+            await anyio.sleep(delay)
+
+    async def _error(self, response: httpx2.Response) -> APIError:
+        try:
+            raw = await response.aread()
+        except Exception:
+            raw = b""
+        finally:
+            await response.aclose()
+        try:
+            body: object = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            body = raw.decode("utf-8", "replace")
+        rid = response.headers.get("request-id") or response.headers.get("x-request-id")
+        return api_error_from_body(body, status=response.status_code, request_id=rid)
+
+    @staticmethod
+    def _params(params: dict[str, Any], extra_body: Mapping[str, Any] | None) -> dict[str, Any]:
+        if extra_body:
+            params.update(extra_body)
+        return params
+
+    async def create(
+        self,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: TimeoutArg = None,
+        **params: Any,
+    ) -> Message:
+        """One non-streaming request; every keyword but the three above goes into the body."""
+        body = self._backend.body(self._params(params, extra_body), stream=False)
+        resp = await self._send(
+            "POST", self._backend.create_path, body=body, headers=extra_headers, timeout=timeout
+        )
+        return self._backend.message(_json(resp))
+
+    def stream(
+        self,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: TimeoutArg = None,
+        stall: StallPolicy | None = None,
+        flow: FlowControl | None = None,
+        **params: Any,
+    ) -> Stream:
+        """A streaming request as an async context manager (it is sent on entry)."""
+        params = self._params(params, extra_body)
+        backend = self._backend
+        body = backend.body(params, stream=True)
+
+        async def open_() -> Upstream:
+            resp = await self._send(
+                "POST", backend.create_path, body=body, headers=extra_headers, timeout=timeout, stream=True
+            )
+            return Upstream(self._chunks(resp), resp.aclose)
+
+        async def resume(req: ResumeRequest) -> Upstream:
+            cont = await self._continuation(params, req)
+            cbody = backend.body(cont, stream=True)
+            resp = await self._send(
+                "POST", backend.create_path, body=cbody, headers=extra_headers, timeout=timeout, stream=True
+            )
+            echo = await self._echoes_prefill()
+            repeat = _prefill_text(cont) if echo else req.prefill[len(req.prefill.rstrip()) :]
+            return Upstream(self._chunks(resp), resp.aclose, repeat)
+
+        policy = stall or self.stall
+        inner = MessageStream(
+            open_,
+            decoder=backend.decoder,
+            flow=flow or self.flow,
+            stall=policy,
+            resume=resume if policy.enabled else None,
+        )
+        return Stream(self, inner)
+
+    def _chunks(self, resp: httpx2.Response) -> AsyncIterator[bytes]:
+        it = resp.aiter_raw()
+        return _IdleGuard(it, self.idle_timeout) if self.idle_timeout is not None else it
+
+    async def _continuation(self, params: Mapping[str, Any], req: ResumeRequest) -> dict[str, Any]:
+        """The original request plus the text so far as a trailing assistant prefill
+        (extending the caller's own prefill if the request ended with one)."""
+        cont = dict(params)
+        cont.update(self.resume_extra_body)
+        messages = list(cont.get("messages", ()))
+        echo = await self._echoes_prefill()
+        text = req.prefill if echo else req.prefill.rstrip()  # the hosted API refuses trailing space
+        if messages and messages[-1].get("role") == "assistant":
+            last = messages.pop()
+            own = last.get("content")
+            own = (
+                own
+                if isinstance(own, str)
+                else "".join(b.get("text", "") for b in own or () if b.get("type") == "text")
+            )
+            text = own + text
+        messages.append({"role": "assistant", "content": text})
+        cont["messages"] = messages
+        used = req.message.usage.output_tokens
+        if isinstance(cont.get("max_tokens"), int) and used:
+            cont["max_tokens"] = max(1, cont["max_tokens"] - used)
+        return cont
+
+    async def _echoes_prefill(self) -> bool:
+        if self.prefill_echo is None:
+            try:
+                models = await self.models()
+            except SDKError:
+                models = []
+            self.prefill_echo = any(m.owned_by == "llamacpp" for m in models)
+        return self.prefill_echo
+
+    async def count_tokens(
+        self,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: TimeoutArg = None,
+        **params: Any,
+    ) -> TokenCount:
+        """Input tokens of a request: the server's count where the backend has the
+        endpoint, else a local tiktoken estimate (``TokenCount.source`` says which)."""
+        params = self._params(params, extra_body)
+        path = self._backend.count_tokens_path
+        if path is not None:
+            body = self._backend.count_body(params)
+            resp = await self._send("POST", path, body=body, headers=extra_headers, timeout=timeout)
+            n = _json(resp).get("input_tokens")
+            if isinstance(n, int):
+                return TokenCount(n, "server")
+        return TokenCount(_estimate(params), "estimate")
+
+    async def models(self, *, timeout: TimeoutArg = None) -> list[ModelInfo]:
+        """The server's model list (``/v1/models`` or ``/models``)."""
+        resp = await self._send("GET", self._backend.models_path, timeout=timeout)
+        data = _json(resp).get("data")
+        out: list[ModelInfo] = []
+        for m in data if isinstance(data, list) else ():
+            if isinstance(m, Mapping) and isinstance(m.get("id"), str):
+                dn, ob = m.get("display_name"), m.get("owned_by")
+                out.append(
+                    ModelInfo(
+                        m["id"], dn if isinstance(dn, str) else None, ob if isinstance(ob, str) else None
+                    )
+                )
+        return out
+
+
+def _json(resp: httpx2.Response) -> dict[str, Any]:
+    try:
+        body = orjson.loads(resp.content)
+    except orjson.JSONDecodeError:
+        raise APIError("the response is not JSON", status=resp.status_code, body=resp.text[:2000]) from None
+    if not isinstance(body, dict):
+        raise APIError("the response is not a JSON object", status=resp.status_code, body=body)
+    return body
+
+
+def _prefill_text(params: Mapping[str, Any]) -> str:
+    content = params["messages"][-1]["content"]
+    return content if isinstance(content, str) else ""
+
+
+def _estimate(params: Mapping[str, Any]) -> int:
+    """tiktoken o200k count of the request's text plus a few tokens per message."""
+    from ._tokens import count_tokens
+
+    texts: list[str] = []
+    system = params.get("system")
+    if isinstance(system, str):
+        texts.append(system)
+    elif isinstance(system, list):
+        texts += [b.get("text", "") for b in system if isinstance(b, Mapping)]
+    n_messages = 0
+    for m in params.get("messages", ()):
+        n_messages += 1
+        c = m.get("content")
+        if isinstance(c, str):
+            texts.append(c)
+            continue
+        for b in c or ():
+            if b.get("type") == "text":
+                texts.append(b.get("text", ""))
+            elif b.get("type") in ("tool_use", "tool_result"):
+                texts.append(orjson.dumps(b.get("input") or b.get("content") or "").decode())
+    if params.get("tools"):
+        texts.append(orjson.dumps(params["tools"]).decode())
+    return sum(count_tokens(t) for t in texts if t) + 4 * n_messages + 3
