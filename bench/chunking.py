@@ -298,7 +298,7 @@ def best_time(
         results = out
         del out
         spent += dt
-        if spent > budget_s and r >= 2:
+        if spent > budget_s and r >= 1:
             break
     return best, results
 
