@@ -1,0 +1,503 @@
+"""Markdown: heading sections > blocks > lines > prose, each part by its own rules.
+
+The whole document is scanned once with compiled patterns (C speed) for fences and
+headings only; block structure (paragraphs, lists, tables, quotes, fences, HTML,
+indented code) is read line by line, and only inside a section that does not fit.
+A fenced block that fits is never cut; one that does not is handed to the code or
+JSON splitter for its info-string language. A heading is never separated from the
+first line of its section. ``Chunk.path`` is the heading trail (``Setup > Linux``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ._api import _ROOTS, register_kind
+from ._languages import GrammarUnavailable, UnknownLanguage, normalize_language
+from ._prose import PROSE
+from ._types import Section
+
+__all__ = ["MarkdownSplitter", "markdown_root"]
+
+_EOL = r"(?:\r\n|\r|\n|$)"
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\r\n]*)" + _EOL, re.M)
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+([^\r\n]*?))?[ \t#]*" + _EOL, re.M)
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*" + _EOL, re.M)
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n.*?^\1[ \t]*" + _EOL, re.M | re.S)
+
+_BLANK = re.compile(r"[ \t]*(?:\r\n|\r|\n)?$")
+_LIST_ITEM = re.compile(r"( {0,3})(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|(?:\r\n|\r|\n)?$)")
+_QUOTE = re.compile(r" {0,3}>")
+_HR = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*(?:\r\n|\r|\n)?$")
+_HTML = re.compile(r" {0,3}<(?:[A-Za-z][A-Za-z0-9-]*|/[A-Za-z]|!--|\?|![A-Z])")
+_INDENTED = re.compile(r"(?: {4}|\t)")
+_TABLE_DELIM = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*(?:\r\n|\r|\n)?$")
+_ATX_LINE = re.compile(r" {0,3}#{1,6}(?:[ \t]|\r|\n|$)")
+_FENCE_LINE = re.compile(r" {0,3}(?:`{3,}|~{3,})")
+
+
+@dataclass(frozen=True, slots=True)
+class _Heading:
+    start: int
+    level: int
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Fence:
+    start: int
+    body: int  # first character after the opening line
+    close: int  # first character of the closing line (== end if unclosed)
+    end: int
+    info: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Sec:
+    """A heading section (``level`` 0: the document) with its heading trail."""
+
+    level: int
+    trail: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Blocks:
+    trail: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Glued:
+    """A part whose front carries text its own splitter does not know (a heading)."""
+
+    inner: Section
+
+
+@dataclass(frozen=True, slots=True)
+class _Shifted:
+    """A section of a separate text (a fence body) seen ``base`` characters later."""
+
+    inner: Section
+    body: str
+    base: int
+    path: str | None
+
+
+def _path(trail: tuple[str, ...]) -> str | None:
+    return " > ".join(trail) if trail else None
+
+
+class MarkdownSplitter:
+    """Splitter for one Markdown document (holds its fence and heading index)."""
+
+    __slots__ = ("fences", "heading_starts", "headings", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.fences = _scan_fences(text)
+        self.headings = _scan_headings(text, self.fences)
+        self.heading_starts = [h.start for h in self.headings]
+
+    # -- the engine's entry point -------------------------------------------------
+    def split(self, text: str, section: Section) -> Sequence[Section]:
+        state = section.state
+        if isinstance(state, _Sec):
+            return self._split_section(section, state)
+        if isinstance(state, _Blocks):
+            return self._split_blocks(section, state.trail)
+        if isinstance(state, _Glued):
+            return self._split_glued(text, section, state)
+        if isinstance(state, _Shifted):
+            return self._split_shifted(section, state)
+        if isinstance(state, _Fence):
+            return self._split_fence(section, state)
+        if isinstance(state, tuple):  # ("table" | "list", trail)
+            return self._split_rows(section, state[0], state[1])
+        return ()
+
+    def root(self) -> Section:
+        return Section(0, len(self.text), self, _Sec(0, ()), "markdown", None, None)
+
+    # -- heading sections ---------------------------------------------------------
+    def _split_section(self, section: Section, sec: _Sec) -> list[Section]:
+        lo = bisect_left(self.heading_starts, section.start)
+        hi = bisect_left(self.heading_starts, section.end)
+        own = (
+            self.headings[lo]
+            if sec.level and lo < hi and self.headings[lo].start == section.start
+            else None
+        )
+        inner = [h for h in self.headings[lo + (1 if own else 0) : hi] if h.level > sec.level]
+        if not inner:
+            return self._split_blocks(section, sec.trail)
+        top = min(h.level for h in inner)
+        subs = [h for h in inner if h.level == top]
+        parts: list[Section] = []
+        if subs[0].start > section.start:
+            parts.append(
+                Section(
+                    section.start, subs[0].start, self, _Blocks(sec.trail), "markdown", None, _path(sec.trail)
+                )
+            )
+        for h, nxt in zip(subs, [*subs[1:], None]):
+            end = nxt.start if nxt is not None else section.end
+            trail = (*sec.trail, h.title)
+            parts.append(Section(h.start, end, self, _Sec(top, trail), "markdown", None, _path(trail)))
+        if (
+            own is not None
+            and parts
+            and parts[0].state == _Blocks(sec.trail)
+            and self._only_heading(parts[0])
+        ):
+            # A section holding only its heading before the subsections: the heading
+            # goes with the first subsection, never alone.
+            first = parts.pop(0)
+            parts[0] = self._glue(parts[0], start=first.start)
+        if len(parts) == 1:
+            return list(self.split(self.text, parts[0]))
+        return parts
+
+    def _only_heading(self, part: Section) -> bool:
+        lines = _LINE.findall(self.text, part.start, part.end)
+        return sum(1 for ln in lines if not _BLANK.match(ln)) <= 1
+
+    # -- blocks ---------------------------------------------------------------------
+    def _split_blocks(self, section: Section, trail: tuple[str, ...]) -> list[Section]:
+        # A heading goes with the block after it (another heading included).
+        blocks: list[Section] = []
+        pending: int | None = None
+        for block in self._blocks(section.start, section.end, trail):
+            if pending is not None:
+                block = self._glue(block, start=pending)
+                pending = None
+            if block.state == "heading":
+                pending = block.start
+                continue
+            blocks.append(block)
+        if pending is not None:
+            if not blocks:
+                return list(
+                    PROSE.split(
+                        self.text,
+                        Section(section.start, section.end, PROSE, 1, "markdown", None, section.path),
+                    )
+                )
+            blocks[-1] = self._glue(blocks[-1], end=section.end)
+        if len(blocks) == 1:
+            only = blocks[0]
+            return list(only.splitter.split(self.text, only)) if only.splitter is not None else []
+        return blocks
+
+    def _blocks(self, start: int, end: int, trail: tuple[str, ...]) -> list[Section]:
+        text = self.text
+        path = _path(trail)
+        lines = [(m.start(), m.end()) for m in _LINE.finditer(text, start, end)]
+        out: list[Section] = []
+        i = 0
+        n = len(lines)
+
+        def add(
+            a: int,
+            b: int,
+            splitter: object,
+            state: object,
+            kind: str = "markdown",
+            language: str | None = None,
+        ) -> None:
+            out.append(Section(a, b, splitter, state, kind, language, path))  # type: ignore[arg-type]
+
+        while i < n:
+            a, b = lines[i]
+            line = text[a:b]
+            if _BLANK.match(line):
+                # Blank lines trail the block before them.
+                if out:
+                    last = out[-1]
+                    out[-1] = last._replace(end=b)
+                else:
+                    add(a, b, None, None)
+                i += 1
+                continue
+            fence = self._fence_at(a)
+            if fence is not None:
+                stop = min(fence.end, end)
+                lang = fence.info.split()[0] if fence.info.split() else None
+                kind = "json" if lang and lang.lower() in ("json", "jsonl", "ndjson") else "code"
+                add(a, stop, self, fence, kind, lang)
+                while i < n and lines[i][0] < stop:
+                    i += 1
+                continue
+            if _ATX_LINE.match(line) or self._heading_at(a):
+                j = i + 1
+                if self._heading_at(a) and not _ATX_LINE.match(line):
+                    j = max(j, self._setext_end_line(lines, i))
+                add(a, lines[j - 1][1], PROSE, 2, "markdown")
+                out[-1] = out[-1]._replace(state="heading", splitter=PROSE)
+                i = j
+                continue
+            j = i + 1
+            if (
+                _TABLE_DELIM.match(text, lines[i + 1][0], lines[i + 1][1])
+                if i + 1 < n and "|" in line
+                else False
+            ):
+                while (
+                    j < n
+                    and "|" in text[lines[j][0] : lines[j][1]]
+                    and not _BLANK.match(text[lines[j][0] : lines[j][1]])
+                ):
+                    j += 1
+                add(a, lines[j - 1][1], self, ("table", trail))
+            elif _LIST_ITEM.match(line):
+                j = self._list_end(lines, i)
+                add(a, lines[j - 1][1], self, ("list", trail))
+            elif _QUOTE.match(line):
+                while j < n and not _BLANK.match(text[lines[j][0] : lines[j][1]]):
+                    j += 1
+                add(a, lines[j - 1][1], PROSE, 1)
+            elif _HR.match(line):
+                add(a, b, None, None)
+            elif _HTML.match(line):
+                while j < n and not _BLANK.match(text[lines[j][0] : lines[j][1]]):
+                    j += 1
+                add(a, lines[j - 1][1], PROSE, 1)
+            elif _INDENTED.match(line) and (not out or out[-1].state is None or self._ends_blank(out[-1])):
+                while j < n and (
+                    _INDENTED.match(text, lines[j][0]) or _BLANK.match(text[lines[j][0] : lines[j][1]])
+                ):
+                    j += 1
+                add(a, lines[j - 1][1], PROSE, 1, "code")
+            else:
+                while j < n and not self._interrupts(lines[j]):
+                    j += 1
+                add(a, lines[j - 1][1], PROSE, 1)
+            i = j
+        return out
+
+    def _ends_blank(self, block: Section) -> bool:
+        lines = _LINE.findall(self.text, block.start, block.end)
+        return bool(lines) and _BLANK.match(lines[-1]) is not None
+
+    def _interrupts(self, span: tuple[int, int]) -> bool:
+        text = self.text
+        line = text[span[0] : span[1]]
+        return bool(
+            _BLANK.match(line)
+            or _ATX_LINE.match(line)
+            or _FENCE_LINE.match(line)
+            or _QUOTE.match(line)
+            or _HR.match(line)
+            or self._heading_at(span[0])
+            or (_LIST_ITEM.match(line) and not line[: len(line) - len(line.lstrip())])
+        )
+
+    def _list_end(self, lines: list[tuple[int, int]], i: int) -> int:
+        text = self.text
+        j = i + 1
+        n = len(lines)
+        while j < n:
+            line = text[lines[j][0] : lines[j][1]]
+            if _BLANK.match(line):
+                # A blank line stays in the list if the list goes on after it.
+                k = j
+                while k < n and _BLANK.match(text[lines[k][0] : lines[k][1]]):
+                    k += 1
+                if k < n:
+                    nxt = text[lines[k][0] : lines[k][1]]
+                    if _LIST_ITEM.match(nxt) or nxt[:1] in (" ", "\t"):
+                        j = k
+                        continue
+                return j
+            if _FENCE_LINE.match(line) or _ATX_LINE.match(line) or _HR.match(line):
+                return j
+            j += 1
+        return j
+
+    def _fence_at(self, pos: int) -> _Fence | None:
+        k = bisect_right([f.start for f in self.fences], pos) - 1 if self.fences else -1
+        if k >= 0 and self.fences[k].start == pos:
+            return self.fences[k]
+        return None
+
+    def _heading_at(self, pos: int) -> bool:
+        k = bisect_left(self.heading_starts, pos)
+        return k < len(self.heading_starts) and self.heading_starts[k] == pos
+
+    def _setext_end_line(self, lines: list[tuple[int, int]], i: int) -> int:
+        j = i + 1
+        while j < len(lines) and not _SETEXT.match(self.text, lines[j][0], lines[j][1]):
+            j += 1
+        return min(j + 1, len(lines))
+
+    # -- inside blocks --------------------------------------------------------------
+    def _split_rows(self, section: Section, what: str, trail: tuple[str, ...]) -> list[Section]:
+        text = self.text
+        path = _path(trail)
+        lines = [(m.start(), m.end()) for m in _LINE.finditer(text, section.start, section.end)]
+        if what == "table":
+            # Header and delimiter rows stay together; then one part per row.
+            cuts = [lines[2][0]] if len(lines) > 2 else []
+            cuts += [a for a, _ in lines[3:]]
+        else:
+            base = len(text[lines[0][0] : lines[0][1]]) - len(text[lines[0][0] : lines[0][1]].lstrip(" "))
+            cuts = []
+            for a, b in lines[1:]:
+                m = _LIST_ITEM.match(text, a, b)
+                if m is not None and len(m.group(1)) <= base:
+                    cuts.append(a)
+        edges = [section.start, *[c for c in cuts if section.start < c < section.end], section.end]
+        if len(edges) < 3:
+            return list(
+                PROSE.split(text, Section(section.start, section.end, PROSE, 1, "markdown", None, path))
+            )
+        return [Section(a, b, PROSE, 1, "markdown", None, path) for a, b in itertools.pairwise(edges)]
+
+    def _split_fence(self, section: Section, fence: _Fence) -> list[Section]:
+        body_start, body_end = fence.body, min(fence.close, section.end)
+        if body_end <= body_start:
+            return []
+        body = self.text[body_start:body_end]
+        shifted = self._shift(
+            _body_root(body, section.language, section.kind), body, body_start, section.path
+        )
+        parts = self._split_shifted(shifted, shifted.state) if shifted.splitter is not None else []
+        if len(parts) < 2:
+            lines = Section(0, len(body), PROSE, 1, "code", section.language, None)
+            parts = [self._shift(p, body, body_start, section.path) for p in PROSE.split(body, lines)]
+        if len(parts) < 2:
+            return []
+        # The opening line goes with the first part, the closing line with the last.
+        parts[0] = self._glue(parts[0], start=section.start)
+        parts[-1] = self._glue(parts[-1], end=section.end)
+        return parts
+
+    def _shift(self, inner: Section, body: str, base: int, path: str | None) -> Section:
+        return Section(
+            inner.start + base,
+            inner.end + base,
+            self if inner.splitter is not None else None,
+            _Shifted(inner, body, base, path),
+            inner.kind,
+            inner.language,
+            path,
+            inner.partial,
+        )
+
+    def _split_shifted(self, section: Section, state: object) -> list[Section]:
+        assert isinstance(state, _Shifted)
+        inner = state.inner
+        if inner.splitter is None:
+            return []
+        parts = inner.splitter.split(state.body, inner)
+        return [self._shift(p, state.body, state.base, state.path) for p in parts]
+
+    # -- glue -------------------------------------------------------------------------
+    def _glue(self, part: Section, start: int | None = None, end: int | None = None) -> Section:
+        """``part`` widened to ``[start, end)``; its own rules still cut the inside."""
+        lo = part.start if start is None else min(start, part.start)
+        hi = part.end if end is None else max(end, part.end)
+        if lo == part.start and hi == part.end:
+            return part
+        splitter = self if part.splitter is not None else None
+        return Section(lo, hi, splitter, _Glued(part), part.kind, part.language, part.path, part.partial)
+
+    def _split_glued(self, text: str, section: Section, state: _Glued) -> list[Section]:
+        inner = state.inner
+        if inner.splitter is None:
+            return []
+        parts = list(inner.splitter.split(text, inner))
+        if len(parts) < 2:
+            return []
+        parts[0] = self._glue(parts[0], start=section.start)
+        parts[-1] = self._glue(parts[-1], end=section.end)
+        return parts
+
+
+def _body_root(body: str, language: str | None, kind: str) -> Section:
+    """The root section of a fence body, by the rules of its info-string language."""
+    if language:
+        lowered = language.lower()
+        if kind == "json":
+            factory = _ROOTS.get("jsonl" if lowered in ("jsonl", "ndjson") else "json")
+            if factory is not None:
+                return factory(body, None, None)
+        else:
+            factory = _ROOTS.get("code")
+            if factory is not None:
+                try:
+                    normalize_language(lowered)
+                    return factory(body, lowered, None)
+                except (UnknownLanguage, GrammarUnavailable):
+                    pass
+    return Section(0, len(body), PROSE, 1, "code", language, None)
+
+
+def _scan_fences(text: str) -> list[_Fence]:
+    fences: list[_Fence] = []
+    open_: tuple[int, int, str, int, str] | None = None  # start, body, char, length, info
+    for m in _FENCE.finditer(text):
+        marker, info = m.group(1), m.group(2)
+        if open_ is None:
+            if marker[0] == "`" and "`" in info:
+                continue  # not a fence: backtick fences take no backticks in the info string
+            open_ = (m.start(), m.end(), marker[0], len(marker), info.strip())
+        elif marker[0] == open_[2] and len(marker) >= open_[3] and not info.strip():
+            fences.append(_Fence(open_[0], open_[1], m.start(), m.end(), open_[4]))
+            open_ = None
+    if open_ is not None:
+        fences.append(_Fence(open_[0], open_[1], len(text), len(text), open_[4]))
+    return fences
+
+
+def _inside(fences: list[_Fence], starts: list[int], pos: int) -> bool:
+    k = bisect_right(starts, pos) - 1
+    return k >= 0 and fences[k].start <= pos < fences[k].end
+
+
+def _scan_headings(text: str, fences: list[_Fence]) -> list[_Heading]:
+    starts = [f.start for f in fences]
+    found: list[_Heading] = []
+    front = _FRONT_MATTER.match(text)
+    skip_to = front.end() if front else 0
+    for m in _ATX.finditer(text, skip_to):
+        if not _inside(fences, starts, m.start()):
+            found.append(_Heading(m.start(), len(m.group(1)), (m.group(2) or "").strip()))
+    for m in _SETEXT.finditer(text, skip_to):
+        pos = m.start()
+        if pos == 0 or _inside(fences, starts, pos):
+            continue
+        prev_end = pos
+        prev_start = max(text.rfind("\n", 0, prev_end - 1), text.rfind("\r", 0, prev_end - 1)) + 1
+        prev = text[prev_start:prev_end]
+        if (
+            not prev.strip()
+            or prev_start < skip_to
+            or _inside(fences, starts, prev_start)
+            or _ATX_LINE.match(prev)
+            or _LIST_ITEM.match(prev)
+            or _QUOTE.match(prev)
+            or _INDENTED.match(prev)
+            or _HR.match(prev)
+            or _FENCE_LINE.match(prev)
+            or "|" in prev
+        ):
+            continue
+        level = 1 if m.group(1)[0] == "=" else 2
+        found.append(_Heading(prev_start, level, prev.strip()))
+    found.sort(key=lambda h: h.start)
+    return found
+
+
+def markdown_root(text: str) -> Section:
+    return MarkdownSplitter(text).root()
+
+
+def _root_factory(text: str, language: str | None, filename: str | None) -> Section:
+    return markdown_root(text)
+
+
+register_kind("markdown", _root_factory)

@@ -1,0 +1,184 @@
+"""Markdown: heading sections > blocks > lines; fences by their own rules.
+
+Structure is checked against markdown-it-py, an independent CommonMark parser.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from markdown_it import MarkdownIt
+
+from sdk import count_tokens
+from sdk.chunking import Chunker, chunk
+from tests.corpus import corpus_files
+from tests.invariants import boundaries, check_chunks
+
+_MD = MarkdownIt("commonmark").enable("table")
+
+DOC = """# 安装指南
+
+本文介绍如何在 Linux 与 macOS 上安装 seam-sdk，并给出配置示例。\
+所有命令都假设你已经安装了 Python 3.10 以上版本。
+
+## Linux
+
+```bash
+# 这一行是注释，不是标题
+python3 -m venv .venv
+. .venv/bin/activate
+pip install seam-sdk
+```
+
+安装完成后，运行下面的 Python 代码检查版本：
+
+```python
+import sdk
+
+def main() -> None:
+    # 打印版本
+    print(sdk.__version__)
+
+if __name__ == "__main__":
+    main()
+```
+
+## 配置
+
+| 键 | 含义 | 默认值 |
+|----|------|--------|
+| max_tokens | 每块的最大 token 数 | 512 |
+| overlap | 相邻块的重叠 | 0 |
+| encoding | 编码名称 | o200k_base |
+
+```json
+{"model": "gemma-3-270m", "max_tokens": 256, "messages": [{"role": "user", "content": "你好"}]}
+```
+
+### 注意事项
+
+- 不要把 API 密钥写进代码。
+- 长文档请先用 `chunk()` 切分，再逐块发送。
+  每一块都不会超过预算。
+- 表格只会在行之间切开。
+
+````markdown
+这是一个嵌套的代码块示例：
+```python
+# 内层围栏里的井号也不是标题
+print("hi")
+```
+````
+
+Setext 标题
+===========
+
+最后一段。
+"""
+
+
+def _lines(text: str) -> list[int]:
+    starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(i + 1)
+    return starts
+
+
+def _structure(text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[list[int]]]:
+    """(fence spans, heading-to-first-line spans, table row starts) from markdown-it-py."""
+    starts = _lines(text)
+    starts.append(len(text))
+    fences, glued, tables = [], [], []
+    tokens = _MD.parse(text)
+    for i, tok in enumerate(tokens):
+        if tok.map is None:
+            continue
+        a, b = starts[tok.map[0]], starts[min(tok.map[1], len(starts) - 1)]
+        if tok.type == "fence" and tok.level == 0:
+            fences.append((a, b))
+        elif tok.type == "heading_open":
+            # From the heading to the first character of what follows it: a cut may
+            # fall inside a long first line, never before it.
+            nxt = next((t for t in tokens[i + 3 :] if t.map is not None), None)
+            if nxt is not None:
+                first = starts[nxt.map[0]]
+                glued.append((a, first + len(text[first:]) - len(text[first:].lstrip()) + 1))
+        elif tok.type == "table_open":
+            rows = [starts[t.map[0]] for t in tokens[i:] if t.type == "tr_open" and t.map is not None]
+            end = next(t for t in tokens[i:] if t.type == "table_close")
+            tables.append([a] + [r for r in rows if a < r < b] + [b])
+            del end
+    return fences, glued, tables
+
+
+@pytest.mark.parametrize("budget", [8, 16, 32, 64, 128, 256])
+def test_structure_respected(budget: int) -> None:
+    chunks = chunk(DOC, max_tokens=budget, kind="markdown")
+    check_chunks(DOC, chunks, budget)
+    cuts = set(boundaries(chunks))
+    fences, glued, tables = _structure(DOC)
+    assert len(fences) == 4 and len(glued) == 5 and len(tables) == 1
+    for a, b in glued:
+        assert not {c for c in cuts if a < c < b}, ("heading cut from its section", DOC[a:b])
+    for a, b in fences:
+        if count_tokens(DOC[a:b]) + 16 <= budget:  # leaves room for a glued heading
+            assert not {c for c in cuts if a < c < b}, ("fence that fits was cut", DOC[a:b][:40])
+    (rows,) = tables  # the header row holds the delimiter row too
+    if all(count_tokens(DOC[x:y]) <= budget for x, y in itertools.pairwise(rows)):
+        for c in cuts:
+            if rows[0] < c < rows[-1]:
+                assert c in rows, "a table is cut only between rows"
+
+
+def test_paths_are_heading_trails_and_fences_are_code() -> None:
+    chunks = chunk(DOC, max_tokens=48, kind="markdown")
+    paths = {c.path for c in chunks}
+    assert "安装指南 > Linux" in paths
+    assert "安装指南 > 配置 > 注意事项" in paths or "安装指南 > 配置" in paths
+    code = [c for c in chunks if c.kind == "code"]
+    assert code and {c.language for c in code} >= {"python"}
+
+
+def test_fence_hash_lines_are_not_headings() -> None:
+    text = "# Top\n\n```bash\n# comment one\necho 1\n# comment two\necho 2\n```\n\nafter\n"
+    for budget in (4, 8, 16):
+        chunks = chunk(text, max_tokens=budget, kind="markdown")
+        check_chunks(text, chunks, budget)
+        assert {c.path for c in chunks} == {"Top"}
+
+
+def test_big_fence_is_cut_by_its_language() -> None:
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(30))
+    text = f"Intro.\n\n```python\n{body}```\n\nOutro.\n"
+    chunks = chunk(text, max_tokens=40, kind="markdown")
+    check_chunks(text, chunks, 40)
+    for c in chunks:
+        if c.kind == "code":
+            assert c.language == "python"
+    cuts = set(boundaries(chunks))
+    for i in range(30):
+        start = text.index(f"def f{i}(")
+        end = text.index("\n\n\n", start)
+        assert not {c for c in cuts if start < c < end}, f"function f{i} was cut"
+
+
+def test_flattened_fence_without_newlines() -> None:
+    text = "这是一段文字```python\nprint('x')\n```接着又是文字。" * 20
+    for budget in (4, 16, 64):
+        check_chunks(text, chunk(text, max_tokens=budget, kind="markdown"), budget)
+
+
+def test_unclosed_fence_and_crlf() -> None:
+    text = "# T\r\n\r\npara\r\n\r\n```js\r\nlet a = 1;\r\nlet b = 2;\r\n" * 5
+    for budget in (3, 8, 32):
+        check_chunks(text, chunk(text, max_tokens=budget, kind="markdown"), budget)
+
+
+@pytest.mark.parametrize("budget", [16, 64])
+def test_every_corpus_file_as_markdown(budget: int) -> None:
+    # Any text is valid Markdown: the invariants hold whatever the input.
+    for cf in corpus_files():
+        text = cf.read()
+        check_chunks(text, Chunker(budget).chunk(text, kind="markdown"), budget)
