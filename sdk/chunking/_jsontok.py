@@ -213,10 +213,15 @@ class JSONTokenizer:
         """
         state = self._state
         in_string = state in _STRING_STATES
-        if (in_string and not self._in_key) or state in _NUMBER_STATES or state in (
-            _VALUE,
-            _ARRAY_FIRST,
-            _LITERAL,
+        if (
+            (in_string and not self._in_key)
+            or state in _NUMBER_STATES
+            or state
+            in (
+                _VALUE,
+                _ARRAY_FIRST,
+                _LITERAL,
+            )
         ):
             path = self._value_path()
         else:
@@ -270,7 +275,8 @@ class JSONTokenizer:
             self._emit_scalar(out, "number", self._base)
             state = self._state
         if state != _DOC_END:
-            what = "no JSON value" if self._docs == 0 and not self._stack else "unexpected end of input"
+            nothing = state == _VALUE and not self._stack and self._docs == 0
+            what = "no JSON value" if nothing else "unexpected end of input"
             self._fail(what, "", self._base)
         return out
 
