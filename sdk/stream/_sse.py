@@ -53,7 +53,8 @@ class SSEDecoder:
     """Incremental decoder: ``feed(bytes) -> list[ServerSentEvent]``, then ``flush()``.
 
     Invalid UTF-8 never raises: it is replaced with U+FFFD and counted in ``replaced``.
-    One event (its data plus any unterminated line) over ``max_event_bytes`` raises
+    One event (its data, counted in characters, plus the bytes of an unterminated line)
+    over ``max_event_bytes`` raises
     :class:`~sdk.SSEEventTooLargeError`, so a server that never ends a line cannot
     exhaust memory.
     """

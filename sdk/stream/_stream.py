@@ -170,9 +170,12 @@ class MessageStream:
         stall = stall or StallPolicy()
         if stall.enabled and resume is None:
             raise ValueError("an enabled StallPolicy needs a resume hook")
+        flow = flow or FlowControl()
+        if stall.max_backlog_bytes is not None and stall.max_backlog_bytes > flow.high_water_bytes:
+            raise ValueError("max_backlog_bytes above high_water_bytes could never be reached")
         self._open = open
         self._decoder = decoder
-        self._flow = flow or FlowControl()
+        self._flow = flow
         self._stall = stall
         self._resume = resume
         self._tg: TaskGroup | None = None

@@ -147,3 +147,12 @@ def test_legacy_function_call() -> None:
     msg = fold(three_ways(OpenAIEventDecoder, openai(chunks))).message()
     (tool,) = msg.tool_uses
     assert (tool.name, tool.input, msg.stop_reason) == ("lookup", {"q": "x"}, "tool_use")
+
+
+def test_comments_and_garbage_lines_between_chunks() -> None:
+    clean = openai(full_openai_chunks(20))
+    noisy = bytearray(b": OPENROUTER PROCESSING\n\n")
+    for i, frame in enumerate(clean.split(b"\n\n")[:-1]):
+        noisy += b": keep-alive\n" if i % 2 else b"junk line\nretry: 3000\n"
+        noisy += frame + b"\n\n"
+    assert three_ways(OpenAIEventDecoder, bytes(noisy)) == three_ways(OpenAIEventDecoder, clean)

@@ -207,6 +207,13 @@ def test_policy_defaults_and_validation() -> None:
     with pytest.raises(ValueError):
         StallPolicy(True, stall_timeout=-1)
     with pytest.raises(ValueError):
+        MessageStream(
+            lambda: _ready(None),
+            flow=FlowControl(high_water_bytes=100),
+            stall=StallPolicy(True, max_backlog_bytes=200),
+            resume=lambda req: _ready(None),
+        )
+    with pytest.raises(ValueError):
         FlowControl(high_water_bytes=10, low_water_bytes=11)
 
 
