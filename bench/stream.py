@@ -272,6 +272,10 @@ def paused_memory(total_mb: int) -> list[str]:
 
 
 def main() -> None:
+    try:
+        import anthropic  # noqa: F401
+    except ImportError:
+        sys.exit("bench/stream.py compares against anthropic-sdk-python: pip install anthropic")
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()

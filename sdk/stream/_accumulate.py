@@ -115,7 +115,11 @@ class OpenBlock:
         return _join(self.parts)
 
     def partial_input(self) -> Any:
-        """Best-effort parse of a tool input so far (``None`` before anything usable)."""
+        """Best-effort parse of a tool input so far (``None`` before anything usable).
+
+        Each call joins and parses the text so far (O(size)): call it to display progress,
+        not after every delta. The scan that makes it possible is already O(delta).
+        """
         prefix = self.json
         if prefix is None:
             return None
