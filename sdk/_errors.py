@@ -306,6 +306,7 @@ def api_error_from_body(
     :class:`ContextOverflowError`. Unknown shapes fall back to the status and keep the body.
     """
     error_type: str | None = None
+    code: object = None
     message = ""
     if isinstance(body, Mapping):
         err = body.get("error", body)
@@ -327,7 +328,7 @@ def api_error_from_body(
     cls = error_class_for_type(error_type)
     if cls is None:
         cls = error_class_for_status(status) if status is not None else APIError
-    if issubclass(cls, BadRequestError) and _OVERFLOW.search(message):
+    if issubclass(cls, BadRequestError) and (_OVERFLOW.search(message) or code == "context_length_exceeded"):
         cls = ContextOverflowError
     if not message:
         message = f"{error_type or 'error'}" + (f" (HTTP {status})" if status is not None else "")

@@ -99,6 +99,25 @@ def test_type_wins_over_status_and_overflow_is_detected() -> None:
         }
     }
     assert type(api_error_from_body(oai, status=400)) is ContextOverflowError
+    terse = {
+        "error": {"message": "too big", "type": "invalid_request_error", "code": "context_length_exceeded"}
+    }
+    assert type(api_error_from_body(terse, status=400)) is ContextOverflowError
+    vllm = {
+        "object": "error",
+        "message": "This model's maximum context length is 4096 tokens.",
+        "type": "BadRequestError",
+        "code": 400,
+    }
+    assert type(api_error_from_body(vllm, status=400)) is ContextOverflowError
+    llama = {
+        "error": {
+            "code": 400,
+            "message": "the request exceeds the available context size",
+            "type": "exceed_context_size_error",
+        }
+    }
+    assert type(api_error_from_body(llama, status=400)) is ContextOverflowError
     other = {
         "type": "error",
         "error": {"type": "invalid_request_error", "message": "max_tokens: must be positive"},
