@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import anyio
 import httpx2
 import orjson
@@ -55,11 +57,17 @@ async def test_paused_consumer_stops_the_server_and_memory_stays_bounded() -> No
     high = 512 * 1024
     async with serve(endless) as (url, log), small_client() as client:
         stream = MessageStream(opener(client, url), flow=FlowControl(high_water_bytes=high))
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
         with anyio.fail_after(30):
             async with stream:
                 first = await stream.__anext__()
                 assert type(first).__name__ == "MessageStartEvent"
                 await settle(log)
+                heap = tracemalloc.get_traced_memory()[0] - base
+                tracemalloc.stop()
+                # client and server share this process: all of it is a few MB, not 100
+                assert heap < 8 * MB, heap
                 stats = stream.statistics()
                 # The server's sends block: far less than the 100 MB it offers went out...
                 assert log.sent < high + 4 * MB, log.sent
