@@ -41,7 +41,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdk._tokens import DEFAULT_ENCODING
+from sdk._tokens import DEFAULT_ENCODING, token_byte_lengths
 
 from ._api import register_kind
 from ._engine import Engine, Sizer
@@ -270,6 +270,16 @@ class _Text:
 
 
 @dataclass(frozen=True, slots=True)
+class _Prefix:
+    """The text before a container's first child when it holds a key: cut first before
+    the bracket, then after the key, then inside the key."""
+
+    key_start: int
+    key_end: int
+    value_start: int
+
+
+@dataclass(frozen=True, slots=True)
 class _Top:
     items: tuple[_Item, ...]
 
@@ -330,6 +340,8 @@ class JSONSplitter:
             return self._split_text(text, section, state)
         if isinstance(state, _Top):
             return self._split_top(text, section, state)
+        if isinstance(state, _Prefix):
+            return self._split_prefix(section, state)
         if not isinstance(state, _Value):
             return ()
         c = text[state.start]
@@ -348,6 +360,17 @@ class JSONSplitter:
         edges = [section.start, *cuts, section.end]
         path = section.path
         return [Section(a, b, self, nxt, "json", None, path, True) for a, b in itertools.pairwise(edges)]
+
+    def _split_prefix(self, section: Section, prefix: _Prefix) -> Sequence[Section]:
+        path = section.path
+        if section.start < prefix.value_start < section.end:
+            head = Section(section.start, prefix.value_start, self, prefix, "json", None, path)
+            return [head, Section(prefix.value_start, section.end, None, None, "json", None, path)]
+        if section.start < prefix.key_end < section.end:
+            key = _Text(prefix.key_start + 1, prefix.key_end - 1, 0)
+            head = Section(section.start, prefix.key_end, self, key, "json", None, path)
+            return [head, Section(prefix.key_end, section.end, None, None, "json", None, path)]
+        return ()
 
     def _split_top(self, text: str, section: Section, top: _Top) -> Sequence[Section]:
         sections: list[Section] = []
@@ -380,8 +403,8 @@ class JSONSplitter:
         out: list[Section] = []
         first = kids[0].begin
         if node.key_end - node.key_start > 2 and section.start <= node.key_start:
-            key = _Text(node.key_start + 1, node.key_end - 1, 0)
-            out.append(Section(section.start, first, self, key, "json", None, node.pointer))
+            prefix = _Prefix(node.key_start, node.key_end, node.start)
+            out.append(Section(section.start, first, self, prefix, "json", None, node.pointer))
         else:
             out.append(Section(section.start, first, None, None, "json", None, node.pointer))
         is_object = text[node.start] == "{"
@@ -514,13 +537,20 @@ _Job = Iterator["_Job"]
 
 
 class _PieceMaker:
-    __slots__ = ("budget", "expand", "out", "sizer")
+    __slots__ = ("budget", "expand", "out", "sizer", "surely_over")
 
     def __init__(self, sizer: Sizer, budget: int, expand: bool) -> None:
         self.sizer = sizer
         self.budget = budget
         self.expand = expand
         self.out: list[JSONPiece] = []
+        # A text with more UTF-8 bytes than this cannot fit: skip encoding it.
+        self.surely_over = budget * max(token_byte_lengths(sizer.name))
+
+    def _count(self, text: str) -> int:
+        if len(text) > self.surely_over:
+            return self.budget + 1
+        return self.sizer.count(text)
 
     def run(self, job: _Job) -> None:
         """Run jobs depth first with an explicit stack (no recursion in depth)."""
@@ -544,7 +574,7 @@ class _PieceMaker:
     def value(self, st: Structure, start: int, end: int, where: _Where) -> _Job:
         text = st.text
         piece = '{"path":' + where.path() + ',"value":' + text[start:end] + "}"
-        n = self.sizer.count(piece)
+        n = self._count(piece)
         if n <= self.budget:
             self._emit(piece, n, where, where.pointer)
             return
@@ -574,7 +604,7 @@ class _PieceMaker:
     def group(self, st: Structure, kids: Sequence[Child], is_array: bool, where: _Where) -> _Job:
         """Pack consecutive members/elements into pieces; descend into any that does not fit."""
         text = st.text
-        count = self.sizer.count
+        count = self._count
         budget = self.budget
         raws = [text[k.begin : k.end] for k in kids]
         costs: list[int] = []
@@ -586,6 +616,8 @@ class _PieceMaker:
             else:
                 head, tail = head_path + ',"members":{', "}}"
             est = count(head + tail)
+            if est >= budget:
+                raise self._too_small(where, "the path")
             j = i
             while j < n:
                 while len(costs) <= j:

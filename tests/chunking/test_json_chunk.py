@@ -1,0 +1,234 @@
+"""``chunk(kind="json"/"jsonl")``: cuts only between values, strings cut only when they must."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sdk import count_tokens
+from sdk.chunking import Chunk, Chunker, ChunkingWarning, chunk
+from sdk.chunking._jsontok import Structure, scan_events
+from tests.corpus import corpus_files
+from tests.invariants import check_chunks
+
+CORPUS = corpus_files(("json", "jsonl"))
+_ESCAPE = re.compile(
+    r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.S
+)
+
+
+def sections(text: str) -> dict[int, tuple[int, int]]:
+    """Value start -> the member/element section holding it (key to the next sibling)."""
+    st = Structure(text)
+    out: dict[int, tuple[int, int]] = {}
+    todo = [a for a, _ in st.documents()]
+    while todo:
+        start = todo.pop()
+        if text[start] not in "[{":
+            continue
+        kids, _ = st.children(start)
+        for k in kids:
+            out[k.start] = (k.begin, k.next)
+            todo.append(k.start)
+    return out
+
+
+def check_json(text: str, chunks: list[Chunk], budget: int, lines: bool = False) -> None:
+    """The invariants of the issue, on top of the shared ones."""
+    check_chunks(text, chunks, budget)
+    multi = lines or len(Structure(text).documents()) > 1
+    cuts = [c.start for c in chunks[1:]]
+    owner = sections(text)
+    whole_fits = count_tokens(text) <= budget
+    starts: dict[int, str] = {}
+    cut_strings: list[tuple[int, int]] = []
+    for e in scan_events(text):
+        if e.type in ("start_object", "start_array"):
+            continue
+        inside = [p for p in cuts if e.start < p < e.end]
+        if e.type == "key":
+            starts[e.start] = f"/{e.doc}{e.pointer}" if multi else e.pointer
+            key = text[e.start : e.end]
+            assert not inside or count_tokens(key) > budget, ("cut inside a key that fits", key)
+            if inside:
+                cut_strings.append((e.start, e.end))
+            continue
+        if e.type in ("number", "literal"):
+            assert not inside, ("cut inside a scalar", text[e.start : e.end])
+        elif inside:
+            a, b = owner.get(e.start, (0, len(text)))
+            fits = count_tokens(text[a:b]) <= budget if e.start in owner else whole_fits
+            assert not fits, ("cut inside a value that fits", e.pointer, budget)
+        if e.type == "string":
+            if inside:
+                cut_strings.append((e.start, e.end))
+            escapes = [m.span() for m in _ESCAPE.finditer(text, e.start + 1, e.end - 1)]
+            for p in inside:
+                assert not any(a < p < b for a, b in escapes), ("cut inside an escape", text[p - 8 : p + 8])
+        starts.setdefault(e.start, f"/{e.doc}{e.pointer}" if multi else e.pointer)
+    for c in chunks:
+        p = c.start
+        while p < c.end and text[p] in " \t\r\n\ufeff":
+            p += 1
+        if p in starts:
+            assert c.path == starts[p], (c.text[:40], c.path, starts[p])
+        overlaps = any(a < c.end and c.start < b for a, b in cut_strings)
+        starts_in_cut = any(a < c.start < b for a, b in cut_strings)
+        if starts_in_cut:
+            assert c.partial
+        if c.partial:
+            assert overlaps
+
+
+@pytest.mark.parametrize("cf", CORPUS, ids=[cf.name for cf in CORPUS])
+@pytest.mark.parametrize("budget", [4, 12, 16, 40, 64, 256])
+def test_corpus_invariants(cf: Any, budget: int) -> None:
+    text = cf.read()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chunks = Chunker(budget).chunk(text, kind=cf.kind)
+    check_json(text, chunks, budget, cf.kind == "jsonl")
+
+
+json_text = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs",))
+    | st.sampled_from(["\n", '"', "\\", "😀", "工", " "]),
+    max_size=40,
+)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | json_text,
+    lambda children: st.lists(children, max_size=6) | st.dictionaries(json_text, children, max_size=6),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    value=json_values,
+    indent=st.sampled_from([None, 2]),
+    ascii_=st.booleans(),
+    budget=st.sampled_from([3, 8, 16, 40]),
+)
+def test_generated_invariants(value: Any, indent: Any, ascii_: bool, budget: int) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_)
+    check_json(text, chunk(text, budget, kind="json"), budget)
+
+
+def test_shallowest_level_first() -> None:
+    small = {"id": 1, "ok": True}
+    big = {"text": "word " * 60}
+    text = json.dumps({"small": small, "big": big, "tail": [1, 2, 3]})
+    chunks = chunk(text, 24, kind="json")
+    check_json(text, chunks, 24)
+    assert chunks[0].text == '{"small": {"id": 1, "ok": true}, "big": {'  # the small one is never opened
+    assert [c.path for c in chunks][1:] == ["/big/text"] * (len(chunks) - 2) + ["/tail"]
+    assert chunks[-1].text == '"tail": [1, 2, 3]}'
+
+
+def test_long_string_cut_inside_and_marked() -> None:
+    sentence = 'Ein Satz mit Wörtern \\"zitiert\\" und \\ud83d\\ude00 Emoji. '
+    text = '{"a": 1, "long": "' + sentence * 12 + '", "b": 2}'
+    json.loads(text)
+    chunks = chunk(text, 20, kind="json")
+    check_json(text, chunks, 20)
+    partial = [c for c in chunks if c.partial]
+    assert len(partial) > 2 and all(c.path == "/long" for c in partial)
+    assert not chunks[0].partial and chunks[0].text.startswith('{"a": 1, ')
+
+
+def test_line_escapes_are_the_preferred_cut_in_strings() -> None:
+    body = "\\n\\n".join(f"Paragraph {i}: some words that make it long enough to matter." for i in range(6))
+    text = json.dumps({"body": "x"}).replace('"x"', '"' + body + '"')
+    chunks = chunk(text, 30, kind="json")
+    check_json(text, chunks, 30)
+    assert len(chunks) >= 5
+    assert all(c.text.endswith("\\n\\n") for c in chunks[:4])
+
+
+def test_numbers_and_literals_are_never_cut() -> None:
+    text = "[" + ", ".join(["12345678901234567890123456789.5e-300", "true", "null"] * 4) + "]"
+    chunks = chunk(text, 2, kind="json")
+    check_json(text, chunks, 2)
+    assert any(c.oversize and c.text.startswith("1234") for c in chunks)
+
+
+def test_jsonl_values_are_the_top_level() -> None:
+    lines = [json.dumps({"i": i, "msg": "hello " * (i % 3)}) for i in range(10)]
+    text = "\n".join(lines) + "\n"
+    chunks = chunk(text, 30, kind="jsonl")
+    check_json(text, chunks, 30, lines=True)
+    assert chunks[0].path == "/0"
+    assert all(c.text.endswith("\n") for c in chunks)
+    assert {c.path for c in chunks} <= {f"/{i}" for i in range(10)}
+    # Concatenated values in kind="json" are the same virtual array.
+    concat = '{"a": 1}{"b": [2, 3]} 4 "five"'
+    got = chunk(concat, 8, kind="json")
+    assert got[0].path == "/0" and got[-1].text.endswith('4 "five"')
+    assert any(c.path is not None and c.path.startswith("/1") for c in got)
+    check_json(concat, got, 8)
+
+
+def test_malformed_json_falls_back_to_prose_for_the_tail() -> None:
+    good = json.dumps({"items": [{"id": i, "name": f"name {i}"} for i in range(8)]})
+    text = good + "\n\nNote: the export was cut here, sorry. {broken"
+    with pytest.warns(ChunkingWarning, match="line 3"):
+        chunks = chunk(text, 16, kind="json")
+    check_chunks(text, chunks, 16)
+    json_part = [c for c in chunks if c.end <= len(good)]
+    assert json_part and all(c.kind == "json" for c in json_part)
+    assert any(c.kind == "text" and "sorry" in c.text for c in chunks)
+    check_json(good, chunk(good, 16, kind="json"), 16)
+
+
+def test_truncated_document_is_never_dropped() -> None:
+    text = '{"a": [1, 2, 3], "b": "unterminated'
+    with pytest.warns(ChunkingWarning):
+        chunks = chunk(text, 4, kind="json")
+    check_chunks(text, chunks, 4)
+
+
+def test_jsonl_bad_line_only() -> None:
+    text = '{"a": 1}\n{"b": oops}\n{"c": 3}\n'
+    with pytest.warns(ChunkingWarning, match="line 2"):
+        chunks = chunk(text, 1, kind="jsonl")
+    check_chunks(text, chunks, 1)
+    kinds = {c.text: (c.kind, c.path) for c in chunks}
+    assert kinds['"c": 3'] == ("json", "/1/c")
+    assert all(c.kind == "text" for c in chunks if "oops" in c.text)
+
+
+def test_nan_duplicates_and_bom_are_chunked() -> None:
+    text = '\ufeff{"a": NaN, "a": -Infinity, "b": [Infinity]}'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chunks = chunk(text, 3, kind="json")
+    check_chunks(text, chunks, 3)
+    assert "NaN" in {c.text.strip(", ").split(": ")[-1] for c in chunks}
+    assert chunks[0].text.startswith("\ufeff{")
+
+
+def test_deep_nesting_does_not_recurse() -> None:
+    depth = 100_000
+    text = "[" * depth + '"leaf"' + "]" * depth
+    chunks = chunk(text, 64, kind="json")
+    check_chunks(text, chunks, 64)
+    assert chunks[0].path == ""
+    # A moderately deep document keeps exact pointers down to the flattened level.
+    mid = json.dumps({"a": [[[[{"b": "x" * 200}]]]]})
+    got = chunk(mid, 8, kind="json")
+    assert {c.path for c in got if c.partial} == {"/a/0/0/0/0/b"}
+
+
+def test_keys_with_pointer_escapes_and_cjk() -> None:
+    text = json.dumps({"a/b": {"~x": "v " * 30}, "ユーザー名": ["山田", "太郎"] * 10}, ensure_ascii=False)
+    chunks = chunk(text, 12, kind="json")
+    check_json(text, chunks, 12)
+    paths = {c.path for c in chunks}
+    assert "/a~1b/~0x" in paths
+    assert any(p is not None and p.startswith("/ユーザー名") for p in paths)
