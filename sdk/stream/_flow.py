@@ -98,6 +98,14 @@ class FlowNote:
 
 @dataclass(frozen=True, slots=True)
 class StreamStatistics:
+    """Counters of one stream (all its upstreams, resumes included).
+
+    ``*_buffered`` is what waits for the consumer now, ``high_water_*`` the most that ever
+    did; ``paused_seconds`` sums the time the reader spent not reading; ``cancels`` and
+    ``resumes`` count stall-policy actions. ``notes`` lists each pause, unpause, cancel and
+    resume in order (the last 1000; the counters are always exact).
+    """
+
     bytes_received: int
     events_received: int
     bytes_buffered: int
