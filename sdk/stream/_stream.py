@@ -273,6 +273,9 @@ class MessageStream:
             buf.replaced += replaced if isinstance(replaced, int) else 0
             with anyio.CancelScope(shield=True):
                 try:
+                    closer = getattr(upstream.chunks, "aclose", None)
+                    if closer is not None:  # an async generator left early: finalize it now
+                        await closer()
                     await upstream.aclose()
                 except Exception as e:  # closing a broken connection may fail; report it
                     if isinstance(end, _End) and not end.stalled:
