@@ -5,14 +5,57 @@ control and resumes them without duplicates (:mod:`sdk.stream`), and keeps
 conversations on the client so no turn is ever dropped silently (:mod:`sdk.session`).
 """
 
+# The error classes; helpers for mapping statuses stay in sdk._errors.
+from ._errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    ContextOverflowError,
+    IncompleteStreamError,
+    InternalServerError,
+    NotFoundError,
+    OverloadedError,
+    PermissionDeniedError,
+    RateLimitError,
+    RequestTimeoutError,
+    RequestTooLargeError,
+    SDKError,
+    SSEError,
+    SSEEventTooLargeError,
+    StreamProtocolError,
+    UnprocessableEntityError,
+)
 from ._tokens import EncodingUnavailable, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
 
 __all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
     "Chunk",
     "Chunker",
     "ChunkingWarning",
+    "ConflictError",
+    "ContextOverflowError",
     "EncodingUnavailable",
+    "IncompleteStreamError",
+    "InternalServerError",
+    "NotFoundError",
+    "OverloadedError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "RequestTimeoutError",
+    "RequestTooLargeError",
+    "SDKError",
+    "SSEError",
+    "SSEEventTooLargeError",
+    "StreamProtocolError",
+    "UnprocessableEntityError",
     "chunk",
     "count_tokens",
     "get_encoding",
