@@ -341,7 +341,7 @@ class JSONSplitter:
         if isinstance(state, _Top):
             return self._split_top(text, section, state)
         if isinstance(state, _Prefix):
-            return self._split_prefix(section, state)
+            return self._split_prefix(text, section, state)
         if not isinstance(state, _Value):
             return ()
         c = text[state.start]
@@ -361,16 +361,18 @@ class JSONSplitter:
         path = section.path
         return [Section(a, b, self, nxt, "json", None, path, True) for a, b in itertools.pairwise(edges)]
 
-    def _split_prefix(self, section: Section, prefix: _Prefix) -> Sequence[Section]:
+    def _split_prefix(self, text: str, section: Section, prefix: _Prefix) -> Sequence[Section]:
         path = section.path
-        if section.start < prefix.value_start < section.end:
-            head = Section(section.start, prefix.value_start, self, prefix, "json", None, path)
-            return [head, Section(prefix.value_start, section.end, None, None, "json", None, path)]
-        if section.start < prefix.key_end < section.end:
-            key = _Text(prefix.key_start + 1, prefix.key_end - 1, 0)
-            head = Section(section.start, prefix.key_end, self, key, "json", None, path)
-            return [head, Section(prefix.key_end, section.end, None, None, "json", None, path)]
-        return ()
+        start, end = section.start, section.end
+        for cut in (prefix.value_start, prefix.key_end):
+            if start < cut < end:
+                head = Section(start, cut, self, prefix, "json", None, path)
+                return [head, Section(cut, end, None, None, "json", None, path)]
+        key = _Text(prefix.key_start + 1, prefix.key_end - 1, 0)
+        if start < prefix.key_start < end:  # indentation before the key
+            tail = Section(prefix.key_start, end, self, key, "json", None, path)
+            return [Section(start, prefix.key_start, None, None, "json", None, path), tail]
+        return self._split_text(text, section, key)
 
     def _split_top(self, text: str, section: Section, top: _Top) -> Sequence[Section]:
         sections: list[Section] = []
@@ -400,13 +402,19 @@ class JSONSplitter:
             return ()
         if node.depth >= _FLAT_DEPTH:
             return self._flatten(text, section, node, kids, close)
+        # Cut after the first line break of the whitespace between values (after the
+        # comma): a chunk ends with its line and the next keeps its indentation.
+        text_find = text.find
+        edges = [_soft(text, node.start + 1, kids[0].begin)]
+        for prev, k in itertools.pairwise(kids):
+            edges.append(_soft(text, text_find(",", prev.end, k.begin) + 1, k.begin))
+        edges.append(_soft(text, kids[-1].end, close))
         out: list[Section] = []
-        first = kids[0].begin
         if node.key_end - node.key_start > 2 and section.start <= node.key_start:
             prefix = _Prefix(node.key_start, node.key_end, node.start)
-            out.append(Section(section.start, first, self, prefix, "json", None, node.pointer))
+            out.append(Section(section.start, edges[0], self, prefix, "json", None, node.pointer))
         else:
-            out.append(Section(section.start, first, None, None, "json", None, node.pointer))
+            out.append(Section(section.start, edges[0], None, None, "json", None, node.pointer))
         is_object = text[node.start] == "{"
         depth = node.depth + 1
         base = node.pointer + "/"
@@ -417,8 +425,8 @@ class JSONSplitter:
                 pointer = base + str(i)
             child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end)
             splitter = self if _divisible(text, k) else None
-            out.append(Section(k.begin, k.next, splitter, child, "json", None, pointer))
-        out.append(Section(close, section.end, None, None, "json", None, node.pointer))
+            out.append(Section(edges[i], edges[i + 1], splitter, child, "json", None, pointer))
+        out.append(Section(edges[-1], section.end, None, None, "json", None, node.pointer))
         return out
 
     def _flatten(
@@ -456,6 +464,14 @@ class JSONSplitter:
             span = strings.get(a)
             out.append(Section(a, b, self if span else None, span, "json", None, node.pointer))
         return out
+
+
+def _soft(text: str, a: int, b: int) -> int:
+    """After the first line break in the whitespace ``text[a:b]``, else ``b``."""
+    i = text.find("\n", a, b)
+    if i < 0:
+        i = text.find("\r", a, b)
+    return b if i < 0 else i + 1
 
 
 def _divisible(text: str, k: Child) -> bool:

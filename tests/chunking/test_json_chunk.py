@@ -23,8 +23,24 @@ _ESCAPE = re.compile(
 )
 
 
+def line_start(text: str, p: int) -> int:
+    """The start of ``p``'s indentation when only whitespace precedes it on its line."""
+    q = p
+    while q > 0 and text[q - 1] in " \t":
+        q -= 1
+    return q if q == 0 or text[q - 1] in "\r\n" else p
+
+
+def line_end(text: str, p: int, limit: int) -> int:
+    """After the first line break in the whitespace ``text[p:limit]``, else ``limit``."""
+    for q in range(p, limit):
+        if text[q] == "\n" or (text[q] == "\r" and text[q + 1 : q + 2] != "\n"):
+            return q + 1
+    return limit
+
+
 def sections(text: str) -> dict[int, tuple[int, int]]:
-    """Value start -> the member/element section holding it (key to the next sibling)."""
+    """Value start -> its member/element section: from its indentation to its line end."""
     st = Structure(text)
     out: dict[int, tuple[int, int]] = {}
     todo = [a for a, _ in st.documents()]
@@ -34,7 +50,11 @@ def sections(text: str) -> dict[int, tuple[int, int]]:
             continue
         kids, _ = st.children(start)
         for k in kids:
-            out[k.start] = (k.begin, k.next)
+            comma = text.find(",", k.end, k.next)
+            out[k.start] = (
+                line_start(text, k.begin),
+                line_end(text, comma + 1 if comma >= 0 else k.end, k.next),
+            )
             todo.append(k.start)
     return out
 
