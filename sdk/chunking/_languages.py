@@ -126,6 +126,26 @@ _GRAMMARS: tuple[Grammar, ...] = (
         ("bash", "sh", "zsh", "ksh", "dash"),
     ),
     Grammar("json", "tree-sitter-json", "tree_sitter_json", "language", (), (".json", ".jsonc", ".geojson")),
+    # Known but not installed with the SDK: asking for one names the wheel to install.
+    Grammar("php", "tree-sitter-php", "tree_sitter_php", "language_php", (), (".php",), (), ("php",)),
+    Grammar("kotlin", "tree-sitter-kotlin", "tree_sitter_kotlin", "language", ("kt",), (".kt", ".kts")),
+    Grammar("swift", "tree-sitter-swift", "tree_sitter_swift", "language", (), (".swift",)),
+    Grammar("scala", "tree-sitter-scala", "tree_sitter_scala", "language", (), (".scala", ".sc")),
+    Grammar("haskell", "tree-sitter-haskell", "tree_sitter_haskell", "language", ("hs",), (".hs",)),
+    Grammar("ocaml", "tree-sitter-ocaml", "tree_sitter_ocaml", "language_ocaml", ("ml",), (".ml",)),
+    Grammar("julia", "tree-sitter-julia", "tree_sitter_julia", "language", ("jl",), (".jl",), (), ("julia",)),
+    Grammar("lua", "tree-sitter-lua", "tree_sitter_lua", "language", (), (".lua",), (), ("lua", "luajit")),
+    Grammar("zig", "tree-sitter-zig", "tree_sitter_zig", "language", (), (".zig",)),
+    Grammar(
+        "elixir",
+        "tree-sitter-elixir",
+        "tree_sitter_elixir",
+        "language",
+        ("ex",),
+        (".ex", ".exs"),
+        (),
+        ("elixir",),
+    ),
 )
 
 _BY_NAME: dict[str, Grammar] = {}
@@ -138,7 +158,7 @@ _BY_INTERPRETER = {name: g for g in _GRAMMARS for name in g.interpreters}
 
 
 def languages() -> tuple[str, ...]:
-    """Canonical names of every language this build knows (installed or not)."""
+    """Canonical names of every language the registry knows (grammar installed or not)."""
     return tuple(sorted(g.name for g in _GRAMMARS))
 
 
@@ -164,7 +184,15 @@ def load_language(name: str) -> tree_sitter.Language:
         raise GrammarUnavailable(
             f"the {g.name} grammar is not installed; install it with `pip install {g.package}`"
         ) from exc
-    return tree_sitter.Language(getattr(module, g.function)())
+    make = getattr(module, g.function, None)
+    if make is None:
+        raise GrammarUnavailable(f"the installed {g.package} has no {g.function}(); try another version")
+    try:
+        return tree_sitter.Language(make())
+    except ValueError as exc:  # built for an ABI this tree-sitter cannot load
+        raise GrammarUnavailable(
+            f"the installed {g.package} does not load with this tree-sitter: {exc}"
+        ) from (exc)
 
 
 def language_for_filename(filename: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 import pytest
 
@@ -17,8 +18,17 @@ LISTED = (
 
 def test_every_listed_language_is_known_and_loads() -> None:
     assert set(LISTED) <= set(languages())
-    for name in languages():
+    for name in LISTED:
         assert load_language(name) is load_language(name)  # loaded once
+
+
+def test_known_languages_without_a_wheel_name_the_package() -> None:
+    for name in set(languages()) - set(LISTED):
+        package = "tree-sitter-" + name
+        if importlib.util.find_spec(package.replace("-", "_")) is not None:
+            continue  # installed here after all
+        with pytest.raises(GrammarUnavailable, match=rf"pip install {package}\b"):
+            load_language(name)
 
 
 @pytest.mark.parametrize(
