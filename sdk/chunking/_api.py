@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import os
@@ -87,19 +88,53 @@ class Chunker:
         kind: str | None = None,
         language: str | None = None,
         filename: str | None = None,
+        heading_context: bool = False,
     ) -> list[Chunk]:
+        """Chunk ``text``; see :func:`chunk` for the arguments."""
         text = _check_text(text)
         kind = self.kind if kind is None else kind
         if kind not in _KINDS:
             raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(_KINDS)}")
+        if heading_context and self.overlap:
+            raise ValueError("heading_context and overlap cannot be combined")
         if not text:
             return []
         root = self._root(text, kind, language if language is not None else self.language, filename)
+        if heading_context and root.kind == "markdown":
+            return self._with_heading_context(text, root)
         raw = Engine(text, self.max_tokens - self.overlap, self.sizer).run(root)
         chunks = _finish(text, raw)
         if self.overlap:
             chunks = self._with_overlap(text, chunks)
         return chunks
+
+    def _with_heading_context(self, text: str, root: Section) -> list[Chunk]:
+        """Prefix each chunk with its heading trail, counted inside the budget.
+
+        The source parts are packed to a budget lowered by what the longest trail
+        needs; if a prefixed chunk still comes out over (counts need not add up
+        across the join), the budget is lowered by the excess and packing redone.
+        """
+        reserve = 0
+        for _ in range(4):
+            budget = self.max_tokens - reserve
+            if budget < 1:
+                break
+            out: list[Chunk] = []
+            excess = 0
+            for c in _finish(text, Engine(text, budget, self.sizer).run(root)):
+                context = f"{c.path}\n\n" if c.path else ""
+                if not context:
+                    out.append(c)
+                    continue
+                n = self.sizer.count(context + c.text)
+                if n > self.max_tokens and not c.oversize:
+                    excess = max(excess, n - self.max_tokens)
+                out.append(dataclasses.replace(c, text=context + c.text, tokens=n, context=context))
+            if not excess:
+                return out
+            reserve += excess
+        raise ValueError(f"heading trails leave no room for text within max_tokens={self.max_tokens}")
 
     def chunk_file(self, path: str | os.PathLike[str], *, kind: str | None = None) -> list[Chunk]:
         """Chunk a UTF-8 file; its name is the language hint."""
@@ -215,10 +250,20 @@ def chunk(
     overlap: int = 0,
     *,
     filename: str | None = None,
+    heading_context: bool = False,
 ) -> list[Chunk]:
-    """Cut ``text`` at safe seams into chunks of at most ``max_tokens`` tokens."""
+    """Cut ``text`` at safe seams into chunks of at most ``max_tokens`` tokens.
+
+    ``kind``: "auto" (decide from ``language``, ``filename`` and content), "text",
+    "markdown", "code", "json" or "jsonl". ``language``: a code language or alias.
+    ``overlap``: tokens of the previous chunk carried at the front of the next.
+    ``heading_context``: for Markdown, prefix each chunk with its heading trail (in
+    ``Chunk.context``; ``text == context + text[start:end]``), counted in the budget.
+    """
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
         raise TypeError("max_tokens must be an int")
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-    return _cached(max_tokens, encoding, overlap).chunk(text, kind=kind, language=language, filename=filename)
+    return _cached(max_tokens, encoding, overlap).chunk(
+        text, kind=kind, language=language, filename=filename, heading_context=heading_context
+    )

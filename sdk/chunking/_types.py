@@ -25,6 +25,9 @@ class Chunk:
     graphemes that line-breaking rules glue together) whose own count is over the budget.
     ``partial`` marks a chunk holding part of a unit its format treats as one value
     (for example a JSON string cut inside, at grapheme/word boundaries).
+    ``context`` is text added in front that is not in the source (Markdown's heading
+    trail with ``heading_context=True``): then ``text == context + source[start:end]``
+    and ``tokens`` counts the whole ``text``.
     """
 
     text: str
@@ -38,6 +41,7 @@ class Chunk:
     byte_start: int = 0
     byte_end: int = 0
     partial: bool = False
+    context: str = ""
 
 
 class Section(NamedTuple):

@@ -182,3 +182,25 @@ def test_every_corpus_file_as_markdown(budget: int) -> None:
     for cf in corpus_files():
         text = cf.read()
         check_chunks(text, Chunker(budget).chunk(text, kind="markdown"), budget)
+
+
+@pytest.mark.parametrize("budget", [24, 64, 256])
+def test_heading_context_prefixes_the_trail_within_budget(budget: int) -> None:
+    chunks = chunk(DOC, max_tokens=budget, kind="markdown", heading_context=True)
+    pos = 0
+    for c in chunks:
+        assert c.start == pos
+        assert c.text == c.context + DOC[c.start : c.end]
+        assert c.tokens == count_tokens(c.text)
+        assert c.oversize or c.tokens <= budget
+        assert c.context == (f"{c.path}\n\n" if c.path else "")
+        pos = c.end
+    assert pos == len(DOC)
+    assert any(c.context for c in chunks)
+
+
+def test_heading_context_only_for_markdown_and_not_with_overlap() -> None:
+    plain = chunk("just text. more text.", max_tokens=4, heading_context=True)
+    assert all(c.context == "" for c in plain)
+    with pytest.raises(ValueError, match="overlap"):
+        Chunker(64, overlap=8).chunk(DOC, kind="markdown", heading_context=True)
