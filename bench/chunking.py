@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import inspect
 import os
 import sys
 import time
@@ -384,18 +385,20 @@ def measure(
 
 # --------------------------------------------------------------------------- structural hooks
 
-# group -> module in bench/ whose public (``__all__``) functions each count bad
-# boundaries: ``fn(text, language, boundaries, max_tokens)`` for code (language as
-# ``sdk.chunking._languages`` names it), ``fn(text, boundaries, max_tokens)`` for JSON.
-# ``boundaries`` are code-point offsets where one chunk ends and the next begins.
+# group -> module in bench/ with structural measures. Its public (``__all__``) functions
+# named ``cuts_*`` each count bad boundaries; their parameters are matched by name:
+# ``text``, ``language`` (as ``sdk.chunking._languages`` names it), ``boundaries``
+# (code-point offsets where one chunk ends and the next begins) and ``max_tokens``.
+# ``pieces_are_valid_json(pieces) -> (valid, total)``, when present, adds a column.
 STRUCTURAL_MODULES = {
     "code": "bench.code_measures",
     "json": "bench.json_measures",
     "jsonl": "bench.json_measures",
 }
+VALID_PIECES = "pieces_are_valid_json"
 
 
-def structural_measures(group: str) -> dict[str, Callable[..., int]]:
+def structural_measures(group: str) -> dict[str, Callable[..., object]]:
     name = STRUCTURAL_MODULES.get(group)
     if name is None:
         return {}
@@ -404,23 +407,40 @@ def structural_measures(group: str) -> dict[str, Callable[..., int]]:
     except ImportError:
         return {}
     return {
-        f: getattr(module, f) for f in getattr(module, "__all__", ()) if callable(getattr(module, f, None))
+        f: getattr(module, f)
+        for f in getattr(module, "__all__", ())
+        if (f.startswith("cuts_") or f == VALID_PIECES) and callable(getattr(module, f, None))
     }
 
 
 def _structural(
-    fns: dict[str, Callable[..., int]], t: Text, cuts: list[int], budget: int, tally: Tally
+    fns: dict[str, Callable[..., object]],
+    t: Text,
+    pieces: list[str],
+    cuts: list[int],
+    budget: int,
+    tally: Tally,
 ) -> None:
+    values = {"text": t.text, "language": t.language, "boundaries": cuts, "max_tokens": budget}
     for fname, fn in fns.items():
         try:
-            args = (t.text, t.language, cuts, budget) if t.language is not None else (t.text, cuts, budget)
-            got = fn(*args)
+            if fname == VALID_PIECES:
+                valid, _total = fn(pieces)  # type: ignore[misc]
+                got = int(valid)
+            else:
+                kwargs = {}
+                for pname, param in inspect.signature(fn).parameters.items():
+                    if pname in values and values[pname] is not None:
+                        kwargs[pname] = values[pname]
+                    elif param.default is inspect.Parameter.empty:
+                        raise TypeError(f"no value for parameter {pname!r}")
+                got = int(fn(**kwargs))  # type: ignore[call-overload]
         except Exception as exc:  # a measure that cannot read this file: say so, go on
             tally.structural.setdefault(f"{fname} errors", 0)
             tally.structural[f"{fname} errors"] += 1
             print(f"  ! {fname} on {t.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue
-        tally.structural[fname] = tally.structural.get(fname, 0) + int(got)
+        tally.structural[fname] = tally.structural.get(fname, 0) + got
 
 
 # --------------------------------------------------------------------------- driver
@@ -484,7 +504,7 @@ def run_group(
                 if is_ours:
                     ours_runs.append({r for p in cuts if (r := facts[i].run_of(p)) is not None})
                 if struct:
-                    _structural(struct, t, cuts, budget, tally)
+                    _structural(struct, t, pieces, cuts, budget, tally)
             del outs
             rows.append((player.name, budget, tally))
 
