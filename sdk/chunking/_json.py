@@ -345,11 +345,29 @@ class JSONSplitter:
         if not isinstance(state, _Value):
             return ()
         c = text[state.start]
+        if (section.start < state.start or state.end < section.end) and state.depth < _FLAT_DEPTH:
+            return self._peel(section, state)
         if c == '"':
             return self._split_text(text, section, _Text(state.start + 1, state.end - 1, 0))
         if c == "{" or c == "[":
             return self._split_container(text, section, state)
         return ()
+
+    def _peel(self, section: Section, node: _Value) -> Sequence[Section]:
+        """Key and separators apart from the value, so a value that fits is never cut."""
+        path = section.path
+        out = []
+        if section.start < node.start:
+            if node.key_end > node.key_start:
+                prefix: _Prefix | None = _Prefix(node.key_start, node.key_end, node.start)
+            else:
+                prefix = None
+            splitter = self if prefix is not None else None
+            out.append(Section(section.start, node.start, splitter, prefix, "json", None, path))
+        out.append(Section(node.start, node.end, self, node, "json", None, path))
+        if node.end < section.end:
+            out.append(Section(node.end, section.end, None, None, "json", None, path))
+        return out
 
     def _split_text(self, text: str, section: Section, span: _Text) -> Sequence[Section]:
         lo, hi = max(section.start, span.start), min(section.end, span.end)
