@@ -9,7 +9,7 @@ hash tiktoken itself pins for that file, so a corrupt or foreign file is refused
 
 from __future__ import annotations
 
-import base64
+import binascii
 import functools
 import gzip
 import hashlib
@@ -132,23 +132,35 @@ def _read_verified(spec: _Spec, name: str) -> tuple[bytes, str]:
 
 
 def _parse_ranks(data: bytes) -> dict[bytes, int]:
-    return {
-        base64.b64decode(token): int(rank)
-        for token, rank in (line.split() for line in data.splitlines() if line)
-    }
+    decode = binascii.a2b_base64
+    return {decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+
+
+# Byte length of every ordinary token, by id: filled while the ranks are read.
+_LENGTHS: dict[str, tuple[int, ...]] = {}
+
+
+def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+    """Build (once per process) the tiktoken encoding ``name`` with no network access."""
+    return _build(name)
 
 
 @functools.cache
-def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
-    """Build (once per process) the tiktoken encoding ``name`` with no network access."""
+def _build(name: str) -> tiktoken.Encoding:
+    # Cached on the bare name, so get_encoding() and get_encoding("o200k_base") share one.
     spec = _SPECS.get(name)
     if spec is None:
         raise ValueError(f"unknown encoding {name!r}; known encodings: {', '.join(known_encodings())}")
     data, _source = _read_verified(spec, name)
+    ranks = _parse_ranks(data)
+    lengths = [0] * (max(ranks.values()) + 1)
+    for token, rank in ranks.items():
+        lengths[rank] = len(token)
+    _LENGTHS[name] = tuple(lengths)
     return tiktoken.Encoding(
         name=name,
         pat_str=spec.pat_str,
-        mergeable_ranks=_parse_ranks(data),
+        mergeable_ranks=ranks,
         special_tokens=dict(spec.special_tokens),
     )
 
@@ -158,14 +170,7 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     return len(get_encoding(encoding).encode_ordinary(text))
 
 
-@functools.cache
 def token_byte_lengths(name: str = DEFAULT_ENCODING) -> tuple[int, ...]:
     """Length in bytes of every ordinary token of ``name``, indexed by token id."""
-    enc = get_encoding(name)
-    lengths = [0] * enc.n_vocab
-    for token_id in range(enc.n_vocab):
-        try:
-            lengths[token_id] = len(enc.decode_single_token_bytes(token_id))
-        except KeyError:  # ids without a token (gaps before the special tokens)
-            continue
-    return tuple(lengths)
+    get_encoding(name)  # fills the table as it reads the ranks
+    return _LENGTHS[name]
