@@ -1,0 +1,53 @@
+"""Conversations kept on the client and fitted to the window on purpose.
+
+>>> from sdk.session import Session
+>>> s = Session(None, model="m", context_window=1000, reserve_output=100)
+>>> s.add_user("hello").id
+0
+
+A :class:`Session` logs every turn with its token accounting, asks a
+:class:`ContextPolicy` which turns go into each request (the :class:`DefaultPolicy`
+keeps system, pinned and newest turns and replaces the oldest by one reported
+elision marker), saves atomically with compare-and-swap, and resumes an answer cut
+off mid-stream from what the consumer already has.
+"""
+
+from ._policy import ContextOverflow, ContextPolicy, DefaultPolicy, FitReport, elision_marker
+from ._render import RepeatFilter, render_messages
+from ._session import (
+    DocumentReport,
+    PendingAnswer,
+    Session,
+    SessionClient,
+    SessionError,
+    SessionStream,
+    StreamLike,
+)
+from ._store import SCHEMA_VERSION, SessionConflict, SessionFileError, read_document, write_atomic
+from ._turns import TokenUsage, Turn, TurnKind, TurnLog
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ContextOverflow",
+    "ContextPolicy",
+    "DefaultPolicy",
+    "DocumentReport",
+    "FitReport",
+    "PendingAnswer",
+    "RepeatFilter",
+    "Session",
+    "SessionClient",
+    "SessionConflict",
+    "SessionError",
+    "SessionFileError",
+    "SessionStream",
+    "StreamLike",
+    "TokenUsage",
+    "Turn",
+    "TurnKind",
+    "TurnLog",
+    "elision_marker",
+    "read_document",
+    "render_messages",
+    "write_atomic",
+]

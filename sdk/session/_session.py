@@ -1,0 +1,692 @@
+"""Session: the conversation kept on the client, fitted to the window on purpose.
+
+The session owns the turn log and asks its policy which turns go into each request;
+the client is injected (anything with ``stream(**request)`` and ``create(**request)``,
+see :class:`SessionClient`), so the session knows turns and tokens, not transports.
+
+While an answer streams, the session records what the consumer has been handed (the
+cursor, :class:`PendingAnswer`); it is saved with the session, so after a crash
+``Session.load(...)`` and :meth:`Session.resume` ask for the rest of the answer with
+the text so far as an assistant prefill, and the stored turn ends complete, each
+character once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field, replace
+from types import TracebackType
+from typing import Any, Literal, Protocol
+
+import anyio
+import orjson
+
+from .._errors import SDKError
+from .._tokens import DEFAULT_ENCODING, count_tokens
+from ..chunking import chunk
+from ..stream import (
+    ContentBlock,
+    ContentBlockDeltaEvent,
+    Event,
+    Message,
+    MessageDeltaEvent,
+    MessageStartEvent,
+    RedactedThinkingBlock,
+    TextBlock,
+    TextDelta,
+    ThinkingBlock,
+    ToolUseBlock,
+    UnknownBlock,
+)
+from ._policy import DEFAULT_POLICY, ContextPolicy, FitReport
+from ._render import RepeatFilter, render_messages
+from ._store import SessionFileError, read_document, save_document
+from ._turns import MESSAGE_OVERHEAD, TokenUsage, Turn, TurnLog, block_tokens, normalize_content
+
+__all__ = [
+    "DocumentReport",
+    "PendingAnswer",
+    "Session",
+    "SessionClient",
+    "SessionError",
+    "SessionStream",
+    "StreamLike",
+]
+
+SUMMARY_PROMPT = (
+    "Summarize the conversation turns below for someone who will continue the conversation "
+    "without seeing them. Keep names, numbers, decisions and open questions. Be brief."
+)
+MAP_PROMPT = "Extract what a later question about the whole document could need from this part. Be brief."
+
+
+class SessionError(SDKError):
+    """The session cannot do what was asked in its present state (e.g. an answer is pending)."""
+
+
+class StreamLike(Protocol):
+    """What ``client.stream(...)`` yields: neutral events, then the accumulated message
+    (``final_message()`` also answers after the ``async with`` block: what was received)."""
+
+    def __aiter__(self) -> AsyncIterator[Event]: ...
+
+    async def final_message(self) -> Message: ...
+
+
+class SessionClient(Protocol):
+    """The client as the session uses it (``sdk.Client`` is one).
+
+    Optional attributes read with ``getattr``: ``hosted`` (bool: the hosted Anthropic
+    API, which takes ``cache_control`` breakpoints) and ``prefill_echo`` (bool or
+    ``None``: whether the server repeats an assistant prefill at the start of its answer).
+    """
+
+    def stream(self, **request: Any) -> AbstractAsyncContextManager[StreamLike]: ...
+
+    async def create(self, **request: Any) -> Message: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PendingAnswer:
+    """The answer being streamed: ``text`` is what the consumer has been handed so far.
+
+    ``after`` is the id of the turn it answers; ``usage`` what the server reported for
+    the attempts so far; ``requests`` how many requests were sent for it.
+    """
+
+    after: int
+    text: str = ""
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    requests: int = 0
+    request_estimate: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentReport:
+    """What :meth:`Session.add_document` did: ``mode`` is ``"fit"`` (the chunks went in as
+    they are) or ``"map"`` (each chunk went through the client and the results went in)."""
+
+    mode: Literal["fit", "map"]
+    chunks: int
+    document_tokens: int
+    kept_tokens: int
+    turn: int
+
+
+def wire_blocks(content: Sequence[ContentBlock]) -> list[dict[str, Any]]:
+    """An accumulated message's blocks as request content blocks."""
+    out: list[dict[str, Any]] = []
+    for b in content:
+        if isinstance(b, TextBlock):
+            d: dict[str, Any] = {"type": "text", "text": b.text}
+            if b.citations:
+                d["citations"] = [dict(c) for c in b.citations]
+            out.append(d)
+        elif isinstance(b, ToolUseBlock):
+            out.append(
+                {"type": b.type, "id": b.id, "name": b.name, "input": b.input if b.input is not None else {}}
+            )
+        elif isinstance(b, ThinkingBlock):
+            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
+        elif isinstance(b, RedactedThinkingBlock):
+            out.append({"type": "redacted_thinking", "data": b.data})
+        elif isinstance(b, UnknownBlock):
+            out.append(dict(b.raw) if b.raw else {"type": b.type})
+    return out
+
+
+class Session:
+    """A conversation kept on the client.
+
+    ``context_window`` and ``reserve_output`` give the input budget; the local estimates
+    are scaled by what the server reports (``scale`` only grows), so a model whose
+    tokenizer counts more than the local one still gets requests that fit.
+    """
+
+    def __init__(
+        self,
+        client: SessionClient | None,
+        *,
+        model: str,
+        context_window: int,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        reserve_output: int = 4096,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        policy: ContextPolicy | None = None,
+        summarize: bool = False,
+        summary_tokens: int = 512,
+        cache_breakpoints: bool | None = None,
+        echoes_prefill: bool | None = None,
+        encoding: str = DEFAULT_ENCODING,
+    ) -> None:
+        for name, v in (("context_window", context_window), ("reserve_output", reserve_output)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if reserve_output >= context_window:
+            raise ValueError(
+                f"reserve_output ({reserve_output}) must be below context_window ({context_window})"
+            )
+        self.client = client
+        self.model = model
+        self.context_window = context_window
+        self.reserve_output = reserve_output
+        self.system = normalize_content(system) if system else ()
+        self.tools = tuple(normalize_content(tools)) if tools else ()
+        self.policy: ContextPolicy = policy or DEFAULT_POLICY
+        self.summarize = summarize
+        self.summary_tokens = summary_tokens
+        self.cache_breakpoints = cache_breakpoints
+        self.echoes_prefill = echoes_prefill
+        self.log = TurnLog(encoding)
+        self.fixed_tokens = sum(block_tokens(b, encoding) for b in self.system) + sum(
+            count_tokens(orjson.dumps(t).decode(), encoding) for t in self.tools
+        )
+        self.scale = 1.0
+        self.version = 0
+        self.path: str | None = None
+        self.pending: PendingAnswer | None = None
+        self.last_report: FitReport | None = None
+        self.summary: tuple[int, str] | None = None  # (cut it covers, text)
+
+    # ---- the log ----------------------------------------------------------------------
+    @property
+    def turns(self) -> TurnLog:
+        return self.log
+
+    def add_user(self, content: str | Sequence[Mapping[str, Any]], *, pin: bool = False) -> Turn:
+        return self.log.append("user", content, pinned=pin)
+
+    def add_assistant(
+        self,
+        content: str | Sequence[Mapping[str, Any]],
+        *,
+        pin: bool = False,
+        usage: TokenUsage | None = None,
+        request_estimate: int | None = None,
+    ) -> Turn:
+        """An answer (a ``tool_use`` turn when it holds tool_use blocks)."""
+        return self.log.append(
+            "assistant", content, pinned=pin, usage=usage, request_estimate=request_estimate
+        )
+
+    def add_tool_result(
+        self,
+        tool_use_id: str,
+        content: str | Sequence[Mapping[str, Any]],
+        *,
+        is_error: bool = False,
+        pin: bool = False,
+    ) -> Turn:
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+        if is_error:
+            block["is_error"] = True
+        return self.log.append("user", [block], pinned=pin)
+
+    def pin(self, turn_id: int, pinned: bool = True) -> Turn:
+        return self.log.set_pinned(turn_id, pinned)
+
+    @property
+    def usage(self) -> TokenUsage:
+        """Everything the server reported for this session's answers, summed."""
+        total = TokenUsage()
+        for t in self.log:
+            if t.usage is not None:
+                total = total + t.usage
+        return total
+
+    @property
+    def budget(self) -> int:
+        """Input budget in local-estimate tokens (never negative)."""
+        return max(0, int((self.context_window - self.reserve_output) / self.scale))
+
+    # ---- fitting and requests ---------------------------------------------------------
+    def fit(self, *, prefill: str = "") -> FitReport:
+        """Ask the policy which turns go in; raises ContextOverflow before anything is sent."""
+        fixed = self.fixed_tokens
+        if prefill:
+            fixed += count_tokens(prefill, self.log.encoding) + MESSAGE_OVERHEAD
+        extra = self.summary_tokens if self.summarize else 0
+        return self.policy.fit(
+            self.log, budget=self.budget, fixed=fixed, extra=extra, previous=self.last_report
+        )
+
+    def request(self, *, prefill: str = "", **extra: Any) -> tuple[dict[str, Any], FitReport]:
+        """The request body for the log as it is (plus an assistant prefill), and its report."""
+        report = self.fit(prefill=prefill)
+        self.last_report = report
+        return self._params(report, prefill, extra), report
+
+    def _params(self, report: FitReport, prefill: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+        marker = report.marker
+        if marker is not None and self.summary is not None and self.summary[0] == report.cut:
+            marker = f"{marker}\nSummary of the left-out turns:\n{self.summary[1]}"
+        breakpoints = self._use_breakpoints()
+        system, messages = render_messages(
+            self.log, report, marker=marker, system=self.system, cache_breakpoints=breakpoints
+        )
+        if prefill:
+            messages.append({"role": "assistant", "content": prefill})
+        params: dict[str, Any] = {"model": self.model, "max_tokens": self.reserve_output}
+        if system is not None:
+            params["system"] = system
+        if self.tools:
+            params["tools"] = [dict(t) for t in self.tools]
+        params.update(extra)
+        params["messages"] = messages
+        return params
+
+    def _use_breakpoints(self) -> bool:
+        if self.cache_breakpoints is not None:
+            return self.cache_breakpoints
+        return bool(getattr(self.client, "hosted", False))
+
+    def _client(self) -> SessionClient:
+        if self.client is None:
+            raise SessionError("this session has no client (pass one to Session(...) or Session.load(...))")
+        return self.client
+
+    # ---- streaming --------------------------------------------------------------------
+    def stream(
+        self,
+        message: str | Sequence[Mapping[str, Any]] | None = None,
+        *,
+        pin: bool = False,
+        save_every: int | None = None,
+        **extra: Any,
+    ) -> SessionStream:
+        """Send ``message`` (or the log as it is) and stream the answer.
+
+        The user turn is logged at once (it is the caller's data); the answer is logged
+        when it is complete. ``save_every``: with a session path, save the cursor after
+        every that many text deltas and when the block ends.
+        """
+        if self.pending is not None:
+            raise SessionError("an answer is pending: call resume() or discard_pending() first")
+        self._client()
+        if message is not None:
+            self.add_user(message, pin=pin)
+        if not len(self.log):
+            raise SessionError("nothing to send: the log is empty")
+        self.pending = PendingAnswer(after=len(self.log) - 1)
+        return SessionStream(self, save_every, extra)
+
+    def resume(self, *, save_every: int | None = None, **extra: Any) -> SessionStream:
+        """Continue the pending answer from what the consumer already has."""
+        if self.pending is None:
+            raise SessionError("no answer is pending")
+        if self.pending.after != len(self.log) - 1:
+            raise SessionError("the log changed after the pending answer's turn; discard_pending() first")
+        self._client()
+        return SessionStream(self, save_every, extra)
+
+    def discard_pending(self) -> Turn | None:
+        """Give up the pending answer; text already received is kept as an (incomplete) answer."""
+        pending, self.pending = self.pending, None
+        if pending is None or not pending.text:
+            return None
+        return self.add_assistant(
+            pending.text, usage=pending.usage, request_estimate=pending.request_estimate
+        )
+
+    async def _summarize_if_needed(self, report: FitReport) -> FitReport:
+        if not self.summarize or not report.elided:
+            return report
+        if self.summary is not None and self.summary[0] == report.cut:
+            return replace(report, summarized=True)
+        start = 0
+        parts = []
+        if self.summary is not None and self.summary[0] < report.cut:
+            start = self.summary[0]
+            parts.append(f"Earlier summary:\n{self.summary[1]}")
+        newly = [i for i in report.elided if i >= start]
+        parts += [f"{self.log[i].role}: {self.log[i].text}" for i in newly]
+        msg = await self._client().create(
+            model=self.model,
+            max_tokens=self.summary_tokens,
+            system=SUMMARY_PROMPT,
+            messages=[{"role": "user", "content": "\n\n".join(parts)}],
+        )
+        text = msg.text
+        if count_tokens(text, self.log.encoding) > self.summary_tokens:  # the budget reserved for it
+            text = self._first_tokens(text, self.summary_tokens)
+        self.summary = (report.cut, text)
+        return replace(report, summarized=True)
+
+    def _first_tokens(self, text: str, tokens: int) -> str:
+        pieces = chunk(text, max_tokens=max(1, tokens), kind="text", encoding=self.log.encoding)
+        return pieces[0].text if pieces else ""
+
+    # ---- long inputs ------------------------------------------------------------------
+    async def add_document(
+        self,
+        text: str,
+        kind: str = "auto",
+        *,
+        chunk_tokens: int = 2048,
+        max_share: float = 0.5,
+        pin: bool = True,
+        instruction: str = MAP_PROMPT,
+        concurrency: int = 4,
+        map_tokens: int = 512,
+    ) -> DocumentReport:
+        """Add a long text: as its chunks when they fit in ``max_share`` of the budget
+        beside what must stay, else as the results of a map step over the chunks
+        (``concurrency`` requests at a time, in the document's order)."""
+        if not 0.0 < max_share <= 1.0:
+            raise ValueError(f"max_share must be in (0, 1], got {max_share!r}")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency!r}")
+        pieces = chunk(text, max_tokens=chunk_tokens, kind=kind, encoding=self.log.encoding)
+        doc_tokens = sum(c.tokens for c in pieces)
+        n = len(pieces)
+        must_stay = self.fixed_tokens + self.log.pinned_tokens_before(len(self.log))
+        room = int(self.budget * max_share) - must_stay
+        if doc_tokens + MESSAGE_OVERHEAD <= room:
+            blocks = [{"type": "text", "text": c.text} for c in pieces] or [{"type": "text", "text": ""}]
+            turn = self.add_user(blocks, pin=pin)
+            return DocumentReport("fit", n, doc_tokens, turn.estimate, turn.id)
+        client = self._client()
+        results: list[str] = [""] * n
+        limiter = anyio.CapacityLimiter(concurrency)
+
+        async def one(i: int) -> None:
+            async with limiter:
+                msg = await client.create(
+                    model=self.model,
+                    max_tokens=map_tokens,
+                    messages=[
+                        {"role": "user", "content": f"{instruction}\n\n[part {i + 1}/{n}]\n{pieces[i].text}"}
+                    ],
+                )
+            results[i] = msg.text
+
+        async with anyio.create_task_group() as tg:  # a failure cancels the rest; the log is untouched
+            for i in range(n):
+                tg.start_soon(one, i)
+        header = {"type": "text", "text": f"[a document of {doc_tokens} tokens in {n} parts, each condensed]"}
+        blocks = [header] + [
+            {"type": "text", "text": f"[part {i + 1}/{n}] {r}"} for i, r in enumerate(results)
+        ]
+        turn = self.add_user(blocks, pin=pin)
+        return DocumentReport("map", n, doc_tokens, turn.estimate, turn.id)
+
+    # ---- persistence ------------------------------------------------------------------
+    def to_document(self) -> dict[str, Any]:
+        """Plain JSON types only (the store checks the round trip)."""
+        last = self.last_report
+        p = self.pending
+        return {
+            "session": {
+                "model": self.model,
+                "system": [dict(b) for b in self.system],
+                "tools": [dict(t) for t in self.tools],
+                "context_window": self.context_window,
+                "reserve_output": self.reserve_output,
+                "encoding": self.log.encoding,
+                "scale": self.scale,
+                "summarize": self.summarize,
+                "summary_tokens": self.summary_tokens,
+                "summary": list(self.summary) if self.summary else None,
+                "epoch": self.log.epoch,
+                "last_fit": [last.cut, last.turns, last.epoch, last.marker] if last else None,
+            },
+            "turns": [
+                {
+                    "role": t.role,
+                    "content": [dict(b) for b in t.content],
+                    "pinned": t.pinned,
+                    "estimate": t.estimate,
+                    "usage": _usage_list(t.usage),
+                    "request_estimate": t.request_estimate,
+                }
+                for t in self.log
+            ],
+            "pending": None
+            if p is None
+            else {
+                "after": p.after,
+                "text": p.text,
+                "usage": _usage_list(p.usage),
+                "requests": p.requests,
+                "request_estimate": p.request_estimate,
+            },
+        }
+
+    def save(self, path: str | os.PathLike[str] | None = None) -> int:
+        """Write the session atomically; raises SessionConflict if the file is newer."""
+        target = os.fspath(path) if path is not None else self.path
+        if target is None:
+            raise SessionError("no path: pass one to save() the first time")
+        base = self.version if target == self.path else self._version_at(target)
+        self.version = save_document(target, self.to_document(), base)
+        self.path = target
+        return self.version
+
+    def _version_at(self, target: str) -> int:
+        # A new path: a file already there is another session's; never write over it blindly.
+        if os.path.exists(target):
+            return 0
+        return self.version
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], client: SessionClient | None = None, **options: Any
+    ) -> Session:
+        """Restore a saved session (no text is re-tokenized); ``options`` as for ``Session``."""
+        p = os.fspath(path)
+        doc = read_document(p)
+        where = "session"
+        try:
+            s = doc["session"]
+            self = cls(
+                client,
+                model=s["model"],
+                context_window=s["context_window"],
+                system=s["system"] or None,
+                reserve_output=s["reserve_output"],
+                tools=s["tools"] or None,
+                summarize=s["summarize"],
+                summary_tokens=s["summary_tokens"],
+                encoding=s["encoding"],
+                **options,
+            )
+            self.scale = float(s["scale"])
+            self.summary = (int(s["summary"][0]), str(s["summary"][1])) if s["summary"] else None
+            for i, t in enumerate(doc["turns"]):
+                where = f"turns[{i}]"
+                self.log.append(
+                    t["role"],
+                    t["content"],
+                    pinned=bool(t["pinned"]),
+                    usage=_usage_of(t["usage"]),
+                    request_estimate=t["request_estimate"],
+                    estimate=t["estimate"],
+                )
+            where = "session"
+            self.log.epoch = int(s["epoch"])
+            if s["last_fit"]:
+                cut, turns, epoch, marker = s["last_fit"]
+                self.last_report = FitReport((), (), 0, 0, 0, int(cut), int(turns), int(epoch), False, marker)
+            where = "pending"
+            pd = doc["pending"]
+            if pd is not None:
+                self.pending = PendingAnswer(
+                    int(pd["after"]),
+                    str(pd["text"]),
+                    _usage_of(pd["usage"]) or TokenUsage(),
+                    int(pd["requests"]),
+                    pd["request_estimate"],
+                )
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise SessionFileError(f"{p}: bad {where}: {type(e).__name__}: {e}", path=p) from None
+        self.version = int(doc["version"])
+        self.path = p
+        return self
+
+
+def _usage_list(u: TokenUsage | None) -> list[int | None] | None:
+    if u is None:
+        return None
+    return [u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens]
+
+
+def _usage_of(v: Any) -> TokenUsage | None:
+    return None if v is None else TokenUsage(*v)
+
+
+class SessionStream:
+    """``async with session.stream(...) as r``: ``r.text_deltas()``, ``async for event in r``,
+    ``await r.final_message()``; ``r.report`` says what the request kept and left out."""
+
+    def __init__(self, session: Session, save_every: int | None, extra: Mapping[str, Any]) -> None:
+        self._session = session
+        self._save_every = save_every
+        self._extra = dict(extra)
+        self._cm: AbstractAsyncContextManager[StreamLike] | None = None
+        self._inner: StreamLike | None = None
+        self._gen: AsyncIterator[Event] | None = None
+        self._deltas = 0
+        self._filter = RepeatFilter(())
+        self._prefix = ""
+        self._usage = TokenUsage()
+        self.report: FitReport | None = None
+
+    async def __aenter__(self) -> SessionStream:
+        s = self._session
+        pending = s.pending
+        assert pending is not None
+        self._prefix = pending.text
+        prefill = ""
+        if pending.text:
+            echo = (
+                s.echoes_prefill if s.echoes_prefill is not None else getattr(s.client, "prefill_echo", None)
+            )
+            stripped = pending.text.rstrip()  # the hosted API refuses a prefill ending in white space
+            prefill = pending.text if echo else stripped
+            ws = pending.text[len(stripped) :]
+            if echo is None:
+                self._filter = RepeatFilter((pending.text, stripped + ws, ws))
+            else:
+                self._filter = RepeatFilter((prefill,) if echo else (ws,))
+        report = s.fit(prefill=prefill)
+        report = await s._summarize_if_needed(report)
+        s.last_report = report
+        self.report = report
+        params = s._params(report, prefill, self._extra)
+        if prefill:
+            used = count_tokens(pending.text, s.log.encoding)
+            params["max_tokens"] = max(1, int(params["max_tokens"]) - used)
+        s.pending = replace(
+            pending,
+            requests=pending.requests + 1,
+            request_estimate=pending.request_estimate
+            if pending.request_estimate is not None
+            else report.tokens,
+        )
+        self._cm = s._client().stream(**params)
+        self._inner = await self._cm.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        assert self._cm is not None and self._inner is not None
+        s = self._session
+        try:
+            suppress = await self._cm.__aexit__(exc_type, exc, tb)
+        finally:
+            pending = s.pending
+            if pending is not None:
+                s.pending = replace(pending, usage=pending.usage + self._usage)
+            if exc_type is None:
+                msg = await self._inner.final_message()
+                if msg.stop_reason is not None and self._filter.done:
+                    self._complete(msg)
+            if self._save_every is not None and s.path is not None:
+                await anyio.to_thread.run_sync(s.save)
+        return suppress
+
+    def _complete(self, msg: Message) -> None:
+        s = self._session
+        pending = s.pending
+        assert pending is not None
+        blocks = wire_blocks(msg.content)
+        if self._prefix:
+            dropped = self._filter.dropped
+            for b in blocks:
+                if b.get("type") == "text":
+                    text = b["text"]
+                    b["text"] = self._prefix + (text[len(dropped) :] if text.startswith(dropped) else text)
+                    break
+            else:
+                blocks.insert(0, {"type": "text", "text": self._prefix})
+        if not blocks:
+            blocks = [{"type": "text", "text": ""}]
+        usage = pending.usage
+        s.pending = None
+        s.add_assistant(blocks, usage=usage, request_estimate=pending.request_estimate)
+        total = usage.total_input
+        if self.report is not None and self.report.tokens > 0 and total > 0:
+            s.scale = min(4.0, max(s.scale, total / self.report.tokens))
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        if self._gen is None:
+            self._gen = self._events()
+        return self._gen
+
+    async def _events(self) -> AsyncIterator[Event]:
+        assert self._inner is not None
+        last_text_index = 0
+        async for ev in self._inner:
+            if isinstance(ev, MessageStartEvent):
+                self._usage = self._usage + TokenUsage.of(ev.usage)
+            elif isinstance(ev, MessageDeltaEvent):
+                # message_delta usage is cumulative for this request: replace what start said
+                u = TokenUsage.of(ev.usage)
+                self._usage = TokenUsage(
+                    u.input_tokens if u.input_tokens is not None else self._usage.input_tokens,
+                    u.output_tokens if u.output_tokens is not None else self._usage.output_tokens,
+                    u.cache_creation_input_tokens
+                    if u.cache_creation_input_tokens is not None
+                    else self._usage.cache_creation_input_tokens,
+                    u.cache_read_input_tokens
+                    if u.cache_read_input_tokens is not None
+                    else self._usage.cache_read_input_tokens,
+                )
+            elif isinstance(ev, ContentBlockDeltaEvent) and isinstance(ev.delta, TextDelta):
+                last_text_index = ev.index
+                text = self._filter.feed(ev.delta.text)
+                if not text:
+                    continue
+                if text != ev.delta.text:
+                    ev = ContentBlockDeltaEvent(ev.index, TextDelta(text))
+                await self._record(text)
+            yield ev
+        rest = self._filter.flush()
+        if rest:
+            await self._record(rest)
+            yield ContentBlockDeltaEvent(last_text_index, TextDelta(rest))
+
+    async def _record(self, text: str) -> None:
+        """The consumer is about to hold ``text``: move the cursor (and checkpoint)."""
+        s = self._session
+        pending = s.pending
+        assert pending is not None
+        s.pending = replace(pending, text=pending.text + text)
+        self._deltas += 1
+        if self._save_every and s.path is not None and self._deltas % self._save_every == 0:
+            await anyio.to_thread.run_sync(s.save)
+
+    async def text_deltas(self) -> AsyncIterator[str]:
+        async for ev in self:
+            if isinstance(ev, ContentBlockDeltaEvent) and isinstance(ev.delta, TextDelta):
+                yield ev.delta.text
+
+    async def final_message(self) -> Message:
+        """Consume the rest (recording it) and return the message of this request."""
+        async for _ in self:
+            pass
+        assert self._inner is not None
+        return await self._inner.final_message()

@@ -1,0 +1,148 @@
+"""Session files: atomic, versioned, compare-and-swap.
+
+A save writes a temporary file in the same directory, fsyncs it, renames it over the
+target and fsyncs the directory, so a reader (or a process killed at any instant)
+sees either the old file or the new one, never a mix. Every file carries the schema
+version and a session version that grows by one per save; a writer whose session is
+older than the file on disk gets :class:`SessionConflict` instead of overwriting newer
+data. The check and the rename happen under an advisory lock on ``<file>.lock``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from .._errors import SDKError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SessionConflict",
+    "SessionFileError",
+    "read_document",
+    "save_document",
+    "write_atomic",
+]
+
+SCHEMA_VERSION = 1
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: the rename is still atomic
+    fcntl = None  # type: ignore[assignment]
+
+
+class SessionFileError(SDKError):
+    """A session file cannot be read: ``path`` names it, ``offset`` is the byte where it
+    breaks (``None`` when the JSON parses but its content is wrong)."""
+
+    def __init__(self, message: str, *, path: str, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.offset = offset
+
+
+class SessionConflict(SDKError):
+    """The file holds a newer version than the session being saved (another writer won)."""
+
+    def __init__(self, message: str, *, path: str, on_disk: int, ours: int) -> None:
+        super().__init__(message)
+        self.path = path
+        self.on_disk = on_disk
+        self.ours = ours
+
+
+def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Parse and check the envelope of a session file (schema and version)."""
+    p = os.fspath(path)
+    with open(p, "rb") as f:
+        data = f.read()
+    if not data:
+        raise SessionFileError(f"{p}: empty file (byte offset 0)", path=p, offset=0)
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        truncated = " (truncated?)" if e.pos >= len(data) - 1 else ""
+        raise SessionFileError(
+            f"{p}: not valid JSON at byte offset {e.pos} of {len(data)}{truncated}: {e.msg}",
+            path=p,
+            offset=e.pos,
+        ) from None
+    if not isinstance(doc, dict):
+        raise SessionFileError(f"{p}: the top level is not a JSON object", path=p)
+    schema = doc.get("schema")
+    if schema != SCHEMA_VERSION:
+        raise SessionFileError(f"{p}: schema {schema!r} is not the supported schema {SCHEMA_VERSION}", path=p)
+    version = doc.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise SessionFileError(f"{p}: 'version' must be a positive int, got {version!r}", path=p)
+    return doc
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` by ``data`` all at once (temp file, fsync, rename, fsync of the dir)."""
+    p = os.path.abspath(os.fspath(path))
+    directory, name = os.path.split(p)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dfd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock (also when the process dies)
+
+
+def save_document(path: str | os.PathLike[str], doc: dict[str, Any], base_version: int) -> int:
+    """Write ``doc`` as the version after ``base_version``; returns the version written.
+
+    Raises :class:`SessionConflict` when the file on disk is newer than ``base_version``
+    and :class:`SessionFileError` when it is unreadable (it is left as it is: it may be
+    someone's data).
+    """
+    p = os.path.abspath(os.fspath(path))
+    with _locked(p):
+        on_disk = 0
+        if os.path.exists(p):
+            on_disk = int(read_document(p)["version"])
+        if on_disk > base_version:
+            raise SessionConflict(
+                f"{p} holds version {on_disk}, newer than this session's {base_version}; "
+                f"load it and apply the change again",
+                path=p,
+                on_disk=on_disk,
+                ours=base_version,
+            )
+        version = max(on_disk, base_version) + 1
+        out = dict(doc, schema=SCHEMA_VERSION, version=version)
+        data = orjson.dumps(out)
+        if orjson.loads(data) != out:  # never replace a good file by one we cannot read back
+            raise ValueError("the session does not survive a JSON round trip")
+        write_atomic(p, data)
+    return version
