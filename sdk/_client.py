@@ -33,12 +33,14 @@ from ._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
+    IncompleteStreamError,
     SDKError,
     api_error_from_body,
     error_from_transport,
 )
 from ._retry import RetryBudget, RetryPolicy, retry_decision
 from .stream import (
+    Event,
     FlowControl,
     Message,
     MessageState,
@@ -46,6 +48,7 @@ from .stream import (
     ResumeRequest,
     StallPolicy,
     StreamStatistics,
+    TextBlock,
     Upstream,
 )
 
@@ -117,6 +120,51 @@ class _IdleGuard:
         return chunk
 
 
+class _ResumingStream(MessageStream):
+    """A :class:`MessageStream` that also resumes after a dropped connection, an idle
+    timeout or a body cut short, not only after a stall cancel.
+
+    Only at a resumable point (between blocks or inside a text block) and within the
+    stall policy's ``max_resumes``; an ``error`` event or a protocol error is never
+    resumed. Before the first event the request is simply sent again.
+    """
+
+    async def __anext__(self) -> Event:
+        while True:
+            try:
+                return await MessageStream.__anext__(self)
+            except (APIConnectionError, IncompleteStreamError) as e:
+                if not self._may_resume():
+                    raise
+                self._done = False
+                if not self._state.started:
+                    await self._restart(e)
+                else:
+                    await self._resume_upstream()
+
+    def _may_resume(self) -> bool:
+        st = self._state
+        open_ = st.open
+        return (
+            self._resume is not None
+            and self._tg is not None
+            and not st.stopped
+            and (open_ is None or isinstance(open_.start, TextBlock))
+            and self._attempts < self._stall.max_resumes
+        )
+
+    async def _restart(self, cause: SDKError) -> None:
+        tg = self._tg
+        assert tg is not None
+        self._attempts += 1
+        try:
+            upstream = await self._open()
+        except SDKError as e:
+            self._done = True
+            raise e from cause
+        tg.start_soon(self._pump, upstream, None)
+
+
 class Stream:
     """``async with client.stream(...) as s``: the request starts on entry.
 
@@ -125,7 +173,7 @@ class Stream:
     was received, a snapshot if the stream was left early).
     """
 
-    def __init__(self, client: Client, inner: MessageStream) -> None:
+    def __init__(self, client: Client, inner: _ResumingStream) -> None:
         self._client = client
         self._inner = inner
         self._open = False
@@ -151,7 +199,7 @@ class Stream:
         self._client._live.discard(self)
         return await self._inner.__aexit__(exc_type, exc, tb)
 
-    def __aiter__(self) -> MessageStream:
+    def __aiter__(self) -> _ResumingStream:
         return self._inner  # no wrapper per event: the client adds no cost to the hot path
 
     def text_deltas(self) -> AsyncIterator[str]:
@@ -391,22 +439,18 @@ class Client:
             return Upstream(self._chunks(resp), resp.aclose)
 
         async def resume(req: ResumeRequest) -> Upstream:
-            cont = await self._continuation(params, req)
+            cont, sent = await self._continuation(params, req)
             cbody = backend.body(cont, stream=True)
             resp = await self._send(
                 "POST", backend.create_path, body=cbody, headers=extra_headers, timeout=timeout, stream=True
             )
             echo = await self._echoes_prefill()
-            repeat = _prefill_text(cont) if echo else req.prefill[len(req.prefill.rstrip()) :]
+            repeat = sent if echo else req.prefill[len(req.prefill.rstrip()) :]
             return Upstream(self._chunks(resp), resp.aclose, repeat)
 
         policy = stall or self.stall
-        inner = MessageStream(
-            open_,
-            decoder=backend.decoder,
-            flow=flow or self.flow,
-            stall=policy,
-            resume=resume if policy.enabled else None,
+        inner = _ResumingStream(
+            open_, decoder=backend.decoder, flow=flow or self.flow, stall=policy, resume=resume
         )
         return Stream(self, inner)
 
@@ -414,7 +458,9 @@ class Client:
         it = resp.aiter_raw()
         return _IdleGuard(it, self.idle_timeout) if self.idle_timeout is not None else it
 
-    async def _continuation(self, params: Mapping[str, Any], req: ResumeRequest) -> dict[str, Any]:
+    async def _continuation(
+        self, params: Mapping[str, Any], req: ResumeRequest
+    ) -> tuple[dict[str, Any], str]:
         """The original request plus the text so far as a trailing assistant prefill
         (extending the caller's own prefill if the request ended with one)."""
         cont = dict(params)
@@ -422,6 +468,8 @@ class Client:
         messages = list(cont.get("messages", ()))
         echo = await self._echoes_prefill()
         text = req.prefill if echo else req.prefill.rstrip()  # the hosted API refuses trailing space
+        if not text and not (messages and messages[-1].get("role") == "assistant"):
+            return cont, ""  # nothing to prefill: the same request again
         if messages and messages[-1].get("role") == "assistant":
             last = messages.pop()
             own = last.get("content")
@@ -436,7 +484,7 @@ class Client:
         used = req.message.usage.output_tokens
         if isinstance(cont.get("max_tokens"), int) and used:
             cont["max_tokens"] = max(1, cont["max_tokens"] - used)
-        return cont
+        return cont, text
 
     async def _echoes_prefill(self) -> bool:
         if self.prefill_echo is None:
@@ -491,11 +539,6 @@ def _json(resp: httpx2.Response) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise APIError("the response is not a JSON object", status=resp.status_code, body=body)
     return body
-
-
-def _prefill_text(params: Mapping[str, Any]) -> str:
-    content = params["messages"][-1]["content"]
-    return content if isinstance(content, str) else ""
 
 
 def _estimate(params: Mapping[str, Any]) -> int:
