@@ -129,6 +129,8 @@ class _ResumingStream(MessageStream):
     resumed. Before the first event the request is simply sent again.
     """
 
+    _aborted = False  # the client was closed: end with its error, never resume
+
     async def __anext__(self) -> Event:
         while True:
             try:
@@ -146,7 +148,8 @@ class _ResumingStream(MessageStream):
         st = self._state
         open_ = st.open
         return (
-            self._resume is not None
+            not self._aborted
+            and self._resume is not None
             and self._tg is not None
             and not st.stopped
             and (open_ is None or isinstance(open_.start, TextBlock))
@@ -211,11 +214,11 @@ class Stream:
         return self._inner.state.message()
 
     def _abort(self, err: SDKError) -> None:
-        """Client closing: stop the reader, wake the consumer with ``err``."""
+        """Client closing: the consumer gets ``err`` after what is already buffered (its
+        ``async with`` then closes the response); no resume follows."""
         inner = self._inner
-        tg, buf = getattr(inner, "_tg", None), getattr(inner, "_buf", None)
-        if tg is not None:
-            tg.cancel_scope.cancel()
+        inner._aborted = True
+        buf = getattr(inner, "_buf", None)
         if buf is not None:
             buf.put_nowait(err)
 
