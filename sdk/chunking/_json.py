@@ -10,10 +10,11 @@ value edge of its subtree at once (so depth costs no recursion); those chunks ca
 the pointer of that depth-64 container.
 
 Several top-level values (JSON Lines, concatenated JSON) are the elements of a
-virtual array: the pointer of value ``i`` is ``/i``. Malformed input falls back to
-prose rules for the unparseable rest with a :class:`ChunkingWarning` (for
-``kind="jsonl"``: for the bad line only); ``NaN``/``Infinity`` are accepted here as
-indivisible literals.
+virtual array: the pointer of value ``i`` is ``/i``. Malformed input warns with a
+:class:`ChunkingWarning`; the complete members before the error (in every container
+still open there) are chunked as JSON, the unparseable rest with prose rules (for
+``kind="jsonl"``: to the end of the bad line only). ``NaN``/``Infinity`` are accepted
+here as indivisible literals; duplicate keys are chunked as they are.
 
 :func:`json_pieces` is the strict side: it raises :class:`JSONChunkError` on any
 malformed input, on ``NaN``/``Infinity`` and on duplicate keys (which no value could
@@ -201,9 +202,44 @@ def _strict_docs(text: str) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True, slots=True)
 class _Item:
+    """A top-level value (``json``), an unparseable stretch, or the complete front of a
+    value cut short (``open``: the starts of its containers still open at ``end``)."""
+
     start: int
     end: int
     json: bool
+    open: frozenset[int] = frozenset()
+
+
+def _salvage(text: str, start: int, bad: int) -> _Item | None:
+    """The front of the value at ``start`` that holds only complete members, or None.
+
+    ``text[start:bad]`` is a valid prefix of JSON (the decoder stopped at ``bad``); the
+    front ends after the last complete child of the innermost open container.
+    """
+    tok = JSONTokenizer(allow_nan=True)
+    try:
+        events = tok.feed(text[start:bad])
+    except JSONChunkError:
+        return None
+    opened = tok.open_containers()
+    if not opened:
+        return None
+    inner = opened[-1][1] + start
+    safe = _skip_ws(text, inner + 1)
+    for e in reversed(events):
+        if e.start + start <= inner:
+            break
+        if e.depth == len(opened) and e.type not in ("key", "start_object", "start_array"):
+            end = e.end + start
+            safe = _skip_ws(text, end)
+            if safe < bad and text[safe] == ",":
+                safe = _soft(text, safe + 1, _skip_ws(text, safe + 1))
+            else:
+                safe = end
+            break
+    safe = min(safe, bad)
+    return _Item(start, safe, True, frozenset(o[1] + start for o in opened))
 
 
 def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
@@ -241,7 +277,12 @@ def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
         if lines:
             nl = text.find("\n", bad)
             stop = n if nl < 0 else nl + 1
-        items.append(_Item(pos, stop, False))
+        front = _salvage(text, pos, bad) if bad > pos else None
+        if front is not None and front.end > pos:
+            items.append(front)
+            pos = front.end
+        if pos < stop:
+            items.append(_Item(pos, stop, False))
         pos = stop
 
 
@@ -258,6 +299,7 @@ class _Value:
     pointer: str
     key_start: int = 0
     key_end: int = 0
+    open: frozenset[int] = frozenset()  # for the front of a value cut short: open containers
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +324,7 @@ class _Prefix:
 @dataclass(frozen=True, slots=True)
 class _Top:
     items: tuple[_Item, ...]
+    numbered: bool  # several values: value i has pointer /i
 
 
 # One escape sequence; a surrogate pair is one unit.
@@ -397,8 +440,8 @@ class JSONSplitter:
         index = 0
         for item in top.items:
             if item.json:
-                pointer = f"/{index}"
-                node = _Value(item.start, item.end, 0, pointer)
+                pointer = f"/{index}" if top.numbered else ""
+                node = _Value(item.start, item.end, 0, pointer, open=item.open)
                 sections.append(Section(item.start, item.end, self, node, "json", None, pointer))
                 index += 1
             else:
@@ -415,11 +458,14 @@ class JSONSplitter:
         ]
 
     def _split_container(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
-        kids, close = self.structure.children(node.start)
+        if node.open:
+            kids, close = self.structure.open_children(node.start, node.end, node.open), node.end
+        else:
+            kids, close = self.structure.children(node.start)
+            if node.depth >= _FLAT_DEPTH and kids:
+                return self._flatten(text, section, node, kids, close)
         if not kids:
             return ()
-        if node.depth >= _FLAT_DEPTH:
-            return self._flatten(text, section, node, kids, close)
         # Cut after the first line break of the whitespace between values (after the
         # comma): a chunk ends with its line and the next keeps its indentation.
         text_find = text.find
@@ -442,9 +488,12 @@ class JSONSplitter:
             else:
                 pointer = base + str(i)
             child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end)
+            if node.open and k.start in node.open:
+                child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end, node.open)
             splitter = self if _divisible(text, k) else None
             out.append(Section(edges[i], edges[i + 1], splitter, child, "json", None, pointer))
-        out.append(Section(edges[-1], section.end, None, None, "json", None, node.pointer))
+        if edges[-1] < section.end:
+            out.append(Section(edges[-1], section.end, None, None, "json", None, node.pointer))
         return out
 
     def _flatten(
@@ -509,11 +558,12 @@ def _root(text: str, lines: bool) -> Section:
     n = len(text)
     if not items:
         return Section(0, n, PROSE, 0, "json", None, None)
-    if len(items) == 1 and items[0].json and not lines:
+    if len(items) == 1 and items[0].json and not items[0].open and not lines:
         item = items[0]
         return Section(0, n, splitter, _Value(item.start, item.end, 0, ""), "json", None, "")
-    first_path = "/0" if items[0].json else None
-    return Section(0, n, splitter, _Top(tuple(items)), "json", None, first_path)
+    numbered = lines or sum(item.json for item in items) > 1
+    first_path = ("/0" if numbered else "") if items[0].json else None
+    return Section(0, n, splitter, _Top(tuple(items), numbered), "json", None, first_path)
 
 
 def _root_json(text: str, language: str | None, filename: str | None) -> Section:

@@ -235,6 +235,15 @@ class JSONTokenizer:
             self._docs,
         )
 
+    def open_containers(self) -> list[tuple[str, int, JSONPath | None]]:
+        """``(kind, start offset, path)`` of each open container, outermost first."""
+        out: list[tuple[str, int, JSONPath | None]] = []
+        for kind, start, path, _ in self._stack:
+            assert isinstance(kind, str) and isinstance(start, int)
+            assert path is None or isinstance(path, JSONPath)
+            out.append((kind, start, path))
+        return out
+
     def _container_path(self) -> JSONPath | None:
         if not self._stack:
             return None
@@ -624,6 +633,27 @@ class Structure:
             out.append(Child(begin, key_start, key_end, pos, end, nxt))
             pos = nxt
         return out, close
+
+    def open_children(self, start: int, stop: int, open_starts: frozenset[int]) -> list[Child]:
+        """The complete children of a container still open at ``stop``, then the open
+        child (a container in ``open_starts``, spanning to ``stop``) if any."""
+        text = self.text
+        is_object = text[start] == "{"
+        out: list[Child] = []
+        pos = _SKIP_WS.match(text, start + 1, stop).end()  # type: ignore[union-attr]
+        while pos < stop:
+            begin = key_start = key_end = pos
+            if is_object:
+                key_end = _STRING_TOKEN.match(text, pos).end()  # type: ignore[union-attr]
+                pos = _COLON_TOKEN.match(text, key_end).end()  # type: ignore[union-attr]
+            if pos in open_starts:
+                out.append(Child(begin, key_start, key_end, pos, stop, stop))
+                break
+            end = self.value_end(pos)
+            nxt = min(_AFTER_CHILD.match(text, end).end(), stop)  # type: ignore[union-attr]
+            out.append(Child(begin, key_start, key_end, pos, end, nxt))
+            pos = nxt
+        return out
 
     def documents(self, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
         """Top-level value spans in ``[start, end)`` (a leading BOM is whitespace)."""

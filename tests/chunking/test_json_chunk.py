@@ -167,6 +167,25 @@ def test_malformed_json_falls_back_to_prose_for_the_tail() -> None:
     check_json(good, chunk(good, 16, kind="json"), 16)
 
 
+def test_truncated_document_keeps_its_complete_members() -> None:
+    items = [{"id": i, "name": f"name {i}", "note": "word " * 9} for i in range(9)]
+    good = json.dumps({"items": items}, indent=2)
+    cut = good.index('"note"', len(good) // 2) + 10  # inside a string of a middle item
+    text = good[:cut]
+    with pytest.warns(ChunkingWarning, match="Unterminated string"):
+        chunks = chunk(text, 64, kind="json")
+    check_chunks(text, chunks, 64)
+    # Complete elements before the cut stay whole, with their pointers.
+    whole = json.dumps(items[1], indent=2).replace("\n", "\n    ")
+    assert any(whole in c.text for c in chunks)
+    assert {c.path for c in chunks} >= {"", "/items/1"}
+    boundaries = {c.start for c in chunks}
+    for i in range(4):
+        start = text.index(f'"id": {i},') - 6  # the element's "{"
+        end = text.index("}", start) + 1
+        assert not any(start < b < end for b in boundaries)
+
+
 def test_truncated_document_is_never_dropped() -> None:
     text = '{"a": [1, 2, 3], "b": "unterminated'
     with pytest.warns(ChunkingWarning):
@@ -180,7 +199,7 @@ def test_jsonl_bad_line_only() -> None:
         chunks = chunk(text, 1, kind="jsonl")
     check_chunks(text, chunks, 1)
     kinds = {c.text: (c.kind, c.path) for c in chunks}
-    assert kinds['"c": 3'] == ("json", "/1/c")
+    assert kinds['"c": 3'] == ("json", "/2/c")  # the bad line keeps its number
     assert all(c.kind == "text" for c in chunks if "oops" in c.text)
 
 
