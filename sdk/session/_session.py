@@ -391,20 +391,32 @@ class Session:
         results: list[str] = [""] * n
         limiter = anyio.CapacityLimiter(concurrency)
 
+        failed: list[Exception] = []
+
         async def one(i: int) -> None:
-            async with limiter:
-                msg = await client.create(
-                    model=self.model,
-                    max_tokens=map_tokens,
-                    messages=[
-                        {"role": "user", "content": f"{instruction}\n\n[part {i + 1}/{n}]\n{pieces[i].text}"}
-                    ],
-                )
+            try:
+                async with limiter:
+                    msg = await client.create(
+                        model=self.model,
+                        max_tokens=map_tokens,
+                        messages=[
+                            {
+                                "role": "user",
+                                "content": f"{instruction}\n\n[part {i + 1}/{n}]\n{pieces[i].text}",
+                            }
+                        ],
+                    )
+            except Exception as e:  # the first failure stops the rest and is raised as it is
+                failed.append(e)
+                tg.cancel_scope.cancel()
+                return
             results[i] = msg.text
 
-        async with anyio.create_task_group() as tg:  # a failure cancels the rest; the log is untouched
+        async with anyio.create_task_group() as tg:
             for i in range(n):
                 tg.start_soon(one, i)
+        if failed:
+            raise failed[0]  # the log is untouched
         header = {"type": "text", "text": f"[a document of {doc_tokens} tokens in {n} parts, each condensed]"}
         blocks = [header] + [
             {"type": "text", "text": f"[part {i + 1}/{n}] {r}"} for i, r in enumerate(results)
