@@ -215,7 +215,7 @@ class CodeSplitter:
             groups = self._lines_of_tokens(state.nodes[0])
             return self._tile(text, section, state, groups, state.chain, section.path)
         if len(state.nodes) > 1:
-            return self._tile(text, section, state, [[n] for n in state.nodes], state.chain, section.path)
+            return self._members(text, section, state, list(state.nodes), state.chain, section.path)
         node = state.nodes[0]
         chain = state.chain
         path = section.path
@@ -237,7 +237,7 @@ class CodeSplitter:
                 continue
             groups = self._group(children)
             if len(groups) == 1:  # all glued together (a decorated definition): cut between members
-                groups = [[c] for c in children]
+                return self._members(text, section, state, children, chain, path)
             return self._tile(text, section, state, groups, chain, path)
 
     # -- helpers -----------------------------------------------------------------------
@@ -293,30 +293,62 @@ class CodeSplitter:
         inner = Section(section.start, section.end, PROSE, 1, "code", self.language, section.path)
         return PROSE.split(text, inner)
 
-    def _group(self, children: list[Node]) -> list[list[Node]]:
-        """Runs of siblings that must move together."""
+    def _glue(self, children: list[Node]) -> tuple[list[bool], list[bool]]:
+        """For each sibling: does it join the one before, and does it lead into the next?
+
+        Closing tokens and a comment on the same line join what precedes them; comments
+        (with no blank line after them), decorators, attributes and opening brackets
+        lead into what follows.
+        """
         data = self._data
-        groups: list[list[Node]] = [[children[0]]]
+        joins = [False] * len(children)
+        leads = [False] * len(children)
         prev = children[0]
         prev_type, prev_named, prev_end = prev.type, prev.is_named, prev.end_byte
         prev_trailing = False  # prev is a comment ending the line of the node before it
-        for cur in children[1:]:
-            cur_type, cur_named, cur_start = cur.type, cur.is_named, cur.start_byte
+        for i in range(1, len(children)):
+            cur = children[i]
+            cur_type, cur_named = cur.type, cur.is_named
             cur_comment = "comment" in cur_type
-            newlines = data.count(b"\n", prev_end, cur_start)
+            newlines = data.count(b"\n", prev_end, cur.start_byte)
             back = (cur_comment and newlines == 0) or (not cur_named and cur_type in _CLOSERS)
             forward = not back and (
                 prev_type in _ATTACHED_FORWARD
                 or ("comment" in prev_type and not prev_trailing and newlines <= 1)
                 or (not prev_named and prev_type in _OPENERS)
             )
-            if back or forward:
-                groups[-1].append(cur)
-            else:
-                groups.append([cur])
+            joins[i] = back or forward
+            leads[i - 1] = forward
             prev_trailing = back and cur_comment
             prev_type, prev_named, prev_end = cur_type, cur_named, cur.end_byte
+        return joins, leads
+
+    def _group(self, children: list[Node]) -> list[list[Node]]:
+        """Runs of siblings that must move together."""
+        joins, _ = self._glue(children)
+        groups: list[list[Node]] = []
+        for child, join in zip(children, joins):
+            if join:
+                groups[-1].append(child)
+            else:
+                groups.append([child])
         return groups
+
+    def _members(
+        self,
+        text: str,
+        section: Section,
+        state: _Nodes,
+        nodes: list[Node],
+        chain: tuple[str, ...],
+        path: str | None,
+    ) -> list[Section]:
+        """Cut a glued run into its members; a member that leads into the next one (a
+        comment or decorator above a definition) is sticky: it opens the next chunk
+        rather than ending one, so it travels with the first piece of a definition that
+        must itself be cut."""
+        _, leads = self._glue(nodes)
+        return self._tile(text, section, state, [[n] for n in nodes], chain, path, leads)
 
     def _tile(
         self,
@@ -326,6 +358,7 @@ class CodeSplitter:
         groups: list[list[Node]],
         chain: tuple[str, ...],
         path: str | None,
+        sticky: list[bool] | None = None,
     ) -> list[Section]:
         """Sections for ``groups`` and the whitespace between them; ``path`` is the default."""
         lo, hi = state.start, state.end
@@ -334,23 +367,27 @@ class CodeSplitter:
         pos_b, pos_c = lo, section.start
         language = self.language
         parts: list[Section] = []
+        glue = False  # the part before is sticky: so is the whitespace after it
 
         def char(b: int) -> int:
             if linear:
                 return section.start + (b - lo)
             return pos_c + len(data[pos_b:b].decode("utf-8"))
 
-        for group in groups:
+        for index, group in enumerate(groups):
             gs = max(group[0].start_byte, pos_b)
             ge = min(group[-1].end_byte, hi)
             if ge <= gs:
                 continue
             if gs > pos_b:
                 c = char(gs)
-                parts.append(Section(pos_c, c, PROSE, 0, "code", language, path))
+                gap = Section(pos_c, c, PROSE, 0, "code", language, path)
+                parts.append(_sticky(gap) if glue else gap)
                 pos_b, pos_c = gs, c
             c = char(ge)
-            parts.append(self._part(group, pos_c, c, gs, ge, chain, path, state.depth + 1))
+            part = self._part(group, pos_c, c, gs, ge, chain, path, state.depth + 1)
+            glue = sticky is not None and sticky[index]
+            parts.append(_sticky(part) if glue else part)
             pos_b, pos_c = ge, c
         if pos_b < hi:
             parts.append(Section(pos_c, section.end, PROSE, 0, "code", language, path))
@@ -381,6 +418,15 @@ class CodeSplitter:
                 return Section(start, end, None, None, "code", self.language, path)
         state = _Nodes(tuple(group), chain, bs, be, depth)
         return Section(start, end, self, state, "code", self.language, path)
+
+
+# ``Section.sticky`` (a part that should open the next chunk, not end one) is newer
+# than this module; without it the parts are simply not sticky.
+_HAS_STICKY = "sticky" in Section._fields
+
+
+def _sticky(section: Section) -> Section:
+    return Section._make((*section[:8], True)) if _HAS_STICKY else section
 
 
 def _textlike(node: Node) -> bool:
