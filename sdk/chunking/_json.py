@@ -39,7 +39,7 @@ import json
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sdk._tokens import DEFAULT_ENCODING, token_byte_lengths
@@ -300,6 +300,7 @@ class _Value:
     key_start: int = 0
     key_end: int = 0
     open: frozenset[int] = frozenset()  # for the front of a value cut short: open containers
+    peeled: bool = False  # a member's value, its key already apart
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,29 +389,28 @@ class JSONSplitter:
         if not isinstance(state, _Value):
             return ()
         c = text[state.start]
-        if (section.start < state.start or state.end < section.end) and state.depth < _FLAT_DEPTH:
-            return self._peel(section, state)
+        if state.key_end > state.key_start and not state.peeled and state.depth < _FLAT_DEPTH:
+            return self._peel(text, section, state)
         if c == '"':
             return self._split_text(text, section, _Text(state.start + 1, state.end - 1, 0))
         if c == "{" or c == "[":
             return self._split_container(text, section, state)
         return ()
 
-    def _peel(self, section: Section, node: _Value) -> Sequence[Section]:
-        """Key and separators apart from the value, so a value that fits is never cut."""
+    def _peel(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
+        """A member apart: its key (to the colon), then its value with the separator.
+
+        So a value that fits (with its comma) is never opened for the sake of its key,
+        and in pretty-printed JSON both edges stay additive junctions for the engine.
+        """
+        colon = text.find(":", node.key_end, node.start) + 1
         path = section.path
-        out = []
-        if section.start < node.start:
-            if node.key_end > node.key_start:
-                prefix: _Prefix | None = _Prefix(node.key_start, node.key_end, node.start)
-            else:
-                prefix = None
-            splitter = self if prefix is not None else None
-            out.append(Section(section.start, node.start, splitter, prefix, "json", None, path))
-        out.append(Section(node.start, node.end, self, node, "json", None, path))
-        if node.end < section.end:
-            out.append(Section(node.end, section.end, None, None, "json", None, path))
-        return out
+        prefix = _Prefix(node.key_start, node.key_end, colon)
+        value = replace(node, peeled=True)
+        return [
+            Section(section.start, colon, self, prefix, "json", None, path),
+            Section(colon, section.end, self, value, "json", None, path),
+        ]
 
     def _split_text(self, text: str, section: Section, span: _Text) -> Sequence[Section]:
         lo, hi = max(section.start, span.start), min(section.end, span.end)

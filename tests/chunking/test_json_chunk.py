@@ -23,10 +23,50 @@ _ESCAPE = re.compile(
 )
 
 
+def line_start(text: str, p: int) -> int:
+    """The start of ``p``'s indentation when only whitespace precedes it on its line."""
+    q = p
+    while q > 0 and text[q - 1] in " \t":
+        q -= 1
+    return q if q == 0 or text[q - 1] in "\r\n" else p
+
+
+def line_end(text: str, p: int, limit: int) -> int:
+    """After the first line break in the whitespace ``text[p:limit]``, else ``limit``."""
+    for q in range(p, limit):
+        if text[q] == "\n" or (text[q] == "\r" and text[q + 1 : q + 2] != "\n"):
+            return q + 1
+    return limit
+
+
+def value_parts(text: str) -> dict[int, tuple[int, int]]:
+    """Value start -> the part the splitter keeps whole if it fits: a member's value from
+    after the colon, an element from its indentation, both to their line end."""
+    st = Structure(text)
+    out: dict[int, tuple[int, int]] = {}
+    todo = [a for a, _ in st.documents()]
+    while todo:
+        start = todo.pop()
+        if text[start] not in "[{":
+            continue
+        kids, _ = st.children(start)
+        for k in kids:
+            a = (
+                text.find(":", k.key_end, k.start) + 1
+                if k.key_end > k.key_start
+                else line_start(text, k.begin)
+            )
+            comma = text.find(",", k.end, k.next)
+            out[k.start] = (a, line_end(text, comma + 1 if comma >= 0 else k.end, k.next))
+            todo.append(k.start)
+    return out
+
+
 def check_json(text: str, chunks: list[Chunk], budget: int, lines: bool = False) -> None:
     """The invariants of the issue, on top of the shared ones."""
     check_chunks(text, chunks, budget)
     multi = lines or len(Structure(text).documents()) > 1
+    parts = value_parts(text)
     cuts = [c.start for c in chunks[1:]]
     starts: dict[int, str] = {}
     cut_strings: list[tuple[int, int]] = []
@@ -43,9 +83,11 @@ def check_json(text: str, chunks: list[Chunk], budget: int, lines: bool = False)
             continue
         if e.type in ("number", "literal"):
             assert not inside, ("cut inside a scalar", text[e.start : e.end])
-        elif inside:
-            # Only a value whose own text is over the budget is ever opened.
-            assert count_tokens(text[e.start : e.end]) > budget, ("cut inside a value that fits", e.pointer)
+        elif inside and count_tokens(text[e.start : e.end]) <= budget:
+            # A value whose own text fits is opened only when its part (with the
+            # separator and line end after it) does not.
+            a, b = parts.get(e.start, (0, len(text)))
+            assert count_tokens(text[a:b]) > budget, ("cut inside a value that fits", e.pointer)
         if e.type == "string":
             if inside:
                 cut_strings.append((e.start, e.end))
@@ -107,7 +149,7 @@ def test_shallowest_level_first() -> None:
     text = json.dumps({"small": small, "big": big, "tail": [1, 2, 3]})
     chunks = chunk(text, 24, kind="json")
     check_json(text, chunks, 24)
-    assert chunks[0].text == '{"small": {"id": 1, "ok": true}, "big": {"text": '  # the small one stays whole
+    assert chunks[0].text == '{"small": {"id": 1, "ok": true}, "big": {"text":'  # the small one stays whole
     assert [c.path for c in chunks][1:] == ["/big/text"] * (len(chunks) - 2) + ["/tail"]
     assert chunks[-1].text == '"tail": [1, 2, 3]}'
 
