@@ -49,7 +49,8 @@ def _code_line_ratio(prefix: str) -> float:
     total = sum(len(ln) for ln in lines)
     if not total:
         return 0.0
-    return sum(len(ln) for ln in lines if _CODE_LINE.search(ln)) / total
+    # Quoted lines ("> ...", as in mail and chat) belong to the prose around them.
+    return sum(len(ln) for ln in lines if _CODE_LINE.search(ln) and not ln.lstrip().startswith(">")) / total
 
 
 def _markdown_signals(prefix: str) -> int:

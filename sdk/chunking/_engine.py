@@ -62,7 +62,6 @@ class Sizer:
         return list(accumulate(map(self._lengths.__getitem__, tokens)))
 
 
-
 @dataclass(frozen=True, slots=True)
 class RawChunk:
     start: int
@@ -70,6 +69,7 @@ class RawChunk:
     tokens: int
     first: Section
     oversize: bool = False
+    sticky_end: bool = False  # ends with a part that should open the next chunk
 
 
 class Engine:
@@ -100,13 +100,15 @@ class Engine:
         budget = self.budget
         additive = self.sizer.additive
         out: list[RawChunk] = []
-        for c in chunks:
+        last = len(chunks) - 1
+        for index, c in enumerate(chunks):
             if out:
                 prev = out[-1]
                 if (
                     not prev.oversize
                     and not c.oversize
-                    and prev.first.kind == c.first.kind
+                    and (not c.sticky_end or index == last)  # a lone heading waits for its section
+                    and (prev.first.kind == c.first.kind or prev.sticky_end)
                     and prev.tokens + c.tokens <= budget + 2
                 ):
                     if additive(text, c.start):
@@ -114,31 +116,51 @@ class Engine:
                     else:
                         n = self.sizer.count(text[prev.start : c.end])
                     if n <= budget:
-                        out[-1] = RawChunk(prev.start, c.end, n, prev.first)
+                        out[-1] = RawChunk(prev.start, c.end, n, prev.first, sticky_end=c.sticky_end)
                         continue
             out.append(c)
         return out
 
-    def _place(self, section: Section, tokens: list[int] | None) -> None:
+    def _place(self, section: Section, tokens: list[int] | None, lead: RawChunk | None = None) -> None:
         """Emit ``section`` whole if it fits, else cut it and pack its parts.
 
         ``tokens``, when given, is the exact encoding of the section; it is reused
         to size the parts so no character is encoded twice on the way down.
+        ``lead`` is a chunk that must not end where it does (it ends with a sticky
+        part, a heading): the start of this section joins it if it can.
         """
         text = self.text
         if tokens is None and section.end - section.start <= self.budget * self.sizer.max_token_chars:
             tokens = self.sizer.encode(text[section.start : section.end])
         if tokens is not None and len(tokens) <= self.budget:
-            self.out.append(RawChunk(section.start, section.end, len(tokens), section))
-            return
+            if lead is not None:
+                joined = self._join(lead, section, len(tokens))
+                if joined is not None:
+                    self.out[-1] = joined
+                    return
+            if lead is None or section.kind != "markdown" or section.splitter is None:
+                # Fits alone: whole (a fenced block that fits is never cut for a heading).
+                self.out.append(
+                    RawChunk(section.start, section.end, len(tokens), section, sticky_end=section.sticky)
+                )
+                return
         parts = section.splitter.split(text, section) if section.splitter is not None else ()
         if len(parts) < 2:
             n = len(tokens) if tokens is not None else self.sizer.count(text[section.start : section.end])
-            self.out.append(RawChunk(section.start, section.end, n, section, oversize=True))
+            self.out.append(RawChunk(section.start, section.end, n, section, oversize=n > self.budget))
             return
-        self._pack(parts, tokens)
+        self._pack(parts, tokens, lead)
 
-    def _pack(self, parts: Sequence[Section], tokens: list[int] | None) -> None:
+    def _join(self, lead: RawChunk, section: Section, n: int) -> RawChunk | None:
+        if self.sizer.additive(self.text, section.start):
+            total = lead.tokens + n
+        else:
+            total = self.sizer.count(self.text[lead.start : section.end])
+        if total > self.budget:
+            return None
+        return RawChunk(lead.start, section.end, total, lead.first, sticky_end=section.sticky)
+
+    def _pack(self, parts: Sequence[Section], tokens: list[int] | None, lead: RawChunk | None = None) -> None:
         text = self.text
         sizer = self.sizer
         count = sizer.count
@@ -224,7 +246,7 @@ class Engine:
 
         # ``open_`` is the last chunk emitted from a part that had to be cut: the parts
         # after it may join it while they fit (left-to-right greedy, like text-splitter).
-        open_: RawChunk | None = None
+        open_: RawChunk | None = lead
         i = 0
         while i < k:
             if open_ is not None:
@@ -247,20 +269,27 @@ class Engine:
                 # Over: step back at least one part, more if the estimate was low.
                 low_by = n - (base + prefix[j] - prefix[i])
                 j = min(j - 1, bisect_right(prefix, prefix[i] + budget - base - low_by, i + 1) - 1)
+            if j > i + 1 and parts[j - 1].sticky:
+                # A sticky part (a heading) opens the next chunk instead of ending this one.
+                j -= 1
+                n = base + run_count(i, j) if (open_ is None or joined_exactly) else -1
+                if n < 0:
+                    n = count(text[origin : parts[j - 1].end])
             if j <= i:
-                if open_ is not None:
+                if open_ is not None and not open_.sticky_end:
                     open_ = None
                     continue
-                # The part alone does not fit: cut it.
-                self._place(parts[i], part_tokens(i))
+                # The part does not fit (after a heading, or at all): cut it; its first
+                # pieces join a heading that must not end a chunk.
+                self._place(parts[i], part_tokens(i), open_)
                 last = self.out[-1]
                 open_ = None if last.oversize else last
                 i += 1
                 continue
-            made = RawChunk(origin, parts[j - 1].end, n, first)
+            made = RawChunk(origin, parts[j - 1].end, n, first, sticky_end=parts[j - 1].sticky)
             if open_ is not None:
                 self.out[-1] = made
-                open_ = None
             else:
                 self.out.append(made)
+            open_ = made if made.sticky_end else None
             i = j

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,13 +20,14 @@ from dataclasses import dataclass
 from ._api import _ROOTS, register_kind
 from ._languages import GrammarUnavailable, UnknownLanguage, normalize_language
 from ._prose import PROSE
-from ._types import Section
+from ._types import ChunkingWarning, Section
 
 __all__ = ["MarkdownSplitter", "markdown_root"]
 
 _EOL = r"(?:\r\n|\r|\n|$)"
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\r\n]*)" + _EOL, re.M)
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+([^\r\n]*?))?[ \t#]*" + _EOL, re.M)
+# The optional closing run of "#" counts only after a space or tab ("## C#" keeps its "#").
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+([^\r\n]*?))??(?:[ \t]+#*)?[ \t]*" + _EOL, re.M)
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*" + _EOL, re.M)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n.*?^\1[ \t]*" + _EOL, re.M | re.S)
@@ -85,6 +87,8 @@ class _Shifted:
     body: str
     base: int
     path: str | None
+    kind: str
+    language: str | None
 
 
 def _path(trail: tuple[str, ...]) -> str | None:
@@ -120,16 +124,19 @@ class MarkdownSplitter:
         return ()
 
     def root(self) -> Section:
-        return Section(0, len(self.text), self, _Sec(0, ()), "markdown", None, None)
+        # Whole, the document's path is that of its first line: a heading's title, if any.
+        first = self.headings[0] if self.headings else None
+        front = _FRONT_MATTER.match(self.text)
+        opens = first is not None and first.start == (front.end() if front else 0)
+        path = first.title if opens and first is not None else None
+        return Section(0, len(self.text), self, _Sec(0, ()), "markdown", None, path)
 
     # -- heading sections ---------------------------------------------------------
     def _split_section(self, section: Section, sec: _Sec) -> list[Section]:
         lo = bisect_left(self.heading_starts, section.start)
         hi = bisect_left(self.heading_starts, section.end)
         own = (
-            self.headings[lo]
-            if sec.level and lo < hi and self.headings[lo].start == section.start
-            else None
+            self.headings[lo] if sec.level and lo < hi and self.headings[lo].start == section.start else None
         )
         inner = [h for h in self.headings[lo + (1 if own else 0) : hi] if h.level > sec.level]
         if not inner:
@@ -146,47 +153,33 @@ class MarkdownSplitter:
         for h, nxt in zip(subs, [*subs[1:], None]):
             end = nxt.start if nxt is not None else section.end
             trail = (*sec.trail, h.title)
-            parts.append(Section(h.start, end, self, _Sec(top, trail), "markdown", None, _path(trail)))
-        if (
-            own is not None
-            and parts
-            and parts[0].state == _Blocks(sec.trail)
-            and self._only_heading(parts[0])
-        ):
+            part = Section(h.start, end, self, _Sec(top, trail), "markdown", None, _path(trail))
+            if nxt is not None and self._only_heading(part):
+                part = part._replace(sticky=True)  # an empty section opens the next one's chunk
+            parts.append(part)
+        if own is not None and parts[0].state == _Blocks(sec.trail) and self._only_heading(parts[0]):
             # A section holding only its heading before the subsections: the heading
-            # goes with the first subsection, never alone.
-            first = parts.pop(0)
-            parts[0] = self._glue(parts[0], start=first.start)
+            # opens the chunk of the first subsection, it never ends a chunk.
+            parts[0] = parts[0]._replace(splitter=PROSE, state=2, sticky=True)
         if len(parts) == 1:
             return list(self.split(self.text, parts[0]))
         return parts
 
     def _only_heading(self, part: Section) -> bool:
-        lines = _LINE.findall(self.text, part.start, part.end)
-        return sum(1 for ln in lines if not _BLANK.match(ln)) <= 1
+        """Whether ``part`` holds nothing but its heading (and blank lines)."""
+        seen = 0
+        for m in _LINE.finditer(self.text, part.start, part.end):
+            if not _BLANK.match(m.group()) and not _SETEXT.match(m.group()):
+                seen += 1
+                if seen > 1:
+                    return False
+        return True
 
     # -- blocks ---------------------------------------------------------------------
     def _split_blocks(self, section: Section, trail: tuple[str, ...]) -> list[Section]:
-        # A heading goes with the block after it (another heading included).
-        blocks: list[Section] = []
-        pending: int | None = None
-        for block in self._blocks(section.start, section.end, trail):
-            if pending is not None:
-                block = self._glue(block, start=pending)
-                pending = None
-            if block.state == "heading":
-                pending = block.start
-                continue
-            blocks.append(block)
-        if pending is not None:
-            if not blocks:
-                return list(
-                    PROSE.split(
-                        self.text,
-                        Section(section.start, section.end, PROSE, 1, "markdown", None, section.path),
-                    )
-                )
-            blocks[-1] = self._glue(blocks[-1], end=section.end)
+        # A heading is a sticky part: the engine never ends a chunk with it while
+        # what follows can join it, yet a block that fits is never cut for its sake.
+        blocks = self._blocks(section.start, section.end, trail)
         if len(blocks) == 1:
             only = blocks[0]
             return list(only.splitter.split(self.text, only)) if only.splitter is not None else []
@@ -210,6 +203,11 @@ class MarkdownSplitter:
         ) -> None:
             out.append(Section(a, b, splitter, state, kind, language, path))  # type: ignore[arg-type]
 
+        front = _FRONT_MATTER.match(text) if start == 0 else None
+        if front is not None and front.end() <= end:
+            add(0, front.end(), PROSE, 1)  # YAML/TOML front matter: not Markdown
+            while i < n and lines[i][0] < front.end():
+                i += 1
         while i < n:
             a, b = lines[i]
             line = text[a:b]
@@ -225,8 +223,8 @@ class MarkdownSplitter:
             fence = self._fence_at(a)
             if fence is not None:
                 stop = min(fence.end, end)
-                lang = fence.info.split()[0] if fence.info.split() else None
-                kind = "json" if lang and lang.lower() in ("json", "jsonl", "ndjson") else "code"
+                lang = _fence_language(fence.info)
+                kind = "json" if lang in ("json", "jsonl") else "code"
                 add(a, stop, self, fence, kind, lang)
                 while i < n and lines[i][0] < stop:
                     i += 1
@@ -236,7 +234,7 @@ class MarkdownSplitter:
                 if self._heading_at(a) and not _ATX_LINE.match(line):
                     j = max(j, self._setext_end_line(lines, i))
                 add(a, lines[j - 1][1], PROSE, 2, "markdown")
-                out[-1] = out[-1]._replace(state="heading", splitter=PROSE)
+                out[-1] = out[-1]._replace(sticky=True)
                 i = j
                 continue
             j = i + 1
@@ -293,7 +291,12 @@ class MarkdownSplitter:
             or _HR.match(line)
             or self._heading_at(span[0])
             or (_LIST_ITEM.match(line) and not line[: len(line) - len(line.lstrip())])
+            or ("|" in line and self._delimiter_follows(span[1]))
         )
+
+    def _delimiter_follows(self, pos: int) -> bool:
+        m = _LINE.match(self.text, pos)
+        return m is not None and _TABLE_DELIM.match(m.group()) is not None and "|" in m.group()
 
     def _list_end(self, lines: list[tuple[int, int]], i: int) -> int:
         text = self.text
@@ -361,13 +364,17 @@ class MarkdownSplitter:
         if body_end <= body_start:
             return []
         body = self.text[body_start:body_end]
+        kind, language = section.kind, section.language
         shifted = self._shift(
-            _body_root(body, section.language, section.kind), body, body_start, section.path
+            _body_root(body, language, kind), body, body_start, section.path, kind, language
         )
         parts = self._split_shifted(shifted, shifted.state) if shifted.splitter is not None else []
         if len(parts) < 2:
-            lines = Section(0, len(body), PROSE, 1, "code", section.language, None)
-            parts = [self._shift(p, body, body_start, section.path) for p in PROSE.split(body, lines)]
+            lines = Section(0, len(body), PROSE, 1, kind, language, None)
+            parts = [
+                self._shift(p, body, body_start, section.path, kind, language)
+                for p in PROSE.split(body, lines)
+            ]
         if len(parts) < 2:
             return []
         # The opening line goes with the first part, the closing line with the last.
@@ -375,14 +382,18 @@ class MarkdownSplitter:
         parts[-1] = self._glue(parts[-1], end=section.end)
         return parts
 
-    def _shift(self, inner: Section, body: str, base: int, path: str | None) -> Section:
+    def _shift(
+        self, inner: Section, body: str, base: int, path: str | None, kind: str, language: str | None
+    ) -> Section:
+        # Pieces of a fence keep the fence's kind and language, whatever rules cut them
+        # (JSON that fails to parse is cut by prose rules, yet it is still a json fence).
         return Section(
             inner.start + base,
             inner.end + base,
             self if inner.splitter is not None else None,
-            _Shifted(inner, body, base, path),
-            inner.kind,
-            inner.language,
+            _Shifted(inner, body, base, path, kind, language),
+            kind,
+            language,
             path,
             inner.partial,
         )
@@ -393,7 +404,7 @@ class MarkdownSplitter:
         if inner.splitter is None:
             return []
         parts = inner.splitter.split(state.body, inner)
-        return [self._shift(p, state.body, state.base, state.path) for p in parts]
+        return [self._shift(p, state.body, state.base, state.path, state.kind, state.language) for p in parts]
 
     # -- glue -------------------------------------------------------------------------
     def _glue(self, part: Section, start: int | None = None, end: int | None = None) -> Section:
@@ -402,38 +413,66 @@ class MarkdownSplitter:
         hi = part.end if end is None else max(end, part.end)
         if lo == part.start and hi == part.end:
             return part
-        splitter = self if part.splitter is not None else None
-        return Section(lo, hi, splitter, _Glued(part), part.kind, part.language, part.path, part.partial)
+        # Always splittable: even an indivisible part can shed the lines glued to it.
+        return Section(lo, hi, self, _Glued(part), part.kind, part.language, part.path, part.partial)
 
     def _split_glued(self, text: str, section: Section, state: _Glued) -> list[Section]:
         inner = state.inner
-        if inner.splitter is None:
-            return []
-        parts = list(inner.splitter.split(text, inner))
-        if len(parts) < 2:
-            return []
-        parts[0] = self._glue(parts[0], start=section.start)
-        parts[-1] = self._glue(parts[-1], end=section.end)
-        return parts
+        parts = list(inner.splitter.split(text, inner)) if inner.splitter is not None else []
+        if len(parts) >= 2:
+            parts[0] = self._glue(parts[0], start=section.start)
+            parts[-1] = self._glue(parts[-1], end=section.end)
+            return parts
+        # The inner part cannot be cut: cut off the glued lines instead (a fence line
+        # with a long info string), never leave an avoidable oversize unit.
+        pieces = [
+            Section(section.start, inner.start, PROSE, 1, inner.kind, inner.language, inner.path),
+            inner,
+            Section(inner.end, section.end, PROSE, 1, inner.kind, inner.language, inner.path),
+        ]
+        return [p for p in pieces if p.start < p.end]
+
+
+_INFO_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+#.-]{0,31}")
+
+
+def _fence_language(info: str) -> str | None:
+    """The language an info string names, normalized where known (``py`` -> ``python``).
+
+    An info string that is not a plain word (flattened prose glued to a fence) names none.
+    """
+    words = info.split()
+    word = words[0].strip("{}.") if words else ""
+    if not _INFO_WORD.fullmatch(word):
+        return None
+    lowered = word.lower()
+    if lowered in ("json", "json5", "jsonc"):
+        return "json"
+    if lowered in ("jsonl", "ndjson", "jsonlines"):
+        return "jsonl"
+    try:
+        return normalize_language(lowered)
+    except UnknownLanguage:
+        return lowered
 
 
 def _body_root(body: str, language: str | None, kind: str) -> Section:
     """The root section of a fence body, by the rules of its info-string language."""
     if language:
-        lowered = language.lower()
         if kind == "json":
-            factory = _ROOTS.get("jsonl" if lowered in ("jsonl", "ndjson") else "json")
+            factory = _ROOTS.get(language)  # "json" or "jsonl"
             if factory is not None:
-                return factory(body, None, None)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ChunkingWarning)  # invalid JSON: prose rules
+                    return factory(body, None, None)
         else:
             factory = _ROOTS.get("code")
             if factory is not None:
                 try:
-                    normalize_language(lowered)
-                    return factory(body, lowered, None)
+                    return factory(body, language, None)
                 except (UnknownLanguage, GrammarUnavailable):
                     pass
-    return Section(0, len(body), PROSE, 1, "code", language, None)
+    return Section(0, len(body), PROSE, 1, kind, language, None)
 
 
 def _scan_fences(text: str) -> list[_Fence]:
@@ -458,6 +497,29 @@ def _inside(fences: list[_Fence], starts: list[int], pos: int) -> bool:
     return k >= 0 and fences[k].start <= pos < fences[k].end
 
 
+def _line_start(text: str, end: int) -> int:
+    """Start of the line that ends (with its line break) at ``end``."""
+    stop = end
+    if stop > 0 and text[stop - 1] == "\n":
+        stop -= 1
+    if stop > 0 and text[stop - 1] == "\r":
+        stop -= 1
+    return max(text.rfind("\n", 0, stop), text.rfind("\r", 0, stop)) + 1
+
+
+def _not_paragraph(line: str) -> bool:
+    return bool(
+        _ATX_LINE.match(line)
+        or _LIST_ITEM.match(line)
+        or _QUOTE.match(line)
+        or _INDENTED.match(line)
+        or _HR.match(line)
+        or _FENCE_LINE.match(line)
+        or _HTML.match(line)
+        or "|" in line
+    )
+
+
 def _scan_headings(text: str, fences: list[_Fence]) -> list[_Heading]:
     starts = [f.start for f in fences]
     found: list[_Heading] = []
@@ -471,23 +533,25 @@ def _scan_headings(text: str, fences: list[_Fence]) -> list[_Heading]:
         if pos == 0 or _inside(fences, starts, pos):
             continue
         prev_end = pos
-        prev_start = max(text.rfind("\n", 0, prev_end - 1), text.rfind("\r", 0, prev_end - 1)) + 1
+        prev_start = _line_start(text, prev_end)
         prev = text[prev_start:prev_end]
         if (
             not prev.strip()
             or prev_start < skip_to
             or _inside(fences, starts, prev_start)
-            or _ATX_LINE.match(prev)
-            or _LIST_ITEM.match(prev)
-            or _QUOTE.match(prev)
-            or _INDENTED.match(prev)
-            or _HR.match(prev)
-            or _FENCE_LINE.match(prev)
-            or "|" in prev
+            or _not_paragraph(prev)
         ):
             continue
+        # A setext heading's text is the whole paragraph above the underline.
+        while prev_start > skip_to:
+            above = _line_start(text, prev_start)
+            line = text[above:prev_start]
+            if not line.strip() or _not_paragraph(line) or _inside(fences, starts, above):
+                break
+            prev_start = above
+        prev = text[prev_start:prev_end]
         level = 1 if m.group(1)[0] == "=" else 2
-        found.append(_Heading(prev_start, level, prev.strip()))
+        found.append(_Heading(prev_start, level, " ".join(prev.split())))
     found.sort(key=lambda h: h.start)
     return found
 

@@ -105,33 +105,55 @@ def _line_breaks(text: str, start: int, end: int) -> list[int]:
     return [m.end() for m in _LINE.finditer(text, start, end) if start < m.end() < end]
 
 
+_HAN_KANA, _HIRAGANA = 1, 2
 _SCRIPTS: tuple[tuple[regex.Pattern[str], int], ...] = (
+    # The prolonged sound mark and iteration marks are Common script: they join
+    # their neighbours (マネージャー, すごーい) rather than change the script.
+    (regex.compile(r"[ー｀ｰ〜～々〻ゝゞヽヾ]"), 0),
     # Katakana and Han share a class: katakana+kanji compounds (ユーザー名) stay whole.
-    (regex.compile(r"[\p{Script=Han}\p{Script=Katakana}]"), 1),
-    (regex.compile(r"\p{Script=Hiragana}"), 2),
+    (regex.compile(r"[\p{Script=Han}\p{Script=Katakana}]"), _HAN_KANA),
+    (regex.compile(r"\p{Script=Hiragana}"), _HIRAGANA),
     (regex.compile(r"\p{Script=Hangul}"), 3),
     (regex.compile(r"[\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]"), 4),
     (regex.compile(r"[\p{L}\p{N}_]"), 5),
 )
+_SCRIPT_CACHE: dict[str, int] = {}
 
 
 def _script_class(ch: str) -> int:
-    for pattern, cls in _SCRIPTS:
-        if pattern.match(ch):
-            return cls
-    return 0  # common/inherited: joins its neighbours
+    cls = _SCRIPT_CACHE.get(ch)
+    if cls is None:
+        cls = next((c for pattern, c in _SCRIPTS if pattern.match(ch)), 0)  # 0: joins neighbours
+        _SCRIPT_CACHE[ch] = cls
+    return cls
 
 
-def _script_changes(text: str, start: int, end: int) -> list[int]:
+def _script_changes(text: str, start: int, end: int, weak: bool) -> list[int]:
+    """Cuts where the script changes inside an identifier run.
+
+    Strong changes end a hiragana run (particles and okurigana close a Japanese
+    phrase: 私は|ユーザー名を|入力) or cross Latin/CJK/Hangul; the weak ones start a
+    hiragana run after kanji or katakana (入力|します), used only when nothing better is left.
+    """
     out: list[int] = []
     prev = 0
     for m in _GRAPHEME.finditer(text, start, end):
         cls = _script_class(text[m.start()])
         if cls and prev and cls != prev and m.start() > start:
-            out.append(m.start())
+            is_weak = cls == _HIRAGANA and prev == _HAN_KANA
+            if is_weak == weak:
+                out.append(m.start())
         if cls:
             prev = cls
     return out
+
+
+def _strong_script_changes(text: str, start: int, end: int) -> list[int]:
+    return _script_changes(text, start, end, weak=False)
+
+
+def _weak_script_changes(text: str, start: int, end: int) -> list[int]:
+    return _script_changes(text, start, end, weak=True)
 
 
 def _graphemes(text: str, start: int, end: int) -> list[int]:
@@ -146,7 +168,8 @@ LEVELS: tuple[tuple[str, Callable[[str, int, int], list[int]]], ...] = (
     ("clause", _ends(_CLAUSE)),
     ("word", _starts(_WORD)),
     ("identifier", _starts(_IDENT_OR_GRAPHEME)),
-    ("script", _script_changes),
+    ("script", _strong_script_changes),
+    ("weak script", _weak_script_changes),
     ("grapheme", _graphemes),
 )
 

@@ -62,6 +62,7 @@ class Section(NamedTuple):
     language: str | None = None
     path: str | None = None
     partial: bool = False
+    sticky: bool = False  # a chunk should not end with this part (a heading)
 
 
 class Splitter(Protocol):
