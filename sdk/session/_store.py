@@ -119,6 +119,17 @@ def _locked(path: str) -> Iterator[None]:
         os.close(fd)  # closing releases the lock (also when the process dies)
 
 
+def _remove_leftovers(path: str) -> None:
+    """Temp files of a writer killed mid-save. Writers hold the lock while their temp
+    file exists, so under the lock any temp file of this name is a leftover."""
+    directory, name = os.path.split(path)
+    with os.scandir(directory) as entries:
+        for e in entries:
+            if e.name.startswith(f".{name}.") and e.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    os.unlink(e.path)
+
+
 def save_document(path: str | os.PathLike[str], doc: dict[str, Any], base_version: int) -> int:
     """Write ``doc`` as the version after ``base_version``; returns the version written.
 
@@ -139,6 +150,7 @@ def save_document(path: str | os.PathLike[str], doc: dict[str, Any], base_versio
                 on_disk=on_disk,
                 ours=base_version,
             )
+        _remove_leftovers(p)
         version = max(on_disk, base_version) + 1
         out = dict(doc, schema=SCHEMA_VERSION, version=version)
         data = orjson.dumps(out)
