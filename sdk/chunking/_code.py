@@ -368,6 +368,7 @@ class CodeSplitter:
         language = self.language
         parts: list[Section] = []
         glue = False  # the part before is sticky: so is the whitespace after it
+        leading: list[bool] = []  # parts that lead into the next one
 
         def char(b: int) -> int:
             if linear:
@@ -383,14 +384,20 @@ class CodeSplitter:
                 c = char(gs)
                 gap = Section(pos_c, c, PROSE, 0, "code", language, path)
                 parts.append(_sticky(gap) if glue else gap)
+                leading.append(glue)
                 pos_b, pos_c = gs, c
             c = char(ge)
             part = self._part(group, pos_c, c, gs, ge, chain, path, state.depth + 1)
             glue = sticky is not None and sticky[index]
             parts.append(_sticky(part) if glue else part)
+            leading.append(glue)
             pos_b, pos_c = ge, c
         if pos_b < hi:
             parts.append(Section(pos_c, section.end, PROSE, 0, "code", language, path))
+        if sticky is not None:  # what leads into a definition carries its path
+            for i in range(len(leading) - 1, -1, -1):
+                if leading[i] and i + 1 < len(parts) and parts[i].path != parts[i + 1].path:
+                    parts[i] = parts[i]._replace(path=parts[i + 1].path)
         return parts
 
     def _part(

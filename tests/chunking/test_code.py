@@ -11,6 +11,7 @@ import pytest
 
 from sdk import count_tokens
 from sdk.chunking import Chunk, Chunker, ChunkingWarning, chunk
+from sdk.chunking._code import _HAS_STICKY
 from tests.invariants import boundaries, check_chunks
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "code"
@@ -310,3 +311,24 @@ def test_deeply_nested_code_chunks_without_recursion_errors(language: str, text:
         got = chunks_of(text, budget, language)
         assert len(got) > 1
         assert not any(c.oversize for c in got)
+
+
+@pytest.mark.skipif(not _HAS_STICKY, reason="the engine has no sticky parts")
+def test_decorators_open_the_first_chunk_of_a_definition_that_is_cut() -> None:
+    text = code(
+        '''
+        # Explains g: this comment belongs to it.
+        @register("g")
+        @functools.cache
+        def g(x):
+            first = transform(x, mode="fast", retries=3)
+            second = transform(first, mode="slow", retries=5)
+            return combine(first, second, weights=(0.25, 0.75))
+        '''
+    )
+    head = text[: text.index("\n    first")]
+    # Budgets where the head fits but the function alone does not: it must be cut.
+    for budget in range(count_tokens(head), count_tokens(text[text.index("def g") :])):
+        got = chunks_of(text, budget)
+        assert head in got[0].text, budget
+        assert got[0].path == "g"
