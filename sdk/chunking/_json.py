@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import sys
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -272,7 +274,7 @@ def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
         line = text.count("\n", 0, bad) + 1
         column = bad - (text.rfind("\n", 0, bad) + 1) + 1
         if note is None:
-            note = f"{message} at line {line}, column {column} (offset {bad})"
+            note = f"{message} (line {line}, column {column}, offset {bad})"
         stop = n
         if lines:
             nl = text.find("\n", bad)
@@ -546,13 +548,24 @@ def _divisible(text: str, k: Child) -> bool:
     return c == "{" or c == "[" or (c == '"' and k.end - k.start > 2)
 
 
+def _caller_level() -> int:
+    """``stacklevel`` of the first frame outside this package (the caller of ``chunk``)."""
+    here = os.path.dirname(__file__)
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(here):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 def _root(text: str, lines: bool) -> Section:
     items, note = _lenient_items(text, lines)
     if note is not None:
         warnings.warn(
             f"malformed JSON: {note}; the unparseable part is chunked with prose rules",
             ChunkingWarning,
-            stacklevel=4,
+            stacklevel=_caller_level(),
         )
     splitter = JSONSplitter(Structure(text))
     n = len(text)
