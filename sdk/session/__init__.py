@@ -23,11 +23,10 @@ from ._session import (
     SessionStream,
     StreamLike,
 )
-from ._store import SCHEMA_VERSION, SessionConflict, SessionFileError, read_document, write_atomic
+from ._store import SessionConflict, SessionFileError, read_document, write_atomic
 from ._turns import TokenUsage, Turn, TurnKind, TurnLog
 
 __all__ = [
-    "SCHEMA_VERSION",
     "ContextOverflow",
     "ContextPolicy",
     "DefaultPolicy",

@@ -14,7 +14,6 @@ import pytest
 
 import sdk.session._turns as turns_module
 from sdk.session import (
-    SCHEMA_VERSION,
     Session,
     SessionConflict,
     SessionFileError,
@@ -22,6 +21,7 @@ from sdk.session import (
     read_document,
     write_atomic,
 )
+from sdk.session._store import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 

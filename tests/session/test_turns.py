@@ -1,0 +1,107 @@
+"""The turn log: estimates counted once, exact usage sums, groups and pins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import sdk.session._turns as turns_module
+from sdk import count_tokens
+from sdk.session import TokenUsage, TurnLog
+from sdk.session._turns import MESSAGE_OVERHEAD
+
+
+def test_adding_a_turn_never_re_tokenizes_the_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted: list[str] = []
+    real = turns_module.count_tokens
+
+    def counting(text: str, encoding: str = "o200k_base") -> int:
+        counted.append(text)
+        return real(text, encoding)
+
+    monkeypatch.setattr(turns_module, "count_tokens", counting)
+    log = TurnLog()
+    for i in range(300):
+        before = len(counted)
+        log.append("user" if i % 2 == 0 else "assistant", f"turn number {i}")
+        assert counted[before:] == [f"turn number {i}"]  # its own text, once
+    assert log.total_tokens == sum(t.estimate for t in log)
+    assert log.tokens(100, 200) == sum(log[i].estimate for i in range(100, 200))
+
+
+def test_estimate_is_the_text_count_plus_the_message_overhead() -> None:
+    log = TurnLog()
+    t = log.append("user", [{"type": "text", "text": "Hello there"}, {"type": "text", "text": "世界"}])
+    assert t.estimate == count_tokens("Hello there") + count_tokens("世界") + MESSAGE_OVERHEAD
+    assert t.kind == "user" and t.role == "user" and t.text == "Hello there世界"
+
+
+def test_usage_totals_follow_the_servers_fields() -> None:
+    u = TokenUsage(
+        input_tokens=12, output_tokens=30, cache_creation_input_tokens=1000, cache_read_input_tokens=5000
+    )
+    assert u.total_input == 6012
+    v = u + TokenUsage(input_tokens=3, output_tokens=None)
+    assert v == TokenUsage(15, 30, 1000, 5000)
+    assert TokenUsage() + TokenUsage() == TokenUsage()  # "not reported" stays None, not 0
+    assert TokenUsage(None, 1).total_input == 0
+
+
+def test_tool_pairs_form_one_group_and_pins_hold_the_group() -> None:
+    log = TurnLog()
+    log.append("user", "q", estimate=10)
+    call = log.append(
+        "assistant",
+        [
+            {"type": "text", "text": "let me look"},
+            {"type": "tool_use", "id": "a", "name": "f", "input": {}},
+            {"type": "tool_use", "id": "b", "name": "g", "input": {"k": [1, 2]}},
+        ],
+        estimate=20,
+    )
+    assert call.kind == "tool_use" and call.tool_use_ids == ("a", "b")
+    r1 = log.append("user", [{"type": "tool_result", "tool_use_id": "a", "content": "A"}], estimate=30)
+    r2 = log.append(
+        "user",
+        [{"type": "tool_result", "tool_use_id": "b", "content": [{"type": "text", "text": "B"}]}],
+        estimate=40,
+    )
+    assert r1.kind == r2.kind == "tool_result"
+    log.append("assistant", "answer", estimate=50)
+    assert [log.is_boundary(i) for i in range(6)] == [True, True, False, False, True, True]
+    assert log.next_boundary(2) == 4
+    assert log.pinned_tokens_before(5) == 0
+    epoch = log.epoch
+    log.set_pinned(3)  # one result pinned: the call and the other result stay with it
+    assert log.epoch == epoch + 1
+    assert [log.group_pinned(i) for i in range(5)] == [False, True, True, True, False]
+    assert log.pinned_tokens_before(5) == 90 and log.pinned_count_before(5) == 3
+    log.set_pinned(3, False)
+    assert log.pinned_tokens_before(5) == 0
+
+
+def test_a_result_without_its_call_stands_alone() -> None:
+    log = TurnLog()
+    log.append("user", [{"type": "tool_result", "tool_use_id": "missing", "content": "x"}])
+    log.append("assistant", "ok")
+    assert log.is_boundary(0) and log.is_boundary(1)
+
+
+def test_content_is_copied_and_checked() -> None:
+    log = TurnLog()
+    block: dict[str, Any] = {"type": "text", "text": "original"}
+    t = log.append("user", [block])
+    block["text"] = "changed later"
+    assert log[t.id].text == "original"
+    with pytest.raises(TypeError, match="content block"):
+        log.append("user", ["not a block"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="at least one"):
+        log.append("user", [])
+    with pytest.raises(ValueError, match="role"):
+        log.append("system", "x")
+    with pytest.raises(ValueError, match="estimate"):
+        log.append("user", "x", estimate=-1)
+    with pytest.raises(TypeError):
+        log.append("user", [{"type": "text", "text": object()}])
+    assert len(log) == 1
