@@ -383,13 +383,13 @@ class CodeSplitter:
             if gs > pos_b:
                 c = char(gs)
                 gap = Section(pos_c, c, PROSE, 0, "code", language, path)
-                parts.append(_sticky(gap) if glue else gap)
+                parts.append(gap._replace(sticky=True) if glue else gap)
                 leading.append(glue)
                 pos_b, pos_c = gs, c
             c = char(ge)
             part = self._part(group, pos_c, c, gs, ge, chain, path, state.depth + 1)
             glue = sticky is not None and sticky[index]
-            parts.append(_sticky(part) if glue else part)
+            parts.append(part._replace(sticky=True) if glue else part)
             leading.append(glue)
             pos_b, pos_c = ge, c
         if pos_b < hi:
@@ -425,15 +425,6 @@ class CodeSplitter:
                 return Section(start, end, None, None, "code", self.language, path)
         state = _Nodes(tuple(group), chain, bs, be, depth)
         return Section(start, end, self, state, "code", self.language, path)
-
-
-# ``Section.sticky`` (a part that should open the next chunk, not end one) is newer
-# than this module; without it the parts are simply not sticky.
-_HAS_STICKY = "sticky" in Section._fields
-
-
-def _sticky(section: Section) -> Section:
-    return Section._make((*section[:8], True)) if _HAS_STICKY else section
 
 
 def _textlike(node: Node) -> bool:

@@ -11,7 +11,6 @@ import pytest
 
 from sdk import count_tokens
 from sdk.chunking import Chunk, Chunker, ChunkingWarning, chunk
-from sdk.chunking._code import _HAS_STICKY
 from tests.invariants import boundaries, check_chunks
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "code"
@@ -313,7 +312,6 @@ def test_deeply_nested_code_chunks_without_recursion_errors(language: str, text:
         assert not any(c.oversize for c in got)
 
 
-@pytest.mark.skipif(not _HAS_STICKY, reason="the engine has no sticky parts")
 def test_decorators_open_the_first_chunk_of_a_definition_that_is_cut() -> None:
     text = code(
         '''
