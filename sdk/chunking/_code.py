@@ -7,10 +7,14 @@ attributes directly above a definition; a trailing comment and the line it ends;
 closing punctuation and the token before it; an opening bracket and what follows).
 Whitespace between groups becomes its own small section, which the engine glues to
 a neighbour, so every node section spans exactly its node: a cut is never placed
-inside a node whose own text fits.
+inside a node whose own text fits. When a group itself must be cut, what leads into
+its definition (comments, decorators) is *sticky*: it opens the definition's first
+chunk instead of ending the chunk before.
 
 Leaves that do not fit (a huge string, a long comment) and ERROR regions of broken
-code fall back to prose rules at the line level; single tokens stay whole.
+code fall back to prose rules at the line level; single tokens stay whole. Nesting
+deeper than ``_MAX_DEPTH`` splits is cut by lines, then tokens (the engine recurses
+once per level). ``Chunk.path`` is the chain of definitions the chunk starts in.
 """
 
 from __future__ import annotations
