@@ -41,8 +41,8 @@ import re
 import sys
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from sdk._tokens import DEFAULT_ENCODING, token_byte_lengths
 
@@ -291,9 +291,11 @@ def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
 # -- the splitter ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Value:
-    """A value node: its span, depth, pointer and the span of its key (if a member)."""
+class _Value(NamedTuple):
+    """A value node: its span, depth, pointer and the span of its key (if a member).
+
+    A named tuple: the splitter makes one per child it hands to the engine.
+    """
 
     start: int
     end: int
@@ -408,7 +410,7 @@ class JSONSplitter:
         colon = text.find(":", node.key_end, node.start) + 1
         path = section.path
         prefix = _Prefix(node.key_start, node.key_end, colon)
-        value = replace(node, peeled=True)
+        value = node._replace(peeled=True)
         return [
             Section(section.start, colon, self, prefix, "json", None, path),
             Section(colon, section.end, self, value, "json", None, path),
