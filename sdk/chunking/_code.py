@@ -517,7 +517,7 @@ def code_root(text: str, language: str) -> Section:
 
 def _root_factory(text: str, language: str | None, filename: str | None) -> Section:
     if language is None and filename:
-        language = language_for_filename(filename)
+        language = language_for_filename(filename, text)
     if language is not None:
         return code_root(text, language)  # an unknown language or missing grammar is an error
     name, why = detect_language(text)

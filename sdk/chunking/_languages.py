@@ -195,14 +195,26 @@ def load_language(name: str) -> tree_sitter.Language:
         ) from (exc)
 
 
-def language_for_filename(filename: str) -> str | None:
-    """Language announced by a file name (extension or well-known name), if any."""
+def language_for_filename(filename: str, text: str | None = None) -> str | None:
+    """Language announced by a file name (extension or well-known name), if any.
+
+    A ``.h`` header is C unless ``text`` (when given) shows C++ in its first 8 KiB.
+    """
     base = os.path.basename(filename)
     g = _BY_FILENAME.get(base)
     if g is None:
         _, ext = os.path.splitext(base)
         g = _BY_EXTENSION.get(ext.lower())
-    return g.name if g is not None else None
+    if g is None:
+        return None
+    if g.name == "c" and text is not None and base.lower().endswith(".h") and _looks_like_cpp(text):
+        return "cpp"
+    return g.name
+
+
+def _looks_like_cpp(text: str) -> bool:
+    prefix = text[:_PREFIX]
+    return sum(w for w, pat in _FEATURES["cpp"][:-1] if pat.search(prefix)) >= _MIN_SCORE
 
 
 _SHEBANG = re.compile(r"#![ \t]*(\S+)(?:[ \t]+(-\S+[ \t]+)*(\S+))?")
@@ -328,7 +340,7 @@ def detect_language(text: str, filename: str | None = None) -> tuple[str | None,
     8 KiB. Returns ``None`` (with the reason) rather than a weak guess.
     """
     if filename:
-        name = language_for_filename(filename)
+        name = language_for_filename(filename, text)
         if name is not None:
             return name, f"file name {os.path.basename(filename)!r}"
     prefix = text[:_PREFIX]

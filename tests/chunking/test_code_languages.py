@@ -146,3 +146,15 @@ def test_classifier_reads_only_a_bounded_prefix() -> None:
     text = "x" * 20_000 + "\npub fn main() { let mut a = 1; println!(\"{}\", a); }\n"
     assert detect_language(text)[0] is None
     assert detect_language(text[20_000:])[0] == "rust"
+
+
+def test_a_header_is_c_unless_it_reads_as_cpp() -> None:
+    c_header = "#ifndef A_H\n#define A_H\nstruct point { int x, y; };\nint area(struct point *p);\n#endif\n"
+    cpp_header = "#pragma once\n#include <vector>\nnamespace geo {\ntemplate <typename T>\n"
+    cpp_header += "class Box {\npublic:\n    std::vector<T> items;\n};\n}\n"
+    assert language_for_filename("a.h") == "c"
+    assert language_for_filename("a.h", c_header) == "c"
+    assert language_for_filename("box.h", cpp_header) == "cpp"
+    assert detect_language(cpp_header, "include/box.h")[0] == "cpp"
+    assert language_for_filename("box.c", cpp_header) == "c"  # only headers are ambiguous
+    assert {c.language for c in chunk(cpp_header, 8, kind="code", filename="box.h")} == {"cpp"}
