@@ -5,6 +5,8 @@ control and resumes them without duplicates (:mod:`sdk.stream`), and keeps
 conversations on the client so no turn is ever dropped silently (:mod:`sdk.session`).
 """
 
+from ._client import Client, ModelInfo, Stream, TokenCount
+
 # The error classes; helpers for mapping statuses stay in sdk._errors.
 from ._errors import (
     APIConnectionError,
@@ -28,6 +30,7 @@ from ._errors import (
     StreamProtocolError,
     UnprocessableEntityError,
 )
+from ._retry import RetryBudget, RetryPolicy
 from ._tokens import EncodingUnavailable, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
 
@@ -40,21 +43,27 @@ __all__ = [
     "Chunk",
     "Chunker",
     "ChunkingWarning",
+    "Client",
     "ConflictError",
     "ContextOverflowError",
     "EncodingUnavailable",
     "IncompleteStreamError",
     "InternalServerError",
+    "ModelInfo",
     "NotFoundError",
     "OverloadedError",
     "PermissionDeniedError",
     "RateLimitError",
     "RequestTimeoutError",
     "RequestTooLargeError",
+    "RetryBudget",
+    "RetryPolicy",
     "SDKError",
     "SSEError",
     "SSEEventTooLargeError",
+    "Stream",
     "StreamProtocolError",
+    "TokenCount",
     "UnprocessableEntityError",
     "chunk",
     "count_tokens",
