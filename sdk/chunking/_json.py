@@ -412,7 +412,7 @@ class JSONSplitter:
         prefix = _Prefix(node.key_start, node.key_end, colon)
         value = node._replace(peeled=True)
         return [
-            Section(section.start, colon, self, prefix, "json", None, path),
+            Section(section.start, colon, self, prefix, "json", None, path, False, True),
             Section(colon, section.end, self, value, "json", None, path),
         ]
 
@@ -478,11 +478,13 @@ class JSONSplitter:
             edges.append(_soft(text, text_find(",", prev.end, k.begin) + 1, k.begin))
         edges.append(_soft(text, kids[-1].end, close))
         out: list[Section] = []
+        # The opening line (key, bracket) is sticky: a chunk does not end with it.
+        pointer = node.pointer
         if node.key_end - node.key_start > 2 and section.start <= node.key_start:
             prefix = _Prefix(node.key_start, node.key_end, node.start)
-            out.append(Section(section.start, edges[0], self, prefix, "json", None, node.pointer))
+            out.append(Section(section.start, edges[0], self, prefix, "json", None, pointer, False, True))
         else:
-            out.append(Section(section.start, edges[0], None, None, "json", None, node.pointer))
+            out.append(Section(section.start, edges[0], None, None, "json", None, pointer, False, True))
         is_object = text[node.start] == "{"
         depth = node.depth + 1
         base = node.pointer + "/"

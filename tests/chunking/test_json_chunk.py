@@ -149,8 +149,10 @@ def test_shallowest_level_first() -> None:
     text = json.dumps({"small": small, "big": big, "tail": [1, 2, 3]})
     chunks = chunk(text, 24, kind="json")
     check_json(text, chunks, 24)
-    assert chunks[0].text == '{"small": {"id": 1, "ok": true}, "big": {"text":'  # the small one stays whole
-    assert [c.path for c in chunks][1:] == ["/big/text"] * (len(chunks) - 2) + ["/tail"]
+    assert chunks[0].text == '{"small": {"id": 1, "ok": true}, '  # the small one stays whole
+    # The key and the opening bracket stay with the first piece of what they open.
+    assert chunks[1].text.startswith('"big": {"text": "word word') and chunks[1].path == "/big"
+    assert [c.path for c in chunks][2:] == ["/big/text"] * (len(chunks) - 3) + ["/tail"]
     assert chunks[-1].text == '"tail": [1, 2, 3]}'
 
 
