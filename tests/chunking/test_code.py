@@ -58,14 +58,20 @@ def test_functions_that_fit_are_never_cut() -> None:
 
 
 def test_shallow_boundaries_rank_above_deep_ones() -> None:
-    # The body of `first` does not fit: it is cut, but `second` and `third` stay whole.
-    budget = count_tokens(FUNCS[FUNCS.index("def second") :]) + 2
-    small = count_tokens(FUNCS[FUNCS.index("def first") : FUNCS.index("def second")]) - 3
-    for got in (chunks_of(FUNCS, budget), chunks_of(FUNCS, max(small, 8))):
-        texts = [c.text for c in got]
-        assert any((t.startswith("def second") and "def third" not in t) or "def third" in t for t in texts)
-        for t in texts:
-            assert "def second" not in t or t.rstrip().endswith("f.read()") or "def third" in t
+    spans = {}
+    for name, nxt in (("first", "def second"), ("second", "def third"), ("third", None)):
+        a = FUNCS.index(f"def {name}")
+        b = FUNCS.index(nxt) if nxt else len(FUNCS)
+        spans[name] = (a, a + len(FUNCS[a:b].rstrip()))
+    size = {name: count_tokens(FUNCS[a:b]) for name, (a, b) in spans.items()}
+    assert size["first"] > max(size["second"], size["third"])
+    for budget in range(max(size["second"], size["third"]), size["first"]):
+        cuts = boundaries(chunks_of(FUNCS, budget))
+        a, b = spans["first"]
+        assert any(a < c < b for c in cuts), budget  # the one that does not fit is cut...
+        for name in ("second", "third"):  # ...the ones that fit are not
+            a, b = spans[name]
+            assert not any(a < c < b for c in cuts), (budget, name)
 
 
 DECORATED = code(

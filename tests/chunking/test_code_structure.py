@@ -13,7 +13,7 @@ import pytest
 from bench.code_measures import cuts_inside_fitting_nodes, cuts_inside_tokens
 from sdk import count_tokens
 from sdk.chunking import Chunker, detect_language
-from sdk.chunking._code import code_root
+from sdk.chunking._code import CodeSplitter, code_root
 from sdk.chunking._engine import Engine, Sizer
 from tests.corpus import CorpusFile, corpus_files
 from tests.invariants import boundaries, check_chunks
@@ -71,13 +71,14 @@ def test_a_large_file_is_walked_lazily() -> None:
     assert len(text) > 1_500_000
     root = code_root(text, "python")
     splitter = root.splitter
+    assert isinstance(splitter, CodeSplitter)
     raw = Engine(text, 256, Sizer("o200k_base")).run(root)
-    total = splitter.tree.root_node.descendant_count  # type: ignore[union-attr]
+    total = splitter.tree.root_node.descendant_count
     assert raw[0].start == 0 and raw[-1].end == len(text)
     assert all(a.end == b.start for a, b in itertools.pairwise(raw))
     # Every function fits: only the top level is looked at, not the ~600k nodes below it.
-    assert splitter.touched <= 6_001  # type: ignore[union-attr]
-    assert splitter.touched < total / 50  # type: ignore[union-attr]
+    assert splitter.touched <= 6_001
+    assert splitter.touched < total / 50
     assert all(r.tokens <= 256 for r in raw)
     sample = raw[:: max(1, len(raw) // 50)]
     assert all(count_tokens(text[r.start : r.end]) == r.tokens for r in sample)
@@ -86,7 +87,9 @@ def test_a_large_file_is_walked_lazily() -> None:
 def test_descending_touches_only_the_nodes_that_do_not_fit() -> None:
     text = _generated(300)
     root = code_root(text, "python")
+    splitter = root.splitter
+    assert isinstance(splitter, CodeSplitter)
     Engine(text, 24, Sizer("o200k_base")).run(root)
-    total = root.splitter.tree.root_node.descendant_count  # type: ignore[union-attr]
-    touched = root.splitter.touched  # type: ignore[union-attr]
+    total = splitter.tree.root_node.descendant_count
+    touched = splitter.touched
     assert 300 < touched < total  # bodies were opened, small leaves were not
