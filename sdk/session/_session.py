@@ -582,23 +582,28 @@ class SessionStream:
                 self._filter = RepeatFilter((pending.text, stripped + ws, ws))
             else:
                 self._filter = RepeatFilter((prefill,) if echo else (ws,))
-        report = s.fit(prefill=prefill)
-        report = await s._summarize_if_needed(report)
-        s.last_report = report
-        self.report = report
-        params = s._params(report, prefill, self._extra)
-        if prefill:
-            used = count_tokens(pending.text, s.log.encoding)
-            params["max_tokens"] = max(1, int(params["max_tokens"]) - used)
-        s.pending = replace(
-            pending,
-            requests=pending.requests + 1,
-            request_estimate=pending.request_estimate
-            if pending.request_estimate is not None
-            else report.tokens,
-        )
-        self._cm = s._client().stream(**params)
-        self._inner = await self._cm.__aenter__()
+        try:
+            report = s.fit(prefill=prefill)
+            report = await s._summarize_if_needed(report)
+            s.last_report = report
+            self.report = report
+            params = s._params(report, prefill, self._extra)
+            if prefill:
+                used = count_tokens(pending.text, s.log.encoding)
+                params["max_tokens"] = max(1, int(params["max_tokens"]) - used)
+            s.pending = replace(
+                pending,
+                requests=pending.requests + 1,
+                request_estimate=pending.request_estimate
+                if pending.request_estimate is not None
+                else report.tokens,
+            )
+            self._cm = s._client().stream(**params)
+            self._inner = await self._cm.__aenter__()
+        except BaseException:
+            if not pending.text:  # nothing received: no answer pends; the log ends with the question
+                s.pending = None
+            raise
         return self
 
     async def __aexit__(

@@ -177,6 +177,11 @@ async def test_overflow_is_raised_before_sending() -> None:
             pass
     assert client.requests == []
     assert e.value.required > e.value.budget == 100
+    assert s.pending is None and s.turns[-1].text == "q"  # the question is kept; nothing pends
+    s.pin(0, False)
+    async with s.stream() as r:  # the log as it is: the question gets its answer
+        await r.final_message()
+    assert s.turns[-1].text == "x" and r.report is not None and r.report.elided == (0,)
 
 
 async def test_long_conversation_reports_its_elisions() -> None:
