@@ -112,11 +112,11 @@ _STRICT = json.JSONDecoder(
 )
 
 
+_WS = re.compile(r"[ \t\n\r]*")
+
+
 def _skip_ws(text: str, pos: int) -> int:
-    n = len(text)
-    while pos < n and text[pos] in " \t\n\r":
-        pos += 1
-    return pos
+    return _WS.match(text, pos).end()  # type: ignore[union-attr]
 
 
 def _decode_one(decoder: json.JSONDecoder, text: str, pos: int) -> int:
@@ -745,11 +745,8 @@ class _PieceMaker:
             else:
                 raw_key = text[k.key_start : k.key_end]
                 child = where.child(raw_key, escape_pointer(decode_key(raw_key)))
-            yield self.descend_job(st, k.start, k.end, child)
+            yield self.descend(st, k.start, k.end, child)
             i += 1
-
-    def descend_job(self, st: Structure, start: int, end: int, where: _Where) -> _Job:
-        yield from self.descend(st, start, end, where)
 
     @staticmethod
     def _child_pointer(text: str, k: Child, i: int, is_array: bool, where: _Where) -> str:
@@ -762,6 +759,11 @@ class _PieceMaker:
         text = st.text
         head, tail = '{"path":' + where.path() + ',"text":"', '"}'
         room = self.budget - self.sizer.count(head + tail)
+        if start + 2 == end:  # the empty string: its piece is the wrapper alone
+            if room < 0:
+                raise self._too_small(where, "the path")
+            self._emit(head + tail, self.budget - room, where, where.pointer)
+            return
         splitter = JSONSplitter(st)
         while room >= 1:
             section = Section(start + 1, end - 1, splitter, _Text(start + 1, end - 1, 0), "json")

@@ -182,3 +182,18 @@ def test_merge_rejects_pieces_that_do_not_fit_together() -> None:
 def test_any_keys_round_trip(value: dict[str, Any]) -> None:
     text = json.dumps(value)
     check_pieces(text, json_pieces(text, 400), 400)
+
+
+def test_every_budget_either_round_trips_or_says_too_small() -> None:
+    value = {"a" * 30: {"b" * 30: "", "c": [""] * 3, "d": "x y " * 20}}
+    text = json.dumps(value)
+    worked = 0
+    for budget in range(8, 60, 3):
+        try:
+            pieces = json_pieces(text, budget)
+        except ValueError as exc:
+            assert "too small" in str(exc)
+            continue
+        check_pieces(text, pieces, budget)
+        worked += 1
+    assert worked > 5
