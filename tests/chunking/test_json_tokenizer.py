@@ -250,6 +250,13 @@ def test_progress_reports_open_containers() -> None:
     tok.feed('{"a": [1, {"b": "par')
     p = tok.progress()
     assert (p.containers, p.in_string, p.in_key, p.pointer, p.offset) == ("{[{", True, False, "/a/1/b", 20)
+    assert [
+        (k, start, None if path is None else path.pointer) for k, start, path in tok.open_containers()
+    ] == [
+        ("{", 0, None),
+        ("[", 6, "/a"),
+        ("{", 10, "/a/1"),
+    ]
     tok.feed('tial"}, "k')
     p = tok.progress()
     assert (p.containers, p.in_string, p.in_key, p.pointer) == ("{[", True, False, "/a/2")
