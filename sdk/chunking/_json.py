@@ -411,8 +411,11 @@ class JSONSplitter:
         path = section.path
         prefix = _Prefix(node.key_start, node.key_end, colon)
         value = node._replace(peeled=True)
+        # The key opens the chunk of the value's first piece: for a string cut inside,
+        # that chunk holds part of it, so the key part carries the ``partial`` mark.
+        partial = text[node.start] == '"'
         return [
-            Section(section.start, colon, self, prefix, "json", None, path, False, True),
+            Section(section.start, colon, self, prefix, "json", None, path, partial, True),
             Section(colon, section.end, self, value, "json", None, path),
         ]
 
