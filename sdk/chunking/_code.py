@@ -126,6 +126,7 @@ _WRAPPERS = frozenset(
         "ambient_declaration",
     }
 )
+_LABELLED = _DEFINITIONS | _WRAPPERS | {"variable_declarator"}
 _FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function", "class"}
 )
@@ -415,18 +416,22 @@ class CodeSplitter:
         path: str | None,
         depth: int,
     ) -> Section:
-        principal = next((n for n in group if not (_is_comment(n) or n.type in _ATTACHED_FORWARD)), group[0])
-        label = _label(self._data, principal, self.language)
-        if label is not None:
-            path = ".".join((*chain, label))
         if len(group) == 1:
             node = group[0]
-            if node.is_error:
-                return Section(start, end, PROSE, 1, "code", self.language, path)
-            if node.child_count == 0:
-                if _textlike(node):
+            if node.child_count == 0:  # a token: whole, unless it is free text
+                if node.is_error or _textlike(node):
                     return Section(start, end, PROSE, 1, "code", self.language, path)
                 return Section(start, end, None, None, "code", self.language, path)
+            principal = node
+        else:
+            leads = (n for n in group if not (_is_comment(n) or n.type in _ATTACHED_FORWARD))
+            principal = next(leads, group[0])
+        if principal.type in _LABELLED:
+            label = _label(self._data, principal, self.language)
+            if label is not None:
+                path = ".".join((*chain, label))
+        if len(group) == 1 and group[0].is_error:
+            return Section(start, end, PROSE, 1, "code", self.language, path)
         state = _Nodes(tuple(group), chain, bs, be, depth)
         return Section(start, end, self, state, "code", self.language, path)
 
