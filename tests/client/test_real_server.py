@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import anyio
@@ -71,27 +72,26 @@ async def test_cancel_mid_stream_frees_the_slot_within_one_second(
     llama_server: LlamaServer, backend: str
 ) -> None:
     """Leaving the block closes the connection at once; llama-server notices a closed
-    connection when it writes its next token, so on a loaded machine the bound is one
-    second plus two of the token intervals measured in this very stream."""
+    connection only when it writes its next token. On an idle machine that is well under
+    a second; on a loaded CI machine a token can take longer, so the bound is one second
+    plus three times the slowest token interval measured in this very stream."""
     async with client(llama_server, backend) as c:
         async with c.stream(model=llama_server.model, max_tokens=400, messages=PROMPT, **GREEDY) as s:
-            n = 0
+            stamps: list[float] = []
             async for _ in s.text_deltas():
-                n += 1
-                if n == 1:
-                    t1 = anyio.current_time()
-                if n == 3:
-                    step = (anyio.current_time() - t1) / 2
+                stamps.append(anyio.current_time())
+                if len(stamps) == 4:
                     assert llama_server.busy_slots() == 1
                     break
-        await until_idle(llama_server, 1.0 + 2 * step)
+        slowest = max(b - a for a, b in itertools.pairwise(stamps))
+        await until_idle(llama_server, 1.0 + 3 * slowest)
 
 
 @ASYNCIO
 async def test_paused_consumer_keeps_client_memory_bounded(llama_server: LlamaServer, backend: str) -> None:
     high = 2048
     c = client(llama_server, backend, stall=StallPolicy(False), flow=FlowControl(high))
-    async with c, c.stream(model=llama_server.model, max_tokens=40, messages=PROMPT, **GREEDY) as s:
+    async with c, c.stream(model=llama_server.model, max_tokens=24, messages=PROMPT, **GREEDY) as s:
         it = aiter(s)
         await anext(it)
         await until_idle(llama_server, 60)  # the server finished generating meanwhile
@@ -100,7 +100,7 @@ async def test_paused_consumer_keeps_client_memory_bounded(llama_server: LlamaSe
         largest_read = 65536  # one socket read may land on top of the high mark
         assert stats.high_water_bytes < high + largest_read
         rest = await s.final_message()
-    assert rest.usage.output_tokens == 40 and rest.stop_reason == "max_tokens"
+    assert rest.usage.output_tokens == 24 and rest.stop_reason == "max_tokens"
 
 
 @ASYNCIO
@@ -120,7 +120,7 @@ async def test_greedy_reruns_are_identical_and_stall_resume_reproduces_them(
     numeric difference flips the tie. This prompt has no such near-tie at any cut point
     (checked for every prefix of its first 20 tokens), so equality is the true property.
     """
-    n = 12
+    n = 8
     args: dict[str, Any] = {"model": llama_server.model, "max_tokens": n, "messages": LIST, **GREEDY}
     async with client(llama_server, backend) as c:
         first = await c.create(**args)
