@@ -34,6 +34,7 @@ from ._errors import (
     APIError,
     APITimeoutError,
     IncompleteStreamError,
+    NotFoundError,
     SDKError,
     api_error_from_body,
     error_from_transport,
@@ -283,6 +284,7 @@ class Client:
         self._own_http = http_client is None
         self._http = http_client or httpx2.AsyncClient(timeout=self.timeout, http2=http2)
         self._live: set[Stream] = set()
+        self._server_counts = True
         self._closed = False
         self._rng = random.Random()
 
@@ -507,15 +509,20 @@ class Client:
         **params: Any,
     ) -> TokenCount:
         """Input tokens of a request: the server's count where the backend has the
-        endpoint, else a local tiktoken estimate (``TokenCount.source`` says which)."""
+        endpoint, else a local tiktoken estimate (``TokenCount.source`` says which). A
+        Messages server answering 404 there is asked no more; estimates follow."""
         params = self._params(params, extra_body)
         path = self._backend.count_tokens_path
-        if path is not None:
+        if path is not None and self._server_counts:
             body = self._backend.count_body(params)
-            resp = await self._send("POST", path, body=body, headers=extra_headers, timeout=timeout)
-            n = _json(resp).get("input_tokens")
-            if isinstance(n, int):
-                return TokenCount(n, "server")
+            try:
+                resp = await self._send("POST", path, body=body, headers=extra_headers, timeout=timeout)
+            except NotFoundError:
+                self._server_counts = False  # a Messages server without the endpoint: once
+            else:
+                n = _json(resp).get("input_tokens")
+                if isinstance(n, int):
+                    return TokenCount(n, "server")
         return TokenCount(_estimate(params), "estimate")
 
     async def models(self, *, timeout: TimeoutArg = None) -> list[ModelInfo]:

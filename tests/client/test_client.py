@@ -200,3 +200,16 @@ async def test_stream_events_are_the_same_vocabulary_for_both_backends() -> None
     assert [k for k in kinds["openai"] if k != "MessageDeltaEvent"] == [
         k for k in kinds["messages"] if k != "MessageDeltaEvent"
     ]
+
+
+async def test_count_tokens_falls_back_to_an_estimate_once_the_server_lacks_it() -> None:
+    async def handler(req: Request, reply: Reply) -> None:
+        await reply.respond(
+            404, {"type": "error", "error": {"type": "not_found_error", "message": "no route"}}
+        )
+
+    async with fault_server(handler) as server, client(server, "messages") as c:
+        first = await c.count_tokens(model="m", messages=MSG)
+        second = await c.count_tokens(model="m", messages=MSG)
+    assert first == second and first.source == "estimate"
+    assert [r.path for r in server.requests] == ["/v1/messages/count_tokens"]  # asked once
