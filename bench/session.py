@@ -109,6 +109,8 @@ def main() -> None:
     spent = {"litellm": 0.0, "naive": 0.0}
     last: dict[str, Any] = {}
     count_tokens("warm up the encoder")
+    if trim is not None:  # its first call loads its tokenizer: not part of fitting
+        trim([{"role": "user", "content": "warm up"}], model="gpt-4o", max_tokens=100)
     for i, (role, text) in enumerate(turns):
         messages.append({"role": role, "content": text})
         if role == "assistant":
@@ -129,10 +131,12 @@ def main() -> None:
             med_count = statistics.median(counting[-10:])
             lit = nai = None
             if trim is not None and spent["litellm"] < args.cap:
-                lit, last["litellm"] = timed(lambda: trim(messages, model="gpt-4o", max_tokens=budget))
+                lit, out = timed(lambda: trim(messages, model="gpt-4o", max_tokens=budget))
+                last["litellm"] = (out, n)
                 spent["litellm"] += lit
             if spent["naive"] < args.cap:
-                nai, last["naive"] = timed(lambda: naive_trim(messages, budget))
+                nai, out = timed(lambda: naive_trim(messages, budget))
+                last["naive"] = (out, n)
                 spent["naive"] += nai
             last["ours"] = (params, report)
             rows.append((n, session.log.total_tokens, med, med_count, lit, nai))
@@ -160,32 +164,32 @@ def main() -> None:
         f"prefix identical to the previous request on {stable}/{len(ours) - 1} requests."
     )
 
-    print("\n### What each kept at the last checkpoint\n")
+    print("\n### What each kept at its last checkpoint\n")
     print(
-        "| | turns sent | tokens sent (o200k) | over budget | cut in half | left out | left out, reported |"
+        "| | turns in history | turns sent | tokens sent (o200k) | over budget | cut in half | left out | left out, reported |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     originals = {m["content"] for m in messages}
     params, report = last["ours"]
     sent = sum(count_tokens(b["text"]) + 4 for m in params["messages"] for b in m["content"]) + count_tokens(
         system
     )
     print(
-        f"| seam-sdk | {len(report.kept)} + marker | {sent:,} | "
+        f"| seam-sdk | {report.turns} | {len(report.kept)} + marker | {sent:,} | "
         f"{'yes' if sent > budget else 'no'} | 0 | {len(report.elided)} | {len(report.elided)} (marker) |"
     )
     for name in ("litellm", "naive"):
-        out = last.get(name)
-        if out is None:
-            print(f"| {name} | skipped | | | | | |")
+        if name not in last:
+            print(f"| {name} | skipped | | | | | | |")
             continue
+        out, n_turns = last[name]
         cut = sum(1 for m in out if m["content"] not in originals)
         toks = sum(count_tokens(m["content"]) + 4 for m in out)
         kept_whole = sum(1 for m in out if m["content"] in originals) - 1
         label = "LiteLLM" if name == "litellm" else "naive (bench)"
         print(
-            f"| {label} | {len(out) - 1} | {toks:,} | {'yes' if toks > budget else 'no'} | {cut} | "
-            f"{len(messages) - 1 - kept_whole - cut} | 0 |"
+            f"| {label} | {n_turns} | {len(out) - 1} | {toks:,} | {'yes' if toks > budget else 'no'} | {cut} | "
+            f"{n_turns - kept_whole - cut} | 0 |"
         )
 
 
