@@ -60,50 +60,56 @@ def _markdown_signals(prefix: str) -> int:
 
 def detect_kind(text: str, language: str | None = None, filename: str | None = None) -> tuple[str, str]:
     """``(kind, why)`` for a whole input: one of text, markdown, code, json, jsonl."""
+    kind, why, _ = _decide(text, language, filename)
+    return kind, why
+
+
+def _decide(text: str, language: str | None, filename: str | None) -> tuple[str, str, str | None]:
+    """``(kind, why, language)``; the language is the code language found, if any."""
     if language is not None:
         lowered = language.lower()
         if lowered in ("json", "jsonl", "markdown", "text"):
-            return lowered, f"language={language!r}"
+            return lowered, f"language={language!r}", None
         if lowered in ("md", "ndjson"):
-            return ("markdown" if lowered == "md" else "jsonl"), f"language={language!r}"
-        return "code", f"language={language!r}"
+            return ("markdown" if lowered == "md" else "jsonl"), f"language={language!r}", None
+        return "code", f"language={language!r}", language
     if filename:
         ext = os.path.splitext(filename)[1].lower()
         base = os.path.basename(filename)
         if ext in _JSONL_EXT:
-            return "jsonl", f"file name {base!r}"
+            return "jsonl", f"file name {base!r}", None
         if ext in _JSON_EXT:
-            return "json", f"file name {base!r}"
+            return "json", f"file name {base!r}", None
         if ext in _MARKDOWN_EXT:
-            return "markdown", f"file name {base!r}"
+            return "markdown", f"file name {base!r}", None
         if ext in _TEXT_EXT:
-            return "text", f"file name {base!r}"
-        if language_for_filename(filename) is not None:
-            return "code", f"file name {base!r}"
+            return "text", f"file name {base!r}", None
+        name = language_for_filename(filename)
+        if name is not None:
+            return "code", f"file name {base!r}", name
     prefix = text[:_PREFIX]
     stripped = prefix.lstrip("\ufeff \t\r\n")
     if stripped[:1] in ("{", "["):
         if _looks_like_jsonl(stripped):
-            return "jsonl", "content: one JSON value per line"
+            return "jsonl", "content: one JSON value per line", None
         name, why = detect_language(stripped)
         if name == "json":
-            return "json", why
-    md = _markdown_signals(prefix)
-    name, why = detect_language(prefix)
+            return "json", why, None
     # Content features alone also fire on prose that talks about code; code also
-    # looks like code line by line. A fence says Markdown with code in it.
-    looks_like_code = prefix.startswith("#!") or (
-        _code_line_ratio(prefix) >= 0.35 and not _MD_FENCE.search(prefix)
-    )
-    if name is not None and name != "json" and looks_like_code:
-        return "code", why
+    # looks like code line by line (a cheap test, so the classifier runs only on
+    # what passes it). A fence says Markdown with code in it.
+    if prefix.startswith("#!") or (_code_line_ratio(prefix) >= 0.35 and not _MD_FENCE.search(prefix)):
+        name, why = detect_language(prefix)
+        if name is not None and name != "json":
+            return "code", why, name
+    md = _markdown_signals(prefix)
     if md >= 4:
-        return "markdown", f"content: Markdown structure (score {md})"
-    return "text", "content: prose"
+        return "markdown", f"content: Markdown structure (score {md})", None
+    return "text", "content: prose", None
 
 
 def _auto_root(text: str, language: str | None, filename: str | None) -> Section:
-    kind, why = detect_kind(text, language, filename)
+    kind, why, found = _decide(text, language, filename)
     if kind == "text":
         return PROSE.root(text)
     factory = _ROOTS.get(kind)
@@ -116,7 +122,7 @@ def _auto_root(text: str, language: str | None, filename: str | None) -> Section
         )
         return PROSE.root(text)
     try:
-        return factory(text, language, filename)
+        return factory(text, found if kind == "code" else language, filename)
     except (UnknownLanguage, GrammarUnavailable) as exc:
         warnings.warn(
             f"kind='auto' chose {kind!r} ({why}) but {exc}; chunking with prose rules",
