@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import regex
 import tree_sitter
 
 from ._api import register_kind
@@ -403,7 +404,7 @@ class CodeSplitter:
             for i in range(len(leading) - 1, -1, -1):
                 if leading[i] and i + 1 < len(parts) and parts[i].path != parts[i + 1].path:
                     parts[i] = parts[i]._replace(path=parts[i + 1].path)
-        return parts
+        return _snap(text, parts)
 
     def _part(
         self,
@@ -434,6 +435,53 @@ class CodeSplitter:
             return Section(start, end, PROSE, 1, "code", self.language, path)
         state = _Nodes(tuple(group), chain, bs, be, depth)
         return Section(start, end, self, state, "code", self.language, path)
+
+
+_GRAPHEME = regex.compile(r"\X")
+_WINDOW = 64
+
+
+def _cluster_end(text: str, p: int) -> int:
+    """``p`` if a grapheme cluster starts there, else the end of the cluster around it.
+
+    Tokens may end inside a cluster (a comment that keeps the CR of a CRLF, an
+    identifier before a combining mark); parts are moved to whole clusters.
+    """
+    before, at = text[p - 1], text[p]
+    if before == "\r":
+        return p + 1 if at == "\n" else p
+    if before < "\x80" and at < "\x80":
+        return p
+    lo = max(0, p - _WINDOW, text.rfind("\n", max(0, p - _WINDOW), p) + 1)
+    for m in _GRAPHEME.finditer(text, lo, p + _WINDOW):
+        if m.end() > p:
+            return p if m.start() >= p else m.end()
+    return p
+
+
+def _snap(text: str, parts: list[Section]) -> list[Section]:
+    """Move part edges that fall inside a grapheme cluster to the cluster's end."""
+    out = [parts[0]]
+    for part in parts[1:]:
+        edge = _cluster_end(text, part.start)
+        if edge == part.start:
+            out.append(part)
+            continue
+        edge = min(edge, part.end)
+        out[-1] = _resized(text, out[-1], out[-1].start, edge)
+        if edge < part.end:
+            out.append(_resized(text, part, edge, part.end))
+    return out
+
+
+def _resized(text: str, section: Section, start: int, end: int) -> Section:
+    """``section`` with its edges moved forward to ``start`` and ``end``."""
+    state = section.state
+    if isinstance(state, _Nodes):
+        lo = state.start + len(text[section.start : start].encode("utf-8"))
+        hi = state.end + len(text[section.end : end].encode("utf-8"))
+        state = _Nodes(state.nodes, state.chain, lo, hi, state.depth)
+    return section._replace(start=start, end=end, state=state)
 
 
 def _textlike(node: Node) -> bool:

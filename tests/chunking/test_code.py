@@ -336,3 +336,12 @@ def test_decorators_open_the_first_chunk_of_a_definition_that_is_cut() -> None:
         got = chunks_of(text, budget)
         assert head in got[0].text, budget
         assert got[0].path == "g"
+
+
+@pytest.mark.parametrize("language", ["python", "bash", "ruby", "javascript", "c"])
+def test_token_edges_inside_a_grapheme_are_moved_to_its_end(language: str) -> None:
+    # Comments keep the CR of a CRLF (the LF is outside the node), and an identifier
+    # may stop before a combining mark: neither edge may become a cut.
+    text = "# note one\r\nx = 1 # two\r\ncafe\u0301 = e\u0301e\r\n// three\r\ny = \"ok\"\r\n" * 3
+    for budget in range(1, 24):
+        chunks_of(text, budget, language)
