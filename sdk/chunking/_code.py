@@ -52,8 +52,9 @@ __all__ = [
 Node = tree_sitter.Node
 
 # Sibling kinds that describe the definition below them.
+# (Not ``attribute``: in Python that is ``obj.name``.)
 _ATTACHED_FORWARD = frozenset(
-    {"decorator", "attribute_item", "attribute_list", "annotation", "marker_annotation", "attribute"}
+    {"decorator", "attribute_item", "attribute_list", "annotation", "marker_annotation"}
 )
 # Unnamed tokens that end what precedes them, or open what follows.
 _CLOSERS = frozenset({",", ";", ")", "]", "}", ":", ">", "?>"})
