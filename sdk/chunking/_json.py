@@ -868,9 +868,9 @@ def merge_pieces(pieces: Iterable[JSONPiece | str | Mapping[str, Any]]) -> Any:
     for piece in pieces:
         count += 1
         if isinstance(piece, JSONPiece):
-            obj = json.loads(piece.text)
+            obj = _loads(piece.text)
         elif isinstance(piece, str):
-            obj = json.loads(piece)
+            obj = _loads(piece)
         else:
             obj = piece
         if not isinstance(obj, Mapping) or not isinstance(obj.get("path"), list):
@@ -904,6 +904,36 @@ def merge_pieces(pieces: Iterable[JSONPiece | str | Mapping[str, Any]]) -> Any:
     if count == 0:
         raise _bad("no pieces")
     return _finish(box)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, and for nesting deeper than it can recurse, a build from the
+    tokenizer's events with an explicit stack."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        pass
+    tok = JSONTokenizer()
+    events = tok.feed(text) + tok.close()
+    stack: list[Any] = []
+    keys: list[str] = []
+    root: Any = None
+    for e in events:
+        if e.type == "key":
+            keys.append(decode_key(text[e.start : e.end]))
+            continue
+        if e.type in ("start_object", "start_array"):
+            stack.append({} if e.type == "start_object" else [])
+            continue
+        closing = e.type in ("end_object", "end_array")
+        value = stack.pop() if closing else json.loads(text[e.start : e.end])
+        if not stack:
+            root = value
+        elif isinstance(stack[-1], list):
+            stack[-1].append(value)
+        else:
+            stack[-1][keys.pop()] = value
+    return root
 
 
 def _navigate(box: list[Any], path: list[Any]) -> tuple[Any, Any]:

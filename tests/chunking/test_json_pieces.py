@@ -197,3 +197,14 @@ def test_every_budget_either_round_trips_or_says_too_small() -> None:
         check_pieces(text, pieces, budget)
         worked += 1
     assert worked > 5
+
+
+def test_deep_document_round_trips_without_recursion() -> None:
+    depth = 20_000
+    text = "[" * depth + '{"k": [1, "x"]}' + "]" * depth
+    pieces = json_pieces(text, 100_000)
+    value = merge_pieces(pieces)
+    for _ in range(depth):  # compared level by level: == would recurse
+        assert isinstance(value, list) and len(value) == 1
+        value = value[0]
+    assert value == {"k": [1, "x"]}
