@@ -60,7 +60,7 @@ _ATTACHED_FORWARD = frozenset(
 _CLOSERS = frozenset({",", ";", ")", "]", "}", ":", ">", "?>"})
 _OPENERS = frozenset({"(", "[", "{"})
 # Leaf kinds holding free text: cut with prose rules when they alone are over budget.
-_TEXTLIKE = ("comment", "string", "content", "fragment", "heredoc", "text", "regex", "preproc_arg")
+_TEXTLIKE = ("comment", "string", "content", "fragment", "heredoc", "text", "regex", "preproc_arg", "word")
 
 _DEFINITIONS = frozenset(
     {
