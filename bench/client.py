@@ -1,17 +1,20 @@
 """The client's own overhead against the real llama-server, side by side in one run.
 
-Three readers of the same ``/v1/messages`` stream (Gemma 3 270M on CPU, greedy, prompt
+Four readers of the same ``/v1/messages`` stream (Gemma 3 270M on CPU, greedy, prompt
 cache on so the server's share is steady), interleaved run by run:
 
 * raw httpx2: ``client.stream(...)`` + ``aiter_lines()``, no parsing beyond spotting the
   first ``text_delta`` line (the floor);
-* this SDK: ``Client.stream`` -> typed events folded into the message;
+* the streaming core alone: ``MessageStream`` over an httpx2 response (what the client
+  builds on: its reader task, bounded buffer, decoder and accumulator);
+* this SDK: ``Client.stream`` -> typed events folded into the message (the client's own
+  share is the difference from the row above);
 * anthropic-sdk-python: ``AsyncAnthropic(base_url=...).messages.stream`` -> its events.
 
 Reported per reader (medians over the runs): wall time to the first text delta (TTFT,
 mostly the server's prompt time: compare the differences), the client process's CPU
 time until that delta, and its CPU time per SSE event after it (the steady state).
-Each reader is built once and reuses its pooled connection.
+Each reader is built once; every request opens a fresh loopback connection.
 The server runs in another process, so process CPU time is the client's own work.
 
 Run: ``python bench/client.py`` (``--runs N``, ``--max-tokens N``, ``--base-url URL`` to
@@ -36,7 +39,7 @@ import httpx2
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from sdk._client import Client
-from sdk.stream import ContentBlockDeltaEvent
+from sdk.stream import ContentBlockDeltaEvent, MessageStream, Upstream
 
 PROMPT = [{"role": "user", "content": "Continue the list: 1, 2, 3, 4, 5,"}]
 
@@ -79,10 +82,18 @@ class _Clock:
 async def measure(url: str, runs: int, max_tokens: int) -> dict[str, list[Sample]]:
     import anthropic
 
+    def fresh() -> httpx2.AsyncClient:
+        # llama-server drops idle kept-alive connections after a few seconds, so every
+        # reader opens a new loopback connection per request: the same cost for all.
+        return httpx2.AsyncClient(timeout=120, limits=httpx2.Limits(max_keepalive_connections=0))
+
     async with (
-        httpx2.AsyncClient(timeout=120) as http,
-        Client(base_url=url, api_key="unused") as client,
-        anthropic.AsyncAnthropic(base_url=url, api_key="unused", max_retries=0) as peer_client,
+        fresh() as http,
+        fresh() as core_http,
+        Client(base_url=url, api_key="unused", http_client=fresh()) as client,
+        anthropic.AsyncAnthropic(
+            base_url=url, api_key="unused", max_retries=0, http_client=fresh()
+        ) as peer_client,
     ):
 
         async def raw(n: int) -> Sample:
@@ -91,6 +102,18 @@ async def measure(url: str, runs: int, max_tokens: int) -> dict[str, list[Sample
                 async for line in r.aiter_lines():
                     if line.startswith("data:"):
                         clock.event('"text_delta"' in line)
+            return clock.sample()
+
+        async def core(n: int) -> Sample:
+            async def open_() -> Upstream:
+                req = core_http.build_request("POST", url + "/v1/messages", json={**body(n), "stream": True})
+                resp = await core_http.send(req, stream=True)
+                return Upstream(resp.aiter_raw(), resp.aclose)
+
+            clock = _Clock()
+            async with MessageStream(open_) as s:
+                async for ev in s:
+                    clock.event(isinstance(ev, ContentBlockDeltaEvent))
             return clock.sample()
 
         async def ours(n: int) -> Sample:
@@ -114,6 +137,7 @@ async def measure(url: str, runs: int, max_tokens: int) -> dict[str, list[Sample
 
         readers: dict[str, Reader] = {
             "raw httpx2 (aiter_lines)": raw,
+            "sdk.stream.MessageStream (no Client)": core,
             "seam-sdk Client.stream": ours,
             "anthropic-sdk-python": peer,
         }

@@ -365,6 +365,8 @@ class Client:
                 delay = retry_decision(None, {}, attempt, self.retry, rng=self._rng)
                 if delay is None or not self.retry_budget.withdraw():
                     raise err from e
+                if attempt == 0 and not isinstance(err, APITimeoutError):
+                    delay = 0.0  # most often a kept-alive connection the server had closed
                 attempt += 1
                 await anyio.sleep(delay)
                 continue
