@@ -229,7 +229,7 @@ def _finish(text: str, raw: list[RawChunk]) -> list[Chunk]:
                 r.oversize,
                 byte,
                 byte + size,
-                f.partial,
+                r.partial,
             )
         )
         byte += size

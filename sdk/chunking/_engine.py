@@ -27,10 +27,6 @@ from ._types import Section
 
 __all__ = ["Engine", "RawChunk", "Sizer"]
 
-# Below this many characters per part on average, one encode call for a whole range
-# costs less than one call per part.
-_SMALL_PARTS = 256
-
 
 def _never(text: str, p: int) -> bool:
     return False
@@ -70,6 +66,7 @@ class RawChunk:
     first: Section
     oversize: bool = False
     sticky_end: bool = False  # ends with a part that should open the next chunk
+    partial: bool = False  # holds part of a value its format treats as one
 
 
 class Engine:
@@ -116,7 +113,14 @@ class Engine:
                     else:
                         n = self.sizer.count(text[prev.start : c.end])
                     if n <= budget:
-                        out[-1] = RawChunk(prev.start, c.end, n, prev.first, sticky_end=c.sticky_end)
+                        out[-1] = RawChunk(
+                            prev.start,
+                            c.end,
+                            n,
+                            prev.first,
+                            sticky_end=c.sticky_end,
+                            partial=prev.partial or c.partial,
+                        )
                         continue
             out.append(c)
         return out
@@ -141,13 +145,24 @@ class Engine:
             if lead is None or section.kind != "markdown" or section.splitter is None:
                 # Fits alone: whole (a fenced block that fits is never cut for a heading).
                 self.out.append(
-                    RawChunk(section.start, section.end, len(tokens), section, sticky_end=section.sticky)
+                    RawChunk(
+                        section.start,
+                        section.end,
+                        len(tokens),
+                        section,
+                        sticky_end=section.sticky,
+                        partial=section.partial,
+                    )
                 )
                 return
         parts = section.splitter.split(text, section) if section.splitter is not None else ()
         if len(parts) < 2:
             n = len(tokens) if tokens is not None else self.sizer.count(text[section.start : section.end])
-            self.out.append(RawChunk(section.start, section.end, n, section, oversize=n > self.budget))
+            self.out.append(
+                RawChunk(
+                    section.start, section.end, n, section, oversize=n > self.budget, partial=section.partial
+                )
+            )
             return
         self._pack(parts, tokens, lead)
 
@@ -158,7 +173,14 @@ class Engine:
             total = self.sizer.count(self.text[lead.start : section.end])
         if total > self.budget:
             return None
-        return RawChunk(lead.start, section.end, total, lead.first, sticky_end=section.sticky)
+        return RawChunk(
+            lead.start,
+            section.end,
+            total,
+            lead.first,
+            sticky_end=section.sticky,
+            partial=lead.partial or section.partial,
+        )
 
     def _pack(self, parts: Sequence[Section], tokens: list[int] | None, lead: RawChunk | None = None) -> None:
         text = self.text
@@ -168,81 +190,62 @@ class Engine:
         k = len(parts)
         additive = sizer.additive
         # part_tokens(i): the exact encoding of part i when it is known for free.
-        part_tokens: Callable[[int], list[int] | None]
-        if tokens is None and parts[-1].end - parts[0].start < _SMALL_PARTS * k:
-            # Many small parts: one encode call for the range beats one per part.
+        if tokens is None:
+            # One encode of the whole range costs what one per part would, and its
+            # token ends make any run's count exact from the run's two edges alone.
             tokens = sizer.encode(text[parts[0].start : parts[-1].end])
-        if tokens is not None:
-            # The range's encoding is known: its token ends size every run of parts;
-            # a run's count is exact when both of its edges are additive (the range's
-            # own edges always are).
-            ends = sizer.byte_ends(tokens)
-            start = parts[0].start
-            ascii_range = self.ascii or text[start : parts[-1].end].isascii()
-            if ascii_range:
-                offsets = [p.start - start for p in parts]
-                offsets.append(parts[-1].end - start)
-            else:
-                offsets, acc = [], 0
-                for p in parts:
-                    offsets.append(acc)
-                    acc += len(text[p.start : p.end].encode("utf-8"))
-                offsets.append(acc)
-            prefix = [bisect_right(ends, b) for b in offsets]
-            prefix[-1] = len(tokens)
-            whole = tokens
-            # Whether part boundary m is additive; asked only at candidate chunk edges.
-            edges: dict[int, bool] = {0: True, k: True}
-
-            def edge(m: int) -> bool:
-                known = edges.get(m)
-                if known is None:
-                    known = edges[m] = additive(text, parts[m].start)
-                return known
-
-            def width(a: int, b: int) -> int:
-                return b - a if ascii_range else len(text[a:b].encode("utf-8"))
-
-            def run_count(i: int, j: int) -> int:
-                # Exact count of parts i..j-1. An edge that is not additive is moved
-                # to the nearest additive position inside the run, and only the
-                # stretch between is encoded again.
-                a, b = parts[i].start, parts[j - 1].end
-                lo, hi, extra, r = prefix[i], prefix[j], 0, a
-                if not edge(i):
-                    found = next_additive(additive, text, a, b)
-                    if found is None:
-                        return count(text[a:b])
-                    r = found
-                    extra += count(text[a:r])
-                    lo = bisect_right(ends, offsets[i] + width(a, r))
-                if not edge(j):
-                    back = prev_additive(additive, text, b, r - 1)
-                    if back is None:
-                        return count(text[a:b])
-                    extra += count(text[back:b])
-                    hi = bisect_right(ends, offsets[j] - width(back, b))
-                return extra + hi - lo
-
-            def part_tokens(i: int) -> list[int] | None:
-                return whole[prefix[i] : prefix[i + 1]] if edge(i) and edge(i + 1) else None
-
+        # The range's token ends size every run of parts; a run's count is exact when
+        # both of its edges are additive (the range's own edges always are).
+        ends = sizer.byte_ends(tokens)
+        start = parts[0].start
+        ascii_range = self.ascii or text[start : parts[-1].end].isascii()
+        if ascii_range:
+            offsets = [p.start - start for p in parts]
+            offsets.append(parts[-1].end - start)
         else:
-            # Too long to have been counted: encode each part once; the counts of a
-            # run add up exactly when every junction inside it is additive.
-            encoded = [sizer.encode(text[p.start : p.end]) for p in parts]
-            prefix = [0, *accumulate(map(len, encoded))]
-            loose = [0]
-            for p in parts[1:]:
-                loose.append(loose[-1] + (not additive(text, p.start)))
+            offsets, acc = [], 0
+            for p in parts:
+                offsets.append(acc)
+                acc += len(text[p.start : p.end].encode("utf-8"))
+            offsets.append(acc)
+        prefix = [bisect_right(ends, b) for b in offsets]
+        prefix[-1] = len(tokens)
+        whole = tokens
+        # Whether part boundary m is additive; asked only at candidate chunk edges.
+        edges: dict[int, bool] = {0: True, k: True}
 
-            def run_count(i: int, j: int) -> int:
-                if loose[j - 1] == loose[i]:
-                    return prefix[j] - prefix[i]
-                return count(text[parts[i].start : parts[j - 1].end])
+        def edge(m: int) -> bool:
+            known = edges.get(m)
+            if known is None:
+                known = edges[m] = additive(text, parts[m].start)
+            return known
 
-            def part_tokens(i: int) -> list[int] | None:
-                return encoded[i]
+        def width(a: int, b: int) -> int:
+            return b - a if ascii_range else len(text[a:b].encode("utf-8"))
+
+        def run_count(i: int, j: int) -> int:
+            # Exact count of parts i..j-1. An edge that is not additive is moved
+            # to the nearest additive position inside the run, and only the
+            # stretch between is encoded again.
+            a, b = parts[i].start, parts[j - 1].end
+            lo, hi, extra, r = prefix[i], prefix[j], 0, a
+            if not edge(i):
+                found = next_additive(additive, text, a, b)
+                if found is None:
+                    return count(text[a:b])
+                r = found
+                extra += count(text[a:r])
+                lo = bisect_right(ends, offsets[i] + width(a, r))
+            if not edge(j):
+                back = prev_additive(additive, text, b, r - 1)
+                if back is None:
+                    return count(text[a:b])
+                extra += count(text[back:b])
+                hi = bisect_right(ends, offsets[j] - width(back, b))
+            return extra + hi - lo
+
+        def part_tokens(i: int) -> list[int] | None:
+            return whole[prefix[i] : prefix[i + 1]] if edge(i) and edge(i + 1) else None
 
         # ``open_`` is the last chunk emitted from a part that had to be cut: the parts
         # after it may join it while they fit (left-to-right greedy, like text-splitter).
@@ -286,7 +289,14 @@ class Engine:
                 open_ = None if last.oversize else last
                 i += 1
                 continue
-            made = RawChunk(origin, parts[j - 1].end, n, first, sticky_end=parts[j - 1].sticky)
+            made = RawChunk(
+                origin,
+                parts[j - 1].end,
+                n,
+                first,
+                sticky_end=parts[j - 1].sticky,
+                partial=(open_ is not None and open_.partial) or parts[i].partial or parts[j - 1].partial,
+            )
             if open_ is not None:
                 self.out[-1] = made
             else:

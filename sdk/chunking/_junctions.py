@@ -40,8 +40,10 @@ def _o200k(text: str, p: int) -> bool:
         return b not in "\r\n"  # no piece runs from a non-space over horizontal space
     ca = unicodedata.category(a)[0]
     cb = unicodedata.category(b)[0]
-    if ca in "LM":
-        # Letter pieces take letters and marks, then an optional ASCII contraction.
+    if ca == "L":
+        # A letter is only ever taken by a letter piece, which runs on over letters
+        # and marks, then an optional ASCII contraction. (A mark is no such anchor:
+        # punctuation pieces take marks too, as in "-\u0301[".)
         return cb not in "LM" and b != "'"
     if ca == "N":
         return cb != "N"  # ``\p{N}{1,3}`` stops at a non-digit

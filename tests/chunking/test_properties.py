@@ -58,6 +58,26 @@ def test_overlap_view(text: str, budget: int, overlap: int) -> None:
         assert c.oversize or c.tokens <= budget
 
 
+# Punctuation, marks, digits, apostrophes and letters of several scripts next to each
+# other: the corners of the pre-tokenizer patterns.
+JUNCTION = st.lists(
+    st.sampled_from(
+        [*"'-[]().,:/!?\"a Z9٣", "\u0301", "\u0300", "\u20dd", "ā", "字", "ー", "\n", "\r", "\t", "  "]
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(left=JUNCTION, right=JUNCTION)
+def test_additive_junction_rule_on_pattern_corners(left: str, right: str) -> None:
+    for name in ("o200k_base", "cl100k_base"):
+        sizer = Sizer(name)
+        text = left + right
+        if left and right and sizer.additive(text, len(left)):
+            assert sizer.count(text) == sizer.count(left) + sizer.count(right), (name, left, right)
+
+
 @settings(max_examples=300, deadline=None)
 @given(left=HARD, right=HARD)
 def test_additive_junction_rule(left: str, right: str) -> None:
