@@ -333,3 +333,25 @@ def test_prefix_stability_with_low_water_one_is_worse() -> None:
         return stable
 
     assert replay(0.7) > replay(1.0) + 100
+
+
+def test_breakpoints_mark_the_system_the_pinned_head_and_the_newest_message() -> None:
+    log = TurnLog()
+    log.append("user", "rules", pinned=True, estimate=10)
+    log.append("assistant", "ok", pinned=True, estimate=10)
+    for i in range(10):
+        log.append("user", f"q{i}", estimate=100)
+        log.append("assistant", f"a{i}", estimate=100)
+    report = DefaultPolicy().fit(log, budget=800, fixed=5)
+    assert report.elided
+    system, messages = render_messages(
+        log, report, marker=report.marker, system=[{"type": "text", "text": "sys"}], cache_breakpoints=True
+    )
+    marked = [
+        (m, b["text"]) for m, msg in enumerate(messages) for b in msg["content"] if "cache_control" in b
+    ]
+    assert system is not None and system[-1]["cache_control"] == {"type": "ephemeral"}
+    # the pinned head ends with the pinned answer, just before the marker; the newest is last
+    assert marked == [(1, "ok"), (len(messages) - 1, log[len(log) - 1].text)]
+    assert messages[2]["content"][0]["text"] == report.marker
+    assert all("cache_control" not in b for t in log for b in t.content)
