@@ -347,3 +347,35 @@ async def test_pings_do_not_hide_a_stalled_generation_and_resume_finishes_it() -
             async with c.stream(model="m", max_tokens=50, messages=MSG) as s:
                 msg = await s.final_message()
     assert msg.text == TEXT and len(server.requests) == 2
+
+
+async def test_continuation_extends_the_callers_prefill_and_carries_resume_only_fields() -> None:
+    own = "Grü"  # the caller's own prefill: the model writes the rest of TEXT
+
+    async def handler(req: Request, reply: Reply) -> None:
+        prefill = prefill_of(req)
+        assert TEXT.startswith(prefill)
+        rest = TEXT[len(prefill) :]
+        pieces = [rest[i : i + 4] for i in range(0, len(rest), 4)]
+        await reply.start()
+        if len(server.requests) == 1:
+            for ev in events_for("messages", pieces)[:5]:
+                await reply.chunk(ev)
+            return
+        for ev in events_for("messages", pieces):
+            await reply.chunk(ev)
+        await reply.end()
+
+    messages = [*MSG, {"role": "assistant", "content": own}]
+    extra = {"continue_final_message": True}
+    async with (
+        fault_server(handler) as server,
+        client(server, "messages", resume_extra_body=extra) as c,
+        c.stream(model="m", max_tokens=50, messages=messages) as s,
+    ):
+        msg = await s.final_message()
+    first, second = (r.json() for r in server.requests)
+    assert own + msg.text == TEXT  # the caller's prefill is not repeated in the answer
+    assert "continue_final_message" not in first and second["continue_final_message"] is True
+    assert second["messages"][:-1] == MSG and prefill_of(server.requests[1]).startswith(own)
+    assert second["max_tokens"] == 50 - 1  # minus the output tokens the server had reported
