@@ -19,7 +19,11 @@ from sdk import Client
 
 async def main(base_url: str | None, prompt: str, model: str) -> None:
     async with Client(base_url=base_url) as c:
-        async with c.stream(model=model, max_tokens=256, messages=[{"role": "user", "content": prompt}]) as s:
+        async with c.stream(
+            model=model,
+            max_tokens=int(os.environ.get("MAX_TOKENS", "256")),
+            messages=[{"role": "user", "content": prompt}],
+        ) as s:
             async for text in s.text_deltas():
                 print(text, end="", flush=True)
         msg = await s.final_message()
