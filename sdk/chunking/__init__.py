@@ -5,11 +5,11 @@
 ['第一句。', '第二句。']
 """
 
+from . import _markdown  # noqa: F401  (importing it registers kind="markdown")
 from ._api import Chunker, chunk
 from ._code import GrammarUnavailable, UnknownLanguage, detect_language, languages
 from ._detect import detect_kind
 from ._json import JSONChunkError, JSONPiece, JSONTokenizer, json_pieces, merge_pieces
-from ._markdown import markdown_root as _markdown_root  # registers kind='markdown'
 from ._types import Chunk, ChunkingWarning, ChunkKind, Section, Splitter
 
 __all__ = [
