@@ -33,6 +33,7 @@ from ._errors import (
 from ._retry import RetryBudget, RetryPolicy
 from ._tokens import EncodingUnavailable, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
+from .session import ContextOverflow, FitReport, Session, SessionConflict, SessionFileError
 
 __all__ = [
     "APIConnectionError",
@@ -45,8 +46,10 @@ __all__ = [
     "ChunkingWarning",
     "Client",
     "ConflictError",
+    "ContextOverflow",
     "ContextOverflowError",
     "EncodingUnavailable",
+    "FitReport",
     "IncompleteStreamError",
     "InternalServerError",
     "ModelInfo",
@@ -61,6 +64,9 @@ __all__ = [
     "SDKError",
     "SSEError",
     "SSEEventTooLargeError",
+    "Session",
+    "SessionConflict",
+    "SessionFileError",
     "Stream",
     "StreamProtocolError",
     "TokenCount",
