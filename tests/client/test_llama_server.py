@@ -7,7 +7,7 @@ import httpx2
 import orjson
 import pytest
 
-from .conftest import LlamaServer
+from tests.llama import LlamaServer
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,7 @@ import pytest
 
 from sdk._client import Client
 from sdk.stream import ContentBlockDeltaEvent, FlowControl, StallPolicy, TextDelta
-
-from .conftest import LlamaServer
+from tests.llama import LlamaServer
 
 pytestmark = pytest.mark.anyio
 

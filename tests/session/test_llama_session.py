@@ -10,7 +10,7 @@ import pytest
 
 from sdk import Client
 from sdk.session import Session
-from tests.client.conftest import LlamaServer
+from tests.llama import LlamaServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
