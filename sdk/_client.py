@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
-import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -33,7 +31,6 @@ from ._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
-    IncompleteStreamError,
     NotFoundError,
     SDKError,
     api_error_from_body,
@@ -41,7 +38,6 @@ from ._errors import (
 )
 from ._retry import RetryBudget, RetryPolicy, retry_decision
 from .stream import (
-    Event,
     FlowControl,
     Message,
     MessageState,
@@ -49,7 +45,6 @@ from .stream import (
     ResumeRequest,
     StallPolicy,
     StreamStatistics,
-    TextBlock,
     Upstream,
 )
 
@@ -91,84 +86,6 @@ class _Secret:
         return "<api key>" if self.value else "<no api key>"
 
 
-# Anthropic's keep-alive pings and SSE comments are not progress of the generation.
-_NOT_PROGRESS = re.compile(rb'(?:event: ?ping\r?\n)?data: ?\{"type": ?"ping"\}\r?\n\r?\n|:[^\n]*\n|\r?\n')
-
-
-class _IdleGuard:
-    """Wraps a body iterator: a read that takes longer than the read timeout fails in the
-    transport; this adds that chunks carrying only pings do not count as progress, so a
-    stalled generation kept alive by pings still ends in :class:`APITimeoutError`."""
-
-    __slots__ = ("_it", "_last", "_limit")
-
-    def __init__(self, it: AsyncIterator[bytes], limit: float | None) -> None:
-        self._it = it
-        self._limit = limit
-        self._last = time.monotonic()
-
-    def __aiter__(self) -> _IdleGuard:
-        return self
-
-    async def __anext__(self) -> bytes:
-        chunk = await self._it.__anext__()
-        if self._limit is not None:
-            now = time.monotonic()
-            if (b"ping" not in chunk and chunk[:1] != b":") or _NOT_PROGRESS.sub(b"", chunk):
-                self._last = now
-            elif now - self._last > self._limit:
-                raise APITimeoutError(f"no stream event but pings for {self._limit:g} s (idle timeout)")
-        return chunk
-
-
-class _ResumingStream(MessageStream):
-    """A :class:`MessageStream` that also resumes after a dropped connection, an idle
-    timeout or a body cut short, not only after a stall cancel.
-
-    Only at a resumable point (between blocks or inside a text block) and within the
-    stall policy's ``max_resumes``; an ``error`` event or a protocol error is never
-    resumed. Before the first event the request is simply sent again.
-    """
-
-    _aborted = False  # the client was closed: end with its error, never resume
-
-    async def __anext__(self) -> Event:
-        while True:
-            try:
-                return await MessageStream.__anext__(self)
-            except (APIConnectionError, IncompleteStreamError) as e:
-                if not self._may_resume():
-                    raise
-                self._done = False
-                if not self._state.started:
-                    await self._restart(e)
-                else:
-                    await self._resume_upstream()
-
-    def _may_resume(self) -> bool:
-        st = self._state
-        open_ = st.open
-        return (
-            not self._aborted
-            and self._resume is not None
-            and self._tg is not None
-            and not st.stopped
-            and (open_ is None or isinstance(open_.start, TextBlock))
-            and self._attempts < self._stall.max_resumes
-        )
-
-    async def _restart(self, cause: SDKError) -> None:
-        tg = self._tg
-        assert tg is not None
-        self._attempts += 1
-        try:
-            upstream = await self._open()
-        except SDKError as e:
-            self._done = True
-            raise e from cause
-        tg.start_soon(self._pump, upstream, None)
-
-
 class Stream:
     """``async with client.stream(...) as s``: the request starts on entry.
 
@@ -177,7 +94,7 @@ class Stream:
     was received, a snapshot if the stream was left early).
     """
 
-    def __init__(self, client: Client, inner: _ResumingStream) -> None:
+    def __init__(self, client: Client, inner: MessageStream) -> None:
         self._client = client
         self._inner = inner
         self._open = False
@@ -203,7 +120,7 @@ class Stream:
         self._client._live.discard(self)
         return await self._inner.__aexit__(exc_type, exc, tb)
 
-    def __aiter__(self) -> _ResumingStream:
+    def __aiter__(self) -> MessageStream:
         return self._inner  # no wrapper per event: the client adds no cost to the hot path
 
     def text_deltas(self) -> AsyncIterator[str]:
@@ -215,13 +132,8 @@ class Stream:
         return self._inner.state.message()
 
     def _abort(self, err: SDKError) -> None:
-        """Client closing: the consumer gets ``err`` after what is already buffered (its
-        ``async with`` then closes the response); no resume follows."""
-        inner = self._inner
-        inner._aborted = True
-        buf = getattr(inner, "_buf", None)
-        if buf is not None:
-            buf.put_nowait(err)
+        """Client closing: the consumer's next step raises ``err``; no resume follows."""
+        self._inner.abort(err)
 
 
 class Client:
@@ -455,15 +367,19 @@ class Client:
             repeat = sent if echo else req.prefill[len(req.prefill.rstrip()) :]
             return Upstream(self._chunks(resp), resp.aclose, repeat)
 
-        policy = stall or self.stall
-        inner = _ResumingStream(
-            open_, decoder=backend.decoder, flow=flow or self.flow, stall=policy, resume=resume
+        inner = MessageStream(
+            open_,
+            decoder=backend.decoder,
+            flow=flow or self.flow,
+            stall=stall or self.stall,
+            resume=resume,
+            idle_timeout=self.idle_timeout,
         )
         return Stream(self, inner)
 
-    def _chunks(self, resp: httpx2.Response) -> AsyncIterator[bytes]:
-        it = resp.aiter_raw()
-        return _IdleGuard(it, self.idle_timeout) if self.idle_timeout is not None else it
+    @staticmethod
+    def _chunks(resp: httpx2.Response) -> AsyncIterator[bytes]:
+        return resp.aiter_raw()
 
     async def _continuation(
         self, params: Mapping[str, Any], req: ResumeRequest
@@ -488,7 +404,7 @@ class Client:
             text = own + text
         messages.append({"role": "assistant", "content": text})
         cont["messages"] = messages
-        used = req.message.usage.output_tokens
+        used = req.output_tokens  # reported output or text deltas handed out, the larger
         if isinstance(cont.get("max_tokens"), int) and used:
             cont["max_tokens"] = max(1, cont["max_tokens"] - used)
         return cont, text

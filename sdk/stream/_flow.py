@@ -157,6 +157,11 @@ class FlowBuffer:
         self.notes: deque[FlowNote] = deque(maxlen=1000)
         self.last_take = anyio.current_time()
 
+    @property
+    def paused(self) -> bool:
+        """The reader is waiting for the consumer to drain the buffer."""
+        return self._drained is not None
+
     def note(self, kind: Literal["pause", "unpause", "cancel", "resume"]) -> None:
         self.notes.append(FlowNote(kind, anyio.current_time(), self.bytes, self.delivered))
 

@@ -7,6 +7,12 @@ A background task reads the body into a bounded :class:`~._flow.FlowBuffer`; the
 consumer's ``async for`` takes events out, folds them into the state and raises
 mid-stream errors as typed errors carrying the partial message.
 
+Recovery lives here, not in the client: with a resume hook, a stall cancel, a dropped
+connection, an idle timeout or a body cut short continue the message with a prefilled
+continuation (at a resumable point, within ``StallPolicy.max_resumes``); before the
+first event the request is simply sent again. An ``error`` event or a protocol error is
+an answer and is never resumed.
+
 Use it only as an async context manager: leaving the block early, an exception in the
 consumer or a cancelled task closes the response under a shielded scope.
 """
@@ -16,12 +22,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
-from .._errors import IncompleteStreamError, SDKError, StreamProtocolError, error_from_transport
+from .._errors import (
+    APIConnectionError,
+    APITimeoutError,
+    IncompleteStreamError,
+    SDKError,
+    StreamProtocolError,
+    error_from_transport,
+)
 from ._accumulate import Message, MessageState, apply, error_from_event
 from ._events import (
     AnthropicEventDecoder,
@@ -33,6 +46,7 @@ from ._events import (
     MessageDeltaEvent,
     MessageStartEvent,
     MessageStopEvent,
+    PingEvent,
     TextBlock,
     TextDelta,
     Usage,
@@ -68,12 +82,16 @@ class ResumeRequest:
     """What a resume hook needs: the message received so far and its text (the prefill).
 
     ``state.open`` is ``None`` (the cut fell between blocks) or an open text block.
+    ``output_tokens`` is a lower bound of the tokens already generated: the larger of the
+    output the server reported and the text deltas handed out (many servers report
+    output only at the end), so a continuation can lower ``max_tokens`` by it.
     """
 
     message: Message
     prefill: str
     attempt: int
     state: MessageState
+    output_tokens: int = 0
 
 
 ResumeHook = Callable[[ResumeRequest], Awaitable[Upstream]]
@@ -155,7 +173,10 @@ class MessageStream:
     """``async with MessageStream(open) as s: async for event in s: ...``
 
     ``state`` is what the consumer has been handed (the cursor); ``statistics()`` reports
-    buffering, every pause, stall cancel and resume.
+    buffering, every pause, stall cancel and resume. ``idle_timeout``: seconds without a
+    non-ping event from the server (pings and SSE comments keep a connection alive but
+    are not progress; time paused for a slow consumer does not count) before the read
+    ends in :class:`APITimeoutError`, which a resume hook then recovers from.
     """
 
     def __init__(
@@ -166,6 +187,7 @@ class MessageStream:
         flow: FlowControl | None = None,
         stall: StallPolicy | None = None,
         resume: ResumeHook | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         stall = stall or StallPolicy()
         if stall.enabled and resume is None:
@@ -173,11 +195,14 @@ class MessageStream:
         flow = flow or FlowControl()
         if stall.max_backlog_bytes is not None and stall.max_backlog_bytes > flow.high_water_bytes:
             raise ValueError("max_backlog_bytes above high_water_bytes could never be reached")
+        if idle_timeout is not None and not idle_timeout > 0:
+            raise ValueError("idle_timeout must be positive (or None)")
         self._open = open
         self._decoder = decoder
         self._flow = flow
         self._stall = stall
         self._resume = resume
+        self._idle_timeout = idle_timeout
         self._tg: TaskGroup | None = None
         self._buf: FlowBuffer | None = None
         self._batch: list[Event] = []
@@ -185,6 +210,11 @@ class MessageStream:
         self._state = MessageState()
         self._done = False
         self._attempts = 0
+        self._deltas = 0  # text deltas handed out: a lower bound of the output tokens
+        self._reader: anyio.CancelScope | None = None  # the running reader's scope
+        self._progress = 0  # reads that brought a non-ping event (the idle watch's clock)
+        self._idle_fired = False
+        self._aborted: BaseException | None = None
 
     @property
     def state(self) -> MessageState:
@@ -213,6 +243,8 @@ class MessageStream:
             raise
         self._tg = tg
         tg.start_soon(self._pump, upstream, None)
+        if self._idle_timeout is not None:
+            tg.start_soon(self._watch_idle, self._idle_timeout)
         return self
 
     async def __aexit__(
@@ -228,6 +260,40 @@ class MessageStream:
             return None
         return await tg.__aexit__(exc_type, exc, tb)
 
+    def abort(self, exc: BaseException) -> None:
+        """End the stream from outside (a client closing): the consumer's next
+        ``__anext__`` raises ``exc`` (with the partial message when it is an
+        :class:`SDKError`), nothing resumes, and the reader closes its response under a
+        shielded scope. A stream that has already ended is left as it is."""
+        if self._done or self._aborted is not None:
+            return
+        self._aborted = exc
+        if self._reader is not None:
+            self._reader.cancel()
+        if self._buf is not None:
+            self._buf.put_nowait(_End(stalled=False))  # wakes a consumer waiting for events
+
+    async def _watch_idle(self, limit: float) -> None:
+        """Cancel a read that brought nothing but pings for ``limit`` seconds.
+
+        It wakes four times per ``limit`` and compares a counter, so the hot path pays no
+        clock read or timer per event; the timeout fires between ``limit`` and 1.25 x
+        ``limit`` after the last progress.
+        """
+        step = limit / 4
+        seen = -1
+        since = anyio.current_time()
+        while True:
+            await anyio.sleep(step)
+            now = anyio.current_time()
+            buf, reader = self._buf, self._reader
+            if self._progress != seen or reader is None or buf is None or buf.paused:
+                seen, since = self._progress, now  # progress, no read going on, or our pause
+            elif now - since >= limit:
+                self._idle_fired = True
+                reader.cancel()
+                since = now
+
     async def _pump(self, upstream: Upstream, splice: _Splicer | None) -> None:
         """Read one upstream into the buffer. Never raises: failures go to the consumer."""
         buf = self._buf
@@ -237,38 +303,55 @@ class MessageStream:
         resumable = True  # between blocks or inside a text block: a prefill can continue it
         finished = False
         end: _End | BaseException | None = None
+        scope = self._reader = anyio.CancelScope()
+        self._idle_fired = False
         try:
-            async for chunk in upstream.chunks:
-                events = decoder.feed(chunk)
-                pending += len(chunk)
-                if not events:
-                    continue
-                if splice is not None:
-                    events = splice(events)
-                for ev in events:
-                    if isinstance(ev, ContentBlockStartEvent):
-                        resumable = isinstance(ev.block, TextBlock)
-                    elif isinstance(ev, ContentBlockStopEvent):
-                        resumable = True
-                    elif isinstance(ev, MessageStopEvent | ErrorEvent) or (
-                        isinstance(ev, MessageDeltaEvent) and ev.stop_reason is not None
-                    ):
-                        finished = True
-                can_stall = resumable and not finished and self._attempts < self._stall.max_resumes
-                ok = await buf.put(events, pending, can_stall=can_stall)
-                pending = 0
-                if not ok:
-                    buf.cancels += 1
-                    buf.note("cancel")
-                    end = _End(stalled=True)
-                    return
-            tail = decoder.flush()
-            if tail:
-                buf.put_nowait(splice(tail) if splice is not None else tail, pending)
-            end = _End(stalled=False)
+            with scope:
+                async for chunk in upstream.chunks:
+                    events = decoder.feed(chunk)
+                    pending += len(chunk)
+                    if not events:
+                        continue
+                    if splice is not None:
+                        events = splice(events)
+                    progress = False
+                    for ev in events:
+                        if isinstance(ev, PingEvent):
+                            continue
+                        progress = True
+                        if isinstance(ev, ContentBlockStartEvent):
+                            resumable = isinstance(ev.block, TextBlock)
+                        elif isinstance(ev, ContentBlockStopEvent):
+                            resumable = True
+                        elif isinstance(ev, MessageStopEvent | ErrorEvent) or (
+                            isinstance(ev, MessageDeltaEvent) and ev.stop_reason is not None
+                        ):
+                            finished = True
+                    if progress:
+                        self._progress += 1
+                    can_stall = resumable and not finished and self._attempts < self._stall.max_resumes
+                    ok = await buf.put(events, pending, can_stall=can_stall)
+                    pending = 0
+                    if not ok:
+                        buf.cancels += 1
+                        buf.note("cancel")
+                        end = _End(stalled=True)
+                        return
+                tail = decoder.flush()
+                if tail:
+                    buf.put_nowait(splice(tail) if splice is not None else tail, pending)
+                end = _End(stalled=False)
+            if scope.cancelled_caught:  # the idle watch or abort() stopped this read
+                end = (
+                    APITimeoutError(f"no stream event but pings for {self._idle_timeout:g} s (idle timeout)")
+                    if self._idle_fired
+                    else _End(stalled=False)
+                )
         except Exception as e:
             end = error_from_transport(e) or e
         finally:
+            if self._reader is scope:
+                self._reader = None
             replaced = getattr(getattr(decoder, "sse", None), "replaced", 0)
             buf.replaced += replaced if isinstance(replaced, int) else 0
             with anyio.CancelScope(shield=True):
@@ -288,6 +371,10 @@ class MessageStream:
 
     async def __anext__(self) -> Event:
         while True:
+            if self._aborted is not None:
+                if self._done:
+                    raise StopAsyncIteration
+                self._fail(self._aborted)
             if self._pos < len(self._batch):
                 ev = self._batch[self._pos]
                 self._pos += 1
@@ -298,7 +385,10 @@ class MessageStream:
                 except StreamProtocolError:
                     self._done = True
                     raise
-                if isinstance(ev, ErrorEvent):
+                if type(ev) is ContentBlockDeltaEvent:
+                    if type(ev.delta) is TextDelta:
+                        self._deltas += 1
+                elif isinstance(ev, ErrorEvent):
                     self._done = True
                     raise error_from_event(ev, self._state)
                 return ev
@@ -307,30 +397,75 @@ class MessageStream:
             if self._buf is None:
                 raise RuntimeError("iterate a MessageStream inside `async with`")
             item = await self._buf.get()
+            if self._aborted is not None:
+                continue
             if isinstance(item, list):
                 self._batch, self._pos = item, 0
             elif isinstance(item, _End):
                 if item.stalled:
                     await self._resume_upstream()
-                    continue
-                self._done = True
-                if not self._state.stopped:
-                    raise IncompleteStreamError(
+                elif self._state.stopped:
+                    self._done = True
+                    raise StopAsyncIteration
+                else:
+                    err = IncompleteStreamError(
                         "the stream ended before message_stop", partial=self._state.message()
                     )
-                raise StopAsyncIteration
+                    if not self._may_resume():
+                        self._fail(err)
+                    await self._recover(err)
+            elif isinstance(item, APIConnectionError) and self._may_resume():
+                await self._recover(item)
             else:
-                self._done = True
-                if isinstance(item, SDKError) and item.partial is None:
-                    item.partial = self._state.message()
-                raise item
+                self._fail(item)
+
+    def _fail(self, err: BaseException) -> NoReturn:
+        self._done = True
+        if isinstance(err, SDKError) and err.partial is None:
+            err.partial = self._state.message()
+        raise err
+
+    def _may_resume(self) -> bool:
+        """A broken upstream is continued only with a hook, at a resumable point (between
+        blocks or inside a text block) and within the policy's ``max_resumes``."""
+        st = self._state
+        open_ = st.open
+        return (
+            self._resume is not None
+            and self._aborted is None
+            and not st.stopped
+            and (open_ is None or isinstance(open_.start, TextBlock))
+            and self._attempts < self._stall.max_resumes
+        )
+
+    async def _recover(self, cause: SDKError) -> None:
+        """Continue after ``cause``: a prefilled continuation, or before the first event
+        the same request again (there is nothing to splice yet)."""
+        if self._state.started:
+            await self._resume_upstream()
+            return
+        tg = self._tg
+        assert tg is not None
+        self._attempts += 1
+        try:
+            upstream = await self._open()
+        except Exception as e:
+            self._done = True
+            err = error_from_transport(e)
+            if err is None:
+                raise
+            raise err from cause
+        tg.start_soon(self._pump, upstream, None)
 
     async def _resume_upstream(self) -> None:
         hook, buf, tg = self._resume, self._buf, self._tg
         assert hook is not None and buf is not None and tg is not None
         self._attempts += 1
         state = self._state
-        request = ResumeRequest(state.message(), state.text(), self._attempts, state)
+        reported = state.usage.output_tokens or 0
+        request = ResumeRequest(
+            state.message(), state.text(), self._attempts, state, max(reported, self._deltas)
+        )
         try:
             upstream = await hook(request)
         except Exception as e:
