@@ -115,6 +115,7 @@ class Contender:
     make: Callable[[int, Text], Run]
     # (Text, output) -> (chunk strings, located spans, unlocated count)
     spans: Callable[[str, object], tuple[list[str], list[tuple[int, int]], int]]
+    groups: tuple[str, ...] | None = None  # only these corpus groups (None: all)
 
 
 def _locate(text: str, pieces: Sequence[str]) -> tuple[list[str], list[tuple[int, int]], int]:
@@ -256,6 +257,39 @@ def _langchain(count: Callable[[str], int]) -> Contender | None:
     return Contender("langchain RecursiveCharacter", make, spans)
 
 
+def _langchain_json() -> Contender | None:
+    """LangChain's RecursiveJsonSplitter: it re-serializes parsed JSON into new documents.
+
+    It sizes chunks in characters of ``json.dumps`` output, not tokens; the budget is
+    given as 4 characters per token, and its over-budget count says how that worked out.
+    Its pieces are new text, so they cannot be located in the source ("unlocated").
+    """
+    try:
+        from langchain_text_splitters import RecursiveJsonSplitter
+    except ImportError:
+        return None
+    import json
+
+    def make(budget: int, t: Text) -> Run:
+        splitter = RecursiveJsonSplitter(max_chunk_size=budget * 4)
+
+        def run(text: str) -> object:
+            try:
+                data = json.loads(text)
+            except ValueError:
+                return []
+            if not isinstance(data, dict):  # it splits objects only
+                data = {"items": data}
+            return splitter.split_text(json_data=data, convert_lists=True, ensure_ascii=False)
+
+        return run
+
+    def spans(text: str, out: object) -> tuple[list[str], list[tuple[int, int]], int]:
+        return _locate(text, out)  # type: ignore[arg-type]
+
+    return Contender("langchain RecursiveJsonSplitter", make, spans, groups=("json",))
+
+
 def contenders() -> list[Contender]:
     enc = get_encoding(ENCODING)
     encode = enc.encode_ordinary
@@ -264,7 +298,7 @@ def contenders() -> list[Contender]:
         return len(encode(s))
 
     out = [_ours()]
-    for c in (_semantic_text_splitter(count), *_chonkie(enc), _langchain(count)):
+    for c in (_semantic_text_splitter(count), *_chonkie(enc), _langchain(count), _langchain_json()):
         if c is not None:
             out.append(c)
     return out
@@ -470,6 +504,8 @@ def run_group(
     for budget in budgets:
         ours_runs: list[set[int]] = []
         for player in players:
+            if player.groups is not None and group not in player.groups:
+                continue
             tally = Tally()
             try:
                 fns = [player.make(budget, t) for t in texts]
