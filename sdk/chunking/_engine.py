@@ -53,9 +53,11 @@ class Sizer:
     def encode(self, text: str) -> list[int]:
         return self._encode(text)
 
-    def byte_ends(self, tokens: list[int]) -> list[int]:
-        """Cumulative UTF-8 byte end of each token."""
-        return list(accumulate(map(self._lengths.__getitem__, tokens)))
+    def byte_ends(self, tokens: list[int], start: int = 0) -> list[int]:
+        """Cumulative UTF-8 byte end of each token, counted from ``start``."""
+        ends = list(accumulate(map(self._lengths.__getitem__, tokens), initial=start))
+        del ends[0]
+        return ends
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,19 @@ class RawChunk:
     oversize: bool = False
     sticky_end: bool = False  # ends with a part that should open the next chunk
     partial: bool = False  # holds part of a value its format treats as one
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """One encoding of ``text[lo:hi]``: its tokens' UTF-8 end offsets in the whole text.
+
+    Every part inside ``[lo, hi)`` is sized from it: counts taken from it are exact
+    between additive positions and at ``lo``/``hi`` themselves.
+    """
+
+    ends: list[int]
+    lo: int
+    hi: int
 
 
 class Engine:
@@ -83,7 +98,7 @@ class Engine:
 
     def run(self, root: Section) -> list[RawChunk]:
         if root.start < root.end:
-            self._place(root, None)
+            self._place(root, None, self._width(0, root.start))
         return self._merge_neighbours(self.out)
 
     def _merge_neighbours(self, chunks: list[RawChunk]) -> list[RawChunk]:
@@ -125,20 +140,66 @@ class Engine:
             out.append(c)
         return out
 
-    def _place(self, section: Section, tokens: list[int] | None, lead: RawChunk | None = None) -> None:
+    def _width(self, a: int, b: int) -> int:
+        """UTF-8 length of ``text[a:b]``."""
+        return b - a if self.ascii else len(self.text[a:b].encode("utf-8"))
+
+    def _exact(self, view: _View, a: int, a_byte: int, b: int, b_byte: int) -> int:
+        """Exact count of ``text[a:b]`` from ``view`` (which covers it).
+
+        Counts of the view are exact between positions where the pre-tokenizer cuts in
+        any context (additive ones) or at the view's own edges. An edge that is neither
+        is moved to the nearest additive position inside, and only the stretch between
+        is encoded again.
+        """
+        text = self.text
+        additive = self.sizer.additive
+        count = self.sizer.count
+        ends = view.ends
+        lo = bisect_right(ends, a_byte)
+        hi = bisect_right(ends, b_byte)
+        extra = 0
+        r = a
+        if a != view.lo and not additive(text, a):
+            found = next_additive(additive, text, a, b)
+            if found is None:
+                return count(text[a:b])
+            r = found
+            extra += count(text[a:r])
+            lo = bisect_right(ends, a_byte + self._width(a, r))
+        if b != view.hi and not additive(text, b):
+            back = prev_additive(additive, text, b, r - 1)
+            if back is None:
+                return count(text[a:b])
+            extra += count(text[back:b])
+            hi = bisect_right(ends, b_byte - self._width(back, b))
+        return extra + hi - lo
+
+    def _encode(self, start: int, end: int, start_byte: int) -> _View:
+        tokens = self.sizer.encode(self.text[start:end])
+        return _View(self.sizer.byte_ends(tokens, start_byte), start, end)
+
+    def _place(
+        self, section: Section, view: _View | None, start_byte: int, lead: RawChunk | None = None
+    ) -> None:
         """Emit ``section`` whole if it fits, else cut it and pack its parts.
 
-        ``tokens``, when given, is the exact encoding of the section; it is reused
-        to size the parts so no character is encoded twice on the way down.
+        ``view`` is an encoding covering the section (one encode serves every level
+        of the descent); ``start_byte`` the section's UTF-8 offset in the text.
         ``lead`` is a chunk that must not end where it does (it ends with a sticky
         part, a heading): the start of this section joins it if it can.
         """
         text = self.text
-        if tokens is None and section.end - section.start <= self.budget * self.sizer.max_token_chars:
-            tokens = self.sizer.encode(text[section.start : section.end])
-        if tokens is not None and len(tokens) <= self.budget:
+        end_byte = start_byte + self._width(section.start, section.end)
+        n: int | None = None
+        if view is not None:
+            n = self._exact(view, section.start, start_byte, section.end, end_byte)
+        elif section.end - section.start <= self.budget * self.sizer.max_token_chars:
+            view = self._encode(section.start, section.end, start_byte)
+            n = len(view.ends)
+        if n is not None and n <= self.budget:
             if lead is not None:
-                joined = self._join(lead, section, len(tokens))
+                joined = self._join(lead, section, n)
                 if joined is not None:
                     self.out[-1] = joined
                     return
@@ -148,7 +209,7 @@ class Engine:
                     RawChunk(
                         section.start,
                         section.end,
-                        len(tokens),
+                        n,
                         section,
                         sticky_end=section.sticky,
                         partial=section.partial,
@@ -157,14 +218,15 @@ class Engine:
                 return
         parts = section.splitter.split(text, section) if section.splitter is not None else ()
         if len(parts) < 2:
-            n = len(tokens) if tokens is not None else self.sizer.count(text[section.start : section.end])
+            if n is None:
+                n = self.sizer.count(text[section.start : section.end])
             self.out.append(
                 RawChunk(
                     section.start, section.end, n, section, oversize=n > self.budget, partial=section.partial
                 )
             )
             return
-        self._pack(parts, tokens, lead)
+        self._pack(parts, view, start_byte, lead)
 
     def _join(self, lead: RawChunk, section: Section, n: int) -> RawChunk | None:
         if self.sizer.additive(self.text, section.start):
@@ -182,109 +244,85 @@ class Engine:
             partial=lead.partial or section.partial,
         )
 
-    def _pack(self, parts: Sequence[Section], tokens: list[int] | None, lead: RawChunk | None = None) -> None:
+    def _pack(
+        self,
+        parts: Sequence[Section],
+        view: _View | None,
+        start_byte: int,
+        lead: RawChunk | None = None,
+    ) -> None:
         text = self.text
-        sizer = self.sizer
-        count = sizer.count
+        count = self.sizer.count
         budget = self.budget
         k = len(parts)
-        additive = sizer.additive
-        # part_tokens(i): the exact encoding of part i when it is known for free.
-        if tokens is None:
-            # One encode of the whole range costs what one per part would, and its
-            # token ends make any run's count exact from the run's two edges alone.
-            tokens = sizer.encode(text[parts[0].start : parts[-1].end])
-        # The range's token ends size every run of parts; a run's count is exact when
-        # both of its edges are additive (the range's own edges always are).
-        ends = sizer.byte_ends(tokens)
-        start = parts[0].start
-        ascii_range = self.ascii or text[start : parts[-1].end].isascii()
-        if ascii_range:
-            offsets = [p.start - start for p in parts]
-            offsets.append(parts[-1].end - start)
-        else:
-            offsets, acc = [], 0
-            for p in parts:
-                offsets.append(acc)
-                acc += len(text[p.start : p.end].encode("utf-8"))
-            offsets.append(acc)
-        prefix = [bisect_right(ends, b) for b in offsets]
-        prefix[-1] = len(tokens)
-        whole = tokens
-        # Whether part boundary m is additive; asked only at candidate chunk edges.
-        edges: dict[int, bool] = {0: True, k: True}
-
-        def edge(m: int) -> bool:
-            known = edges.get(m)
-            if known is None:
-                known = edges[m] = additive(text, parts[m].start)
-            return known
-
-        def width(a: int, b: int) -> int:
-            return b - a if ascii_range else len(text[a:b].encode("utf-8"))
+        additive = self.sizer.additive
+        if view is None:
+            # One encode of the whole range costs what one per part would, and serves
+            # every level below it.
+            view = self._encode(parts[0].start, parts[-1].end, start_byte)
+        offsets = [start_byte]
+        for p in parts:
+            offsets.append(offsets[-1] + self._width(p.start, p.end))
+        ends = view.ends
+        prefix = [bisect_right(ends, b) for b in offsets]  # estimates; exact at exact edges
+        shared = view
 
         def run_count(i: int, j: int) -> int:
-            # Exact count of parts i..j-1. An edge that is not additive is moved
-            # to the nearest additive position inside the run, and only the
-            # stretch between is encoded again.
-            a, b = parts[i].start, parts[j - 1].end
-            lo, hi, extra, r = prefix[i], prefix[j], 0, a
-            if not edge(i):
-                found = next_additive(additive, text, a, b)
-                if found is None:
-                    return count(text[a:b])
-                r = found
-                extra += count(text[a:r])
-                lo = bisect_right(ends, offsets[i] + width(a, r))
-            if not edge(j):
-                back = prev_additive(additive, text, b, r - 1)
-                if back is None:
-                    return count(text[a:b])
-                extra += count(text[back:b])
-                hi = bisect_right(ends, offsets[j] - width(back, b))
-            return extra + hi - lo
+            return self._exact(shared, parts[i].start, offsets[i], parts[j - 1].end, offsets[j])
 
-        def part_tokens(i: int) -> list[int] | None:
-            return whole[prefix[i] : prefix[i + 1]] if edge(i) and edge(i + 1) else None
+        def size(i: int, j: int, joined: bool | None, base: int, origin: int) -> int:
+            """Exact count of parts i..j-1, after the open chunk when ``joined`` is not None."""
+            if joined is None:
+                return run_count(i, j)
+            if joined:
+                return base + run_count(i, j)
+            return count(text[origin : parts[j - 1].end])
 
         # ``open_`` is the last chunk emitted from a part that had to be cut: the parts
         # after it may join it while they fit (left-to-right greedy, like text-splitter).
         open_: RawChunk | None = lead
         i = 0
         while i < k:
+            joined: bool | None
             if open_ is not None:
                 base, origin, first = open_.tokens, open_.start, open_.first
-                joined_exactly = additive(text, parts[i].start)
+                joined = additive(text, parts[i].start)
             else:
                 base, origin, first = 0, parts[i].start, parts[i]
-                joined_exactly = True
+                joined = None
+
             j = bisect_right(prefix, prefix[i] + budget - base, i + 1) - 1
             n = -1
+            stepped_back = False
             while j > i:
-                if open_ is None:
-                    n = run_count(i, j)
-                elif joined_exactly:
-                    n = base + run_count(i, j)
-                else:
-                    n = count(text[origin : parts[j - 1].end])
+                n = size(i, j, joined, base, origin)
                 if n <= budget:
                     break
                 # Over: step back at least one part, more if the estimate was low.
                 low_by = n - (base + prefix[j] - prefix[i])
                 j = min(j - 1, bisect_right(prefix, prefix[i] + budget - base - low_by, i + 1) - 1)
+                stepped_back = True
+            if stepped_back and j > i:
+                # The correction may have stepped back too far: take the next parts back
+                # while they still fit (a few exact checks, each local).
+                for _ in range(4):
+                    if j >= k:
+                        break
+                    m = size(i, j + 1, joined, base, origin)
+                    if m > budget:
+                        break
+                    j, n = j + 1, m
             if j > i + 1 and parts[j - 1].sticky:
                 # A sticky part (a heading) opens the next chunk instead of ending this one.
                 j -= 1
-                n = base + run_count(i, j) if (open_ is None or joined_exactly) else -1
-                if n < 0:
-                    n = count(text[origin : parts[j - 1].end])
+                n = size(i, j, joined, base, origin)
             if j <= i:
                 if open_ is not None and not open_.sticky_end:
                     open_ = None
                     continue
                 # The part does not fit (after a heading, or at all): cut it; its first
                 # pieces join a heading that must not end a chunk.
-                self._place(parts[i], part_tokens(i), open_)
+                self._place(parts[i], shared, offsets[i], open_)
                 last = self.out[-1]
                 open_ = None if last.oversize else last
                 i += 1
