@@ -9,7 +9,8 @@ from . import _markdown  # noqa: F401  (importing it registers kind="markdown")
 from ._api import Chunker, chunk
 from ._code import GrammarUnavailable, UnknownLanguage, detect_language, languages
 from ._detect import detect_kind
-from ._json import JSONChunkError, JSONPiece, JSONTokenizer, json_pieces, merge_pieces
+from ._json import JSONChunkError, JSONTokenizer
+from ._jsonpieces import JSONPiece, json_pieces, merge_pieces
 from ._types import Chunk, ChunkingWarning, ChunkKind, Section, Splitter
 
 __all__ = [
