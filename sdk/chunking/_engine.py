@@ -4,13 +4,17 @@ Format splitters only say where a section may be cut (``Splitter.split``); this 
 decides which cuts to use: take the sections of the highest level, merge neighbours
 greedily up to the budget, and descend into a section only when it does not fit.
 
-Exact budgets, cheaply: the parts of a range are encoded once each (together one
-encode pass of the range); prefix sums of their counts estimate any run of parts by
-bisection. The sum is exact when every junction inside the run is *additive* (see
-``additive_*``); otherwise the candidate is encoded once more to verify, stepping back
-one part if it is over. Every emitted count is therefore exact. A range that cannot
-fit (more characters than ``budget`` tokens of the longest token could cover) is cut
-without being counted at all.
+Exact budgets, cheaply: a range is encoded once, and that encoding (a ``_View``: the
+UTF-8 end offset of every token) serves every level of the descent below it. Any run
+of parts is sized from it by bisection; the count is exact between positions where
+tiktoken's pre-tokenizer cuts in any context (*additive* ones, see ``_junctions``) and
+at the view's own edges. A chunk edge that is neither is moved to the nearest additive
+position inside, and only that short stretch is encoded again, so every emitted count
+is exact. A range that cannot fit (more characters than ``budget`` tokens of the
+longest token could cover) is cut without being counted at all. After packing,
+neighbours that fit together are joined (they appear only around a part that had to
+be cut), and sticky parts (headings, keys, leading comments) open the chunk of what
+follows them instead of ending one.
 """
 
 from __future__ import annotations
