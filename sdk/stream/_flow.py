@@ -103,8 +103,7 @@ class StreamStatistics:
     ``*_buffered`` is what waits for the consumer now, ``high_water_*`` the most that ever
     did; ``paused_seconds`` sums the time the reader spent not reading; ``cancels`` and
     ``resumes`` count stall-policy actions. ``notes`` lists each pause, unpause, cancel and
-    resume in order (the last 1000; the counters are always exact). ``inline_reads``
-    counts the reads the consumer made itself (see :class:`~sdk.stream.MessageStream`).
+    resume in order (the last 1000; the counters are always exact).
     """
 
     bytes_received: int
@@ -120,7 +119,6 @@ class StreamStatistics:
     resumes: int
     invalid_utf8_replaced: int
     notes: tuple[FlowNote, ...]
-    inline_reads: int = 0
 
 
 class _End:
@@ -156,7 +154,6 @@ class FlowBuffer:
         self.cancels = 0
         self.resumes = 0
         self.replaced = 0
-        self.inline_reads = 0
         self.notes: deque[FlowNote] = deque(maxlen=1000)
         self.last_take = anyio.current_time()
 
@@ -186,17 +183,6 @@ class FlowBuffer:
             self.high_bytes = max(self.high_bytes, self.bytes)
             self.high_events = max(self.high_events, self.events)
         self._has_items.set()
-
-    @property
-    def empty(self) -> bool:
-        return not self._items
-
-    def account(self, events: int, size: int) -> None:
-        """Count a batch the consumer read itself (inline, never buffered)."""
-        self.bytes_received += size
-        self.events_received += events
-        self.delivered += events
-        self.inline_reads += 1
 
     async def put(self, batch: list[Event], size: int, *, can_stall: bool) -> bool:
         """Append a batch; wait while the buffer is full. False: the policy says cancel."""
@@ -257,5 +243,4 @@ class FlowBuffer:
             self.resumes,
             self.replaced,
             tuple(self.notes),
-            self.inline_reads,
         )

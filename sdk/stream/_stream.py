@@ -19,7 +19,6 @@ consumer or a cancelled task closes the response under a shielded scope.
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -170,29 +169,6 @@ class _Splicer:
         return [ContentBlockDeltaEvent(index, TextDelta(text))] if text else []
 
 
-class _Source:
-    """One upstream body: read by the background reader, or inline by the consumer while
-    the reader is parked (never both at once)."""
-
-    __slots__ = ("decoder", "finished", "inline", "result", "resumable", "splice", "upstream")
-
-    def __init__(
-        self, upstream: Upstream, decoder: EventDecoder, splice: _Splicer | None, inline: bool
-    ) -> None:
-        self.upstream = upstream
-        self.decoder = decoder
-        self.splice = splice
-        self.inline = inline  # the consumer may read it itself
-        self.resumable = True  # between blocks or inside a text block: a prefill can continue it
-        self.finished = False
-        self.result: BaseException | bool | None = None  # how an inline read ended the body
-
-
-INLINE_GRACE = 0.05  # a consumer away this long (at most twice this) hands reading back
-_SMALL_BATCH = 4  # events of one read; more means the network is ahead of the consumer
-_BIG_READ = 16384
-
-
 class MessageStream:
     """``async with MessageStream(open) as s: async for event in s: ...``
 
@@ -201,15 +177,6 @@ class MessageStream:
     non-ping event from the server (pings and SSE comments keep a connection alive but
     are not progress; time paused for a slow consumer does not count) before the read
     ends in :class:`APITimeoutError`, which a resume hook then recovers from.
-
-    Who reads: a background task reads ahead into the bounded buffer (so a consumer that
-    is away makes the reader pause, and the stall policy can act). A consumer that keeps
-    finding the buffer empty (the network is the slower side, one event per read, the
-    usual case for a model server) reads the socket itself in ``__anext__`` while the
-    reader is parked, which saves a task switch per event; a consumer away for
-    ``INLINE_GRACE`` hands reading back to the task, and so does a read that brings many
-    events at once (the network got ahead). Not with a backlog limit: that policy is
-    about read-ahead.
     """
 
     def __init__(
@@ -236,9 +203,6 @@ class MessageStream:
         self._stall = stall
         self._resume = resume
         self._idle_timeout = idle_timeout
-        grace = min(INLINE_GRACE, stall.stall_timeout / 2) if stall.enabled else INLINE_GRACE
-        backlog = stall.enabled and stall.max_backlog_bytes is not None
-        self._grace = 0.0 if grace < 0.005 or backlog else grace  # 0: never read inline
         self._tg: TaskGroup | None = None
         self._buf: FlowBuffer | None = None
         self._batch: list[Event] = []
@@ -251,15 +215,6 @@ class MessageStream:
         self._progress = 0  # reads that brought a non-ping event (the idle watch's clock)
         self._idle_fired = False
         self._aborted: BaseException | None = None
-        self._src: _Source | None = None
-        self._inline_ok = False  # the consumer asked to read itself
-        self._parked: anyio.Event | None = None  # set: the parked reader takes over again
-        self._inline_reading = False
-        self._inline_scope: anyio.CancelScope | None = None
-        self._read_done: anyio.Event | None = None
-        self._park_signal: anyio.Event | None = None
-        self._inline_reads = 0
-        self._waits = 0  # consecutive times the consumer found the buffer empty
 
     @property
     def state(self) -> MessageState:
@@ -287,9 +242,9 @@ class MessageStream:
                 await upstream.aclose()
             raise
         self._tg = tg
-        self._start(upstream, None)
-        if self._idle_timeout is not None or self._grace:
-            tg.start_soon(self._mind)
+        tg.start_soon(self._pump, upstream, None)
+        if self._idle_timeout is not None:
+            tg.start_soon(self._watch_idle, self._idle_timeout)
         return self
 
     async def __aexit__(
@@ -313,131 +268,68 @@ class MessageStream:
         if self._done or self._aborted is not None:
             return
         self._aborted = exc
-        for scope in (self._reader, self._inline_scope):
-            if scope is not None:
-                scope.cancel()
+        if self._reader is not None:
+            self._reader.cancel()
         if self._buf is not None:
             self._buf.put_nowait(_End(stalled=False))  # wakes a consumer waiting for events
 
-    def _start(self, upstream: Upstream, splice: _Splicer | None) -> None:
-        tg = self._tg
-        assert tg is not None
-        src = self._src = _Source(upstream, self._decoder(), splice, self._grace > 0)
-        tg.start_soon(self._pump, src)
+    async def _watch_idle(self, limit: float) -> None:
+        """Cancel a read that brought nothing but pings for ``limit`` seconds.
 
-    async def _mind(self) -> None:
-        """Hand reading back to the reader when an inline consumer has been away, and
-        cancel a read that brought nothing but pings for ``idle_timeout``.
-
-        It sleeps on an event or a timer, never on a per-event signal, and compares
-        counters, so the hot path pays no clock read or timer per event; the idle timeout
-        fires between ``limit`` and 1.25 x ``limit`` after the last progress. While the
-        consumer waits in a read it does not tick at all (it waits for that read to end).
+        It wakes four times per ``limit`` and compares a counter, so the hot path pays no
+        clock read or timer per event; the timeout fires between ``limit`` and 1.25 x
+        ``limit`` after the last progress.
         """
-        limit = self._idle_timeout
-        seen = seen_reads = -1
+        step = limit / 4
+        seen = -1
         since = anyio.current_time()
         while True:
-            if self._parked is not None and self._inline_reading:
-                done = self._read_done = anyio.Event()
-                wait = math.inf if limit is None else max(0.0, since + limit - anyio.current_time())
-                with anyio.move_on_after(wait):
-                    await done.wait()
-                if done.is_set():  # look again a step later, not at every read
-                    await anyio.sleep(self._grace)
-            elif self._parked is not None:
-                await anyio.sleep(self._grace)  # the consumer is between reads, or away
-            elif limit is not None:
-                await anyio.sleep(limit / 4)
-            else:
-                signal = self._park_signal = anyio.Event()
-                await signal.wait()  # nothing to mind until the reader parks
-                continue
+            await anyio.sleep(step)
             now = anyio.current_time()
-            parked = self._parked
-            if parked is not None and not self._inline_reading:
-                if self._inline_reads == seen_reads:  # no inline read for a whole step
-                    self._inline_ok = False
-                    self._waits = 0
-                    self._parked = None
-                    parked.set()
-                seen_reads = self._inline_reads
-            if limit is None:
-                continue
-            # The read to time out: the consumer's own, else the reader's unless parked.
-            target = self._inline_scope or (self._reader if self._parked is None else None)
-            buf = self._buf
-            if self._progress != seen or target is None or buf is None or buf.paused:
+            buf, reader = self._buf, self._reader
+            if self._progress != seen or reader is None or buf is None or buf.paused:
                 seen, since = self._progress, now  # progress, no read going on, or our pause
             elif now - since >= limit:
                 self._idle_fired = True
-                target.cancel()
+                reader.cancel()
                 since = now
 
-    def _ingest(self, src: _Source, chunk: bytes) -> list[Event]:
-        events = src.decoder.feed(chunk)
-        if not events:
-            return events
-        if src.splice is not None:
-            events = src.splice(events)
-        progress = False
-        for ev in events:
-            if isinstance(ev, PingEvent):
-                continue
-            progress = True
-            if isinstance(ev, ContentBlockStartEvent):
-                src.resumable = isinstance(ev.block, TextBlock)
-            elif isinstance(ev, ContentBlockStopEvent):
-                src.resumable = True
-            elif isinstance(ev, MessageStopEvent | ErrorEvent) or (
-                isinstance(ev, MessageDeltaEvent) and ev.stop_reason is not None
-            ):
-                src.finished = True
-        if progress:
-            self._progress += 1
-        return events
-
-    def _idle_error(self) -> APITimeoutError:
-        return APITimeoutError(f"no stream event but pings for {self._idle_timeout:g} s (idle timeout)")
-
-    async def _pump(self, src: _Source) -> None:
+    async def _pump(self, upstream: Upstream, splice: _Splicer | None) -> None:
         """Read one upstream into the buffer. Never raises: failures go to the consumer."""
         buf = self._buf
         assert buf is not None
-        it = src.upstream.chunks
+        decoder = self._decoder()
         pending = 0
+        resumable = True  # between blocks or inside a text block: a prefill can continue it
+        finished = False
         end: _End | BaseException | None = None
         scope = self._reader = anyio.CancelScope()
         self._idle_fired = False
         try:
             with scope:
-                while True:
-                    if self._inline_ok and src.inline:
-                        parked = self._parked = anyio.Event()
-                        # a consumer already waiting looks again (and reads); it carries
-                        # the bytes read so far that made no event yet
-                        buf.put_nowait([], pending)
-                        pending = 0
-                        signal, self._park_signal = self._park_signal, None
-                        if signal is not None:
-                            signal.set()
-                        await parked.wait()
-                        if src.result is True:
-                            break
-                        if isinstance(src.result, BaseException):
-                            raise src.result
-                        continue
-                    try:
-                        chunk = await it.__anext__()
-                    except StopAsyncIteration:
-                        break
+                async for chunk in upstream.chunks:
+                    events = decoder.feed(chunk)
                     pending += len(chunk)
-                    events = self._ingest(src, chunk)
                     if not events:
                         continue
-                    can_stall = (
-                        src.resumable and not src.finished and self._attempts < self._stall.max_resumes
-                    )
+                    if splice is not None:
+                        events = splice(events)
+                    progress = False
+                    for ev in events:
+                        if isinstance(ev, PingEvent):
+                            continue
+                        progress = True
+                        if isinstance(ev, ContentBlockStartEvent):
+                            resumable = isinstance(ev.block, TextBlock)
+                        elif isinstance(ev, ContentBlockStopEvent):
+                            resumable = True
+                        elif isinstance(ev, MessageStopEvent | ErrorEvent) or (
+                            isinstance(ev, MessageDeltaEvent) and ev.stop_reason is not None
+                        ):
+                            finished = True
+                    if progress:
+                        self._progress += 1
+                    can_stall = resumable and not finished and self._attempts < self._stall.max_resumes
                     ok = await buf.put(events, pending, can_stall=can_stall)
                     pending = 0
                     if not ok:
@@ -445,41 +337,34 @@ class MessageStream:
                         buf.note("cancel")
                         end = _End(stalled=True)
                         return
-                tail = src.decoder.flush()
+                tail = decoder.flush()
                 if tail:
-                    buf.put_nowait(src.splice(tail) if src.splice is not None else tail, pending)
+                    buf.put_nowait(splice(tail) if splice is not None else tail, pending)
                 end = _End(stalled=False)
             if scope.cancelled_caught:  # the idle watch or abort() stopped this read
-                end = self._idle_error() if self._idle_fired else _End(stalled=False)
+                end = (
+                    APITimeoutError(f"no stream event but pings for {self._idle_timeout:g} s (idle timeout)")
+                    if self._idle_fired
+                    else _End(stalled=False)
+                )
         except Exception as e:
             end = error_from_transport(e) or e
         finally:
             if self._reader is scope:
                 self._reader = None
-            self._parked = None
-            replaced = getattr(getattr(src.decoder, "sse", None), "replaced", 0)
+            replaced = getattr(getattr(decoder, "sse", None), "replaced", 0)
             buf.replaced += replaced if isinstance(replaced, int) else 0
             with anyio.CancelScope(shield=True):
                 try:
-                    closer = getattr(it, "aclose", None)
-                    # an async generator left early: finalize it now (not while the
-                    # consumer is inside it: then closing the response is what ends it)
-                    if closer is not None and not self._inline_reading:
+                    closer = getattr(upstream.chunks, "aclose", None)
+                    if closer is not None:  # an async generator left early: finalize it now
                         await closer()
-                    await src.upstream.aclose()
+                    await upstream.aclose()
                 except Exception as e:  # closing a broken connection may fail; report it
                     if isinstance(end, _End) and not end.stalled:
                         end = error_from_transport(e) or e
             if end is not None:  # None: cancelled, nobody is reading any more
                 buf.put_nowait(end)
-
-    def _hand_back(self, src: _Source, result: BaseException | bool) -> None:
-        """An inline read ended the body: the parked reader finishes it (flush, close,
-        the end item) exactly as if it had read that end itself."""
-        src.result = result
-        parked, self._parked = self._parked, None
-        if parked is not None:
-            parked.set()
 
     def __aiter__(self) -> MessageStream:
         return self
@@ -509,26 +394,9 @@ class MessageStream:
                 return ev
             if self._done:
                 raise StopAsyncIteration
-            buf = self._buf
-            if buf is None:
+            if self._buf is None:
                 raise RuntimeError("iterate a MessageStream inside `async with`")
-            if buf.empty:
-                src = self._src
-                if self._parked is not None and src is not None:
-                    await self._read_inline(buf, src)
-                    continue
-                item = await buf.get()
-                # Waited for a small batch: the network is the slower side. Twice in a
-                # row, and the reader parks after the read it is in.
-                if isinstance(item, list) and len(item) <= _SMALL_BATCH:
-                    self._waits += 1
-                    if self._waits >= 2 and not buf.paused and src is not None and src.inline:
-                        self._inline_ok = True
-                else:
-                    self._waits = 0
-            else:
-                self._waits = 0
-                item = await buf.get()
+            item = await self._buf.get()
             if self._aborted is not None:
                 continue
             if isinstance(item, list):
@@ -550,45 +418,6 @@ class MessageStream:
                 await self._recover(item)
             else:
                 self._fail(item)
-
-    async def _read_inline(self, buf: FlowBuffer, src: _Source) -> None:
-        """One socket read by the consumer itself (the reader is parked). Its cancel
-        scope lets abort() and the idle watch end a read that is waiting."""
-        scope = self._inline_scope = anyio.CancelScope()
-        self._inline_reading = True
-        try:
-            with scope:
-                chunk = await src.upstream.chunks.__anext__()
-        except StopAsyncIteration:
-            self._hand_back(src, True)
-            return
-        except Exception as e:
-            self._hand_back(src, e)
-            return
-        finally:
-            self._inline_reading = False
-            self._inline_scope = None
-            done = self._read_done
-            if done is not None:  # the minder waits for this read to end
-                self._read_done = None
-                done.set()
-        if scope.cancelled_caught:
-            if self._idle_fired:
-                self._idle_fired = False
-                self._hand_back(src, self._idle_error())
-            else:  # abort(): the loop raises its error; the reader closes the response
-                self._hand_back(src, True)
-            return
-        self._inline_reads += 1
-        events = self._ingest(src, chunk)
-        buf.account(len(events), len(chunk))
-        self._batch, self._pos = events, 0
-        if len(events) > _SMALL_BATCH or len(chunk) >= _BIG_READ:  # the network got ahead:
-            self._inline_ok = False  # read ahead in the background again
-            self._waits = 0
-            parked, self._parked = self._parked, None
-            if parked is not None:
-                parked.set()
 
     def _fail(self, err: BaseException) -> NoReturn:
         self._done = True
@@ -626,7 +455,7 @@ class MessageStream:
             if err is None:
                 raise
             raise err from cause
-        self._start(upstream, None)
+        tg.start_soon(self._pump, upstream, None)
 
     async def _resume_upstream(self) -> None:
         hook, buf, tg = self._resume, self._buf, self._tg
@@ -647,7 +476,7 @@ class MessageStream:
             raise err from e
         buf.resumes += 1
         buf.note("resume")
-        self._start(upstream, _Splicer(state, upstream.repeat))
+        tg.start_soon(self._pump, upstream, _Splicer(state, upstream.repeat))
 
     async def get_final_message(self) -> Message:
         """Consume the rest of the stream and return the accumulated message."""

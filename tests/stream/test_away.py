@@ -1,5 +1,5 @@
-"""The consumer reads the socket itself while it keeps up with a slow network, and hands
-reading back when it goes away: the buffer bound, the pause and the stall policy hold."""
+"""A consumer that keeps up with a model-paced stream and then goes away: the reader reads
+ahead to the buffer bound, pauses, and the stall policy cancels and resumes seamlessly."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ async def model(conn: Conn) -> None:
         await conn.send(text(i))
 
 
-async def test_an_inline_consumer_that_goes_away_pauses_the_reader_and_the_policy_cancels() -> None:
+async def test_a_consumer_that_goes_away_mid_stream_pauses_the_reader_and_the_policy_cancels() -> None:
     async with serve(model) as (url, log), httpx2.AsyncClient(timeout=30) as client:
         nums: list[int] = []
 
@@ -69,7 +69,6 @@ async def test_an_inline_consumer_that_goes_away_pauses_the_reader_and_the_polic
                         nums.append(int(ev.delta.text[:6]))  # type: ignore[attr-defined]
                         if len(nums) == 30:
                             break
-                inline = stream.statistics().inline_reads
                 await log.disconnected.wait()  # away: the reader took over, paused, was cancelled
                 stats = stream.statistics()
                 assert stats.pauses >= 1 and stats.cancels == 1
@@ -77,6 +76,5 @@ async def test_an_inline_consumer_that_goes_away_pauses_the_reader_and_the_polic
                 async for ev in stream:
                     if type(ev).__name__ == "ContentBlockDeltaEvent":
                         nums.append(int(ev.delta.text[:6]))  # type: ignore[attr-defined]
-    assert inline > 0  # it did read inline while it kept up
     assert nums == list(range(len(nums))) and len(nums) > 35  # no gap, no duplicate
     assert stream.state.message().stop_reason == "end_turn"
