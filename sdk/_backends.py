@@ -42,18 +42,11 @@ from .stream import (
     openai_usage,
     parse_block,
 )
+from .stream._openai import FINISH_REASONS
 
 __all__ = ["Backend", "BackendName", "MessagesBackend", "OpenAIBackend", "detect_backend"]
 
 BackendName = Literal["messages", "openai"]
-
-_FINISH = {
-    "stop": "end_turn",
-    "length": "max_tokens",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "content_filter": "refusal",
-}
 
 
 def detect_backend(base_url: str) -> BackendName:
@@ -211,7 +204,7 @@ class OpenAIBackend(Backend):
             _s(body.get("model")),
             _s(msg.get("role")) or "assistant",
             tuple(blocks),
-            _FINISH.get(reason, reason) if isinstance(reason, str) else None,
+            FINISH_REASONS.get(reason, reason) if isinstance(reason, str) else None,
             None,
             openai_usage(body.get("usage")),
         )

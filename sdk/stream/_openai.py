@@ -50,7 +50,8 @@ from ._sse import DEFAULT_MAX_EVENT_BYTES, SSEDecoder
 
 __all__ = ["OpenAIChunkTranslator", "OpenAIEventDecoder", "openai_usage"]
 
-_FINISH = {
+# OpenAI finish_reason -> Messages stop_reason (the backend's non-streaming answers use it too).
+FINISH_REASONS = {
     "stop": "end_turn",
     "length": "max_tokens",
     "tool_calls": "tool_use",
@@ -142,7 +143,9 @@ class OpenAIChunkTranslator:
                 self._close(out)
                 self._finished = True
                 out.append(
-                    MessageDeltaEvent(_FINISH.get(reason, reason), None, openai_usage(chunk.get("usage")))
+                    MessageDeltaEvent(
+                        FINISH_REASONS.get(reason, reason), None, openai_usage(chunk.get("usage"))
+                    )
                 )
                 usage_sent = True
         if not usage_sent and isinstance(chunk.get("usage"), Mapping):
