@@ -9,7 +9,7 @@ cut off (return without :meth:`Reply.end`), or never finished (sleep forever).
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,8 +121,18 @@ def sse(event: str | None, data: object) -> bytes:
     return head + b"data: " + orjson.dumps(data) + b"\n\n"
 
 
-def messages_events(pieces: Sequence[str], *, stop: str = "end_turn", mid: str = "msg_1") -> list[bytes]:
-    """One text message in the Messages stream format, one SSE event per element."""
+def messages_events(
+    pieces: Sequence[str],
+    *,
+    stop: str = "end_turn",
+    mid: str = "msg_1",
+    model: str = "m",
+    usage: Mapping[str, int] | None = None,
+) -> list[bytes]:
+    """One text message in the Messages stream format, one SSE event per element.
+
+    ``usage`` is what ``message_start`` reports as input (``input_tokens`` 5 by default).
+    """
     out = [
         sse(
             "message_start",
@@ -132,10 +142,10 @@ def messages_events(pieces: Sequence[str], *, stop: str = "end_turn", mid: str =
                     "id": mid,
                     "type": "message",
                     "role": "assistant",
-                    "model": "m",
+                    "model": model,
                     "content": [],
                     "stop_reason": None,
-                    "usage": {"input_tokens": 5, "output_tokens": 1},
+                    "usage": {**(usage or {"input_tokens": 5}), "output_tokens": 1},
                 },
             },
         ),

@@ -9,63 +9,19 @@ from types import TracebackType
 from typing import Any
 
 import anyio
-import orjson
 
 from sdk.stream import Event, Message, MessageStream, TextBlock, Upstream, Usage
+from tests.client.fault_server import messages_events
 
 
 class ConnectionDropped(ConnectionResetError):
     """What the fake server raises when it cuts a stream."""
 
 
-def sse(event: str, data: Mapping[str, Any]) -> bytes:
-    return b"event: " + event.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
-
-
 def answer_bytes(pieces: list[str], usage: Mapping[str, int] | None = None) -> list[bytes]:
     """One Anthropic Messages stream: one text block with ``pieces`` as its deltas."""
     u = dict(usage or {"input_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
-    out = [
-        sse(
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": "msg_1",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": "fake",
-                    "content": [],
-                    "stop_reason": None,
-                    "usage": {**u, "output_tokens": 1},
-                },
-            },
-        ),
-        sse(
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        ),
-    ]
-    for p in pieces:
-        out.append(
-            sse(
-                "content_block_delta",
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}},
-            )
-        )
-    out += [
-        sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        sse(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn"},
-                "usage": {"output_tokens": len(pieces)},
-            },
-        ),
-        sse("message_stop", {"type": "message_stop"}),
-    ]
-    return out
+    return messages_events(pieces, model="fake", usage=u)
 
 
 @dataclass
