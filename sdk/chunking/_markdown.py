@@ -98,11 +98,12 @@ def _path(trail: tuple[str, ...]) -> str | None:
 class MarkdownSplitter:
     """Splitter for one Markdown document (holds its fence and heading index)."""
 
-    __slots__ = ("fences", "heading_starts", "headings", "text")
+    __slots__ = ("fence_starts", "fences", "heading_starts", "headings", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.fences = _scan_fences(text)
+        self.fence_starts = [f.start for f in self.fences]
         self.headings = _scan_headings(text, self.fences)
         self.heading_starts = [h.start for h in self.headings]
 
@@ -321,8 +322,8 @@ class MarkdownSplitter:
         return j
 
     def _fence_at(self, pos: int) -> _Fence | None:
-        k = bisect_right([f.start for f in self.fences], pos) - 1 if self.fences else -1
-        if k >= 0 and self.fences[k].start == pos:
+        k = bisect_left(self.fence_starts, pos)
+        if k < len(self.fences) and self.fence_starts[k] == pos:
             return self.fences[k]
         return None
 
