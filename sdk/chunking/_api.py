@@ -12,7 +12,7 @@ from collections.abc import Callable
 from sdk._tokens import DEFAULT_ENCODING
 
 from ._engine import Engine, RawChunk, Sizer
-from ._prose import LEVELS, PROSE, allowed_cut
+from ._prose import LEVELS, PROSE, boundaries
 from ._types import Chunk, ChunkingWarning, Section
 
 __all__ = ["Chunker", "chunk"]
@@ -186,15 +186,13 @@ class Chunker:
         return out
 
 
+_WORD_LEVEL = next(i for i, (name, _) in enumerate(LEVELS) if name == "word")
+
+
 def _overlap_start(text: str, lo: int, cur: Chunk, overlap: int, limit: int, sizer: Sizer) -> int:
     """Earliest cut in ``[lo, cur.start)`` whose tail fits the overlap and the budget."""
-    # Candidate cuts: word-level and finer boundaries inside the previous chunk.
-    word = next(i for i, (name, _) in enumerate(LEVELS) if name == "word")
-    cuts: list[int] = []
-    for _, find in LEVELS[word:]:
-        cuts = [p for p in find(text, lo, cur.start) if allowed_cut(text, p)]
-        if cuts:
-            break
+    # Candidate cuts: the first level from words down that has any inside the previous chunk.
+    _, cuts = boundaries(text, lo, cur.start, _WORD_LEVEL)
     best = cur.start
     # Tails grow as the cut moves left; search the shortest prefix of cuts, right to left.
     left, right = 0, len(cuts)
