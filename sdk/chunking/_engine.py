@@ -112,9 +112,7 @@ class Engine:
         appear only around a part that had to be cut (its first pieces could have
         joined the chunk before it). Merging removes cuts, never adds one.
         """
-        text = self.text
         budget = self.budget
-        additive = self.sizer.additive
         out: list[RawChunk] = []
         last = len(chunks) - 1
         for index, c in enumerate(chunks):
@@ -127,10 +125,7 @@ class Engine:
                     and (prev.first.kind == c.first.kind or prev.sticky_end)
                     and prev.tokens + c.tokens <= budget + 2
                 ):
-                    if additive(text, c.start):
-                        n = prev.tokens + c.tokens
-                    else:
-                        n = self.sizer.count(text[prev.start : c.end])
+                    n = self._joined_count(prev, c.start, c.end, c.tokens)
                     if n <= budget:
                         out[-1] = RawChunk(
                             prev.start,
@@ -232,11 +227,14 @@ class Engine:
             return
         self._pack(parts, view, start_byte, lead)
 
+    def _joined_count(self, head: RawChunk, start: int, end: int, tokens: int) -> int:
+        """Exact count of ``head`` joined with the ``tokens``-long stretch ``[start, end)`` after it."""
+        if self.sizer.additive(self.text, start):
+            return head.tokens + tokens
+        return self.sizer.count(self.text[head.start : end])
+
     def _join(self, lead: RawChunk, section: Section, n: int) -> RawChunk | None:
-        if self.sizer.additive(self.text, section.start):
-            total = lead.tokens + n
-        else:
-            total = self.sizer.count(self.text[lead.start : section.end])
+        total = self._joined_count(lead, section.start, section.end, n)
         if total > self.budget:
             return None
         return RawChunk(
