@@ -1,0 +1,45 @@
+"""One scheduler, two hosts: tiers, fair sharing, rate limits, adaptive concurrency and
+preemption, decided sans-IO.
+
+The :class:`Scheduler` is told what happened, with the time, and answers with
+:class:`Decisions`; the client drives it over its outgoing requests and the self-hosted
+server over its engine slots. :class:`RequestTimer` and :class:`MetricsWindow` compute
+the serving metrics (queue time, TTFT, TPOT, ITL, E2EL) from times the host passes in.
+"""
+
+from ._core import AIMD, Decisions, Scheduler, SchedulerStats, Ticket, TicketState
+from ._limits import (
+    Cost,
+    LimitReading,
+    RateLimitInfo,
+    TokenBucket,
+    parse_duration,
+    parse_rate_limit_headers,
+)
+from ._metrics import MetricsHook, MetricsWindow, Percentiles, RequestMetrics, RequestTimer, TierMetrics
+from ._tiers import DEFAULT_TIERS, Tier, Tiers, UnknownTierError
+
+__all__ = [
+    "AIMD",
+    "DEFAULT_TIERS",
+    "Cost",
+    "Decisions",
+    "LimitReading",
+    "MetricsHook",
+    "MetricsWindow",
+    "Percentiles",
+    "RateLimitInfo",
+    "RequestMetrics",
+    "RequestTimer",
+    "Scheduler",
+    "SchedulerStats",
+    "Ticket",
+    "TicketState",
+    "Tier",
+    "TierMetrics",
+    "Tiers",
+    "TokenBucket",
+    "UnknownTierError",
+    "parse_duration",
+    "parse_rate_limit_headers",
+]
