@@ -11,6 +11,12 @@ Configuration: ``api_key`` (else ``ANTHROPIC_API_KEY``; ``OPENAI_API_KEY`` for t
 ``openai`` backend), ``base_url`` (else ``ANTHROPIC_BASE_URL``, else the hosted API).
 The backend is named (``backend="messages"`` or ``"openai"``) or detected once from the
 base URL (:func:`~sdk._backends.detect_backend`).
+
+Every ``create`` and ``stream`` goes through the client's :class:`~sdk.scheduler.Scheduler`
+(:mod:`sdk._dispatch` drives it): it is admitted by tier and tenant, paced by the rate
+limits the responses report, and a 429/529 before the first byte sends it back to the
+queue instead of failing. On a self-hosted server a preemptible stream (the ``batch``
+tier by default) may be paused for a higher tier and resumed by continuation.
 """
 
 from __future__ import annotations
@@ -27,16 +33,20 @@ import httpx2
 import orjson
 
 from ._backends import Backend, BackendName, MessagesBackend, OpenAIBackend, detect_backend
+from ._dispatch import Dispatcher, Flight
 from ._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
     NotFoundError,
+    OverloadedError,
+    RateLimitError,
     SDKError,
     api_error_from_body,
     error_from_transport,
 )
 from ._retry import RetryBudget, RetryPolicy, retry_decision
+from .scheduler import Cost, MetricsHook, MetricsWindow, RequestMetrics, Scheduler, Tier, TierMetrics
 from .stream import (
     FlowControl,
     Message,
@@ -51,10 +61,13 @@ from .stream import (
 __all__ = ["Client", "ModelInfo", "Stream", "TokenCount"]
 
 HOSTED_BASE_URL = "https://api.anthropic.com"
+_PROBE_BYTES = 1 << 16
+_BIG_PROMPT = 200_000  # characters: above this the cost estimate runs in a worker thread
 DEFAULT_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 USER_AGENT = "seam-sdk/0.1.0"
 
 TimeoutArg = float | httpx2.Timeout | None
+Priority = str | int | Tier | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,16 +100,18 @@ class _Secret:
 
 
 class Stream:
-    """``async with client.stream(...) as s``: the request starts on entry.
+    """``async with client.stream(...) as s``: the request is queued and sent on entry.
 
     ``async for event in s`` yields the neutral events, ``s.text_deltas()`` only the
     text, ``await s.final_message()`` the accumulated message (after the block: what
-    was received, a snapshot if the stream was left early).
+    was received, a snapshot if the stream was left early). ``s.metrics()``: queue time,
+    TTFT, ITL, TPOT and E2EL of this request.
     """
 
-    def __init__(self, client: Client, inner: MessageStream) -> None:
+    def __init__(self, client: Client, inner: MessageStream, flight: list[Flight]) -> None:
         self._client = client
         self._inner = inner
+        self._flight = flight  # set when the request is submitted on entry
         self._open = False
 
     @property
@@ -106,9 +121,19 @@ class Stream:
     def statistics(self) -> StreamStatistics:
         return self._inner.statistics()
 
+    def metrics(self) -> RequestMetrics:
+        """This request's metrics (a snapshot while it runs)."""
+        if not self._flight:
+            raise RuntimeError("the stream has not been entered")
+        return self._flight[0].metrics()
+
     async def __aenter__(self) -> Stream:
         self._client._check_open()
-        await self._inner.__aenter__()
+        try:
+            await self._inner.__aenter__()
+        except BaseException as e:
+            self._finish(e)
+            raise
         self._open = True
         self._client._live.add(self)
         return self
@@ -118,7 +143,24 @@ class Stream:
     ) -> bool | None:
         self._open = False
         self._client._live.discard(self)
-        return await self._inner.__aexit__(exc_type, exc, tb)
+        try:
+            return await self._inner.__aexit__(exc_type, exc, tb)
+        finally:
+            self._finish(exc)
+
+    def _finish(self, exc: BaseException | None) -> None:
+        if not self._flight:
+            return
+        flight = self._flight[0]
+        if isinstance(exc, OverloadedError | RateLimitError):  # a mid-stream overload event
+            flight.overloaded()
+        st = self._inner.state
+        usage = st.usage
+        flight.finish(
+            ok=exc is None and st.stopped,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+        )
 
     def __aiter__(self) -> MessageStream:
         return self._inner  # no wrapper per event: the client adds no cost to the hot path
@@ -167,6 +209,9 @@ class Client:
         prefill_echo: bool | None = None,
         resume_extra_body: Mapping[str, Any] | None = None,
         anthropic_version: str = "2023-06-01",
+        scheduler: Scheduler | None = None,
+        on_metrics: MetricsHook | None = None,
+        metrics_window: int = 1000,
     ) -> None:
         base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or HOSTED_BASE_URL
         self.base_url = base.rstrip("/")
@@ -199,6 +244,10 @@ class Client:
         self._server_counts = True
         self._closed = False
         self._rng = random.Random()
+        sched = scheduler if scheduler is not None else Scheduler()
+        self._dispatch = Dispatcher(sched, window=MetricsWindow(metrics_window), on_metrics=on_metrics)
+        self._slots_known = self.hosted or sched.slots is not None
+        self._slots_probe: anyio.Event | None = None
 
     def __repr__(self) -> str:
         return f"Client(base_url={self.base_url!r}, backend={self.backend_name!r}, api_key={self._key!r})"
@@ -226,6 +275,65 @@ class Client:
         if self._closed:
             raise RuntimeError("the client is closed")
 
+    @property
+    def scheduler(self) -> Scheduler:
+        return self._dispatch.scheduler
+
+    def metrics(self) -> Mapping[str, TierMetrics]:
+        """Per tier, over the last ``metrics_window`` finished requests: counts and
+        p50/p90/p99 of queue time, TTFT, TPOT, ITL and E2EL, and output tokens/s."""
+        return self._dispatch.metrics()
+
+    # ---- scheduling --------------------------------------------------------------------
+
+    async def _flight(
+        self, params: Mapping[str, Any], tier: Tier, tenant: str | None, *, preemptible: bool
+    ) -> Flight:
+        """Submit a request to the scheduler and wait for its admission."""
+        await self._learn_slots()
+        flight = self._dispatch.flight(
+            priority=tier, tenant=tenant, cost=await _cost(params), preemptible=preemptible
+        )
+        await flight.admit()
+        return flight
+
+    async def _learn_slots(self) -> None:
+        """Once per client: a self-hosted server's slot count (llama-server's ``/props``
+        ``total_slots``); concurrent first requests wait for the one probe."""
+        if self._slots_known:
+            return
+        probe = self._slots_probe
+        if probe is not None:
+            await probe.wait()
+            return
+        probe = self._slots_probe = anyio.Event()
+        try:
+            n = await self._probe_slots()
+            if n is not None and self.scheduler.slots is None:
+                self.scheduler.set_slots(n)
+        finally:
+            self._slots_known = True
+            probe.set()
+
+    async def _probe_slots(self) -> int | None:
+        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+        try:
+            async with self._http.stream(
+                "GET", root + "/props", headers=self._request_headers(None), timeout=5.0
+            ) as resp:
+                if resp.status_code != 200:
+                    return None
+                raw = b""
+                async for part in resp.aiter_bytes():
+                    raw += part
+                    if len(raw) > _PROBE_BYTES:
+                        return None
+            props = orjson.loads(raw)
+        except Exception:  # no such endpoint, not JSON, not reachable: slots stay unknown
+            return None
+        n = props.get("total_slots") if isinstance(props, dict) else None
+        return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 1_000_000 else None
+
     # ---- requests ----------------------------------------------------------------------
 
     def _url(self, path: str) -> str:
@@ -249,9 +357,13 @@ class Client:
         headers: Mapping[str, str] | None = None,
         timeout: TimeoutArg = None,
         stream: bool = False,
+        flight: Flight | None = None,
     ) -> httpx2.Response:
         """Send with retries until the response headers are in; raise the typed error for
-        an error status. With ``stream`` the body is left unread for the caller."""
+        an error status. With ``stream`` the body is left unread for the caller. With a
+        ``flight`` every response's rate-limit headers go to the scheduler, and a 429 or
+        529 that the retry policy would retry sends the request back to the scheduler's
+        queue instead of sleeping (the scheduler holds all admissions for the delay)."""
         self._check_open()
         hdrs = self._request_headers(headers)
         content = orjson.dumps(body) if body is not None else None
@@ -282,7 +394,10 @@ class Client:
                 attempt += 1
                 await anyio.sleep(delay)
                 continue
-            if response.status_code < 400:
+            status = response.status_code
+            if flight is not None:
+                flight.response(status, response.headers)
+            if status < 400:
                 if not stream:
                     try:
                         await response.aread()
@@ -295,7 +410,12 @@ class Client:
                         await response.aclose()
                 return response
             err = await self._error(response)
-            delay = retry_decision(response.status_code, response.headers, attempt, self.retry, rng=self._rng)
+            delay = retry_decision(status, response.headers, attempt, self.retry, rng=self._rng)
+            if flight is not None and status in (429, 529) and delay is not None:
+                attempt += 1
+                flight.requeue(hold=delay)  # back in line; every admission waits out the delay
+                await flight.admit()
+                continue
             if delay is None or not self.retry_budget.withdraw():
                 raise err
             attempt += 1
@@ -324,21 +444,44 @@ class Client:
     async def create(
         self,
         *,
+        priority: Priority = None,
+        tenant: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         timeout: TimeoutArg = None,
         **params: Any,
     ) -> Message:
-        """One non-streaming request; every keyword but the three above goes into the body."""
-        body = self._backend.body(self._params(params, extra_body), stream=False)
-        resp = await self._send(
-            "POST", self._backend.create_path, body=body, headers=extra_headers, timeout=timeout
-        )
-        return self._backend.message(_json(resp))
+        """One non-streaming request; every keyword but the five above goes into the body.
+
+        ``priority``: a tier name or an integer priority (lower first); ``tenant``: whose
+        request it is, for fair sharing inside the tier. A request waiting in the queue
+        is cancelled with its task."""
+        tier = self.scheduler.tiers.resolve(priority)
+        params = self._params(params, extra_body)
+        body = self._backend.body(params, stream=False)
+        self._check_open()
+        flight = await self._flight(params, tier, tenant, preemptible=False)
+        try:
+            resp = await self._send(
+                "POST",
+                self._backend.create_path,
+                body=body,
+                headers=extra_headers,
+                timeout=timeout,
+                flight=flight,
+            )
+            msg = self._backend.message(_json(resp))
+        except BaseException:
+            flight.finish(ok=False)
+            raise
+        flight.finish(ok=True, input_tokens=msg.usage.input_tokens, output_tokens=msg.usage.output_tokens)
+        return msg
 
     def stream(
         self,
         *,
+        priority: Priority = None,
+        tenant: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         timeout: TimeoutArg = None,
@@ -346,22 +489,52 @@ class Client:
         flow: FlowControl | None = None,
         **params: Any,
     ) -> Stream:
-        """A streaming request as an async context manager (it is sent on entry)."""
+        """A streaming request as an async context manager (queued and sent on entry).
+
+        ``priority`` and ``tenant`` as for :meth:`create`. On a self-hosted server a
+        stream of a preemptible tier may be paused for a higher tier's request and
+        continued when it is re-admitted; its consumer sees one uninterrupted stream."""
+        tier = self.scheduler.tiers.resolve(priority)
         params = self._params(params, extra_body)
         backend = self._backend
         body = backend.body(params, stream=True)
+        stall = stall or self.stall
+        held: list[Flight] = []
 
         async def open_() -> Upstream:
+            if held:
+                flight = held[0]
+                await flight.admit()  # a plain re-send: re-admitted if it was paused
+            else:
+                flight = await self._flight(
+                    params, tier, tenant, preemptible=not self.hosted and stall.max_resumes > 0
+                )
+                held.append(flight)
+                flight.on_preempt(inner.preempt)
             resp = await self._send(
-                "POST", backend.create_path, body=body, headers=extra_headers, timeout=timeout, stream=True
+                "POST",
+                backend.create_path,
+                body=body,
+                headers=extra_headers,
+                timeout=timeout,
+                stream=True,
+                flight=flight,
             )
             return Upstream(self._chunks(resp), resp.aclose)
 
         async def resume(req: ResumeRequest) -> Upstream:
+            flight = held[0]
+            await flight.admit()  # after a stall or a preemption: wait for a slot again
             cont, sent = await self._continuation(params, req)
             cbody = backend.body(cont, stream=True)
             resp = await self._send(
-                "POST", backend.create_path, body=cbody, headers=extra_headers, timeout=timeout, stream=True
+                "POST",
+                backend.create_path,
+                body=cbody,
+                headers=extra_headers,
+                timeout=timeout,
+                stream=True,
+                flight=flight,
             )
             echo = await self._echoes_prefill()
             repeat = sent if echo else req.prefill[len(req.prefill.rstrip()) :]
@@ -371,11 +544,12 @@ class Client:
             open_,
             decoder=backend.decoder,
             flow=flow or self.flow,
-            stall=stall or self.stall,
+            stall=stall,
             resume=resume,
             idle_timeout=self.idle_timeout,
+            observer=_Observer(held),
         )
-        return Stream(self, inner)
+        return Stream(self, inner, held)
 
     @staticmethod
     def _chunks(resp: httpx2.Response) -> AsyncIterator[bytes]:
@@ -459,6 +633,40 @@ class Client:
         return out
 
 
+class _Observer:
+    """The stream's observer before its request is submitted: forwards to the flight."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self, held: list[Flight]) -> None:
+        self._held = held
+
+    def output(self, n: int) -> None:
+        if self._held:
+            self._held[0].output(n)
+
+    def released(self) -> None:
+        if self._held:
+            self._held[0].released()
+
+
+async def _cost(params: Mapping[str, Any]) -> Cost:
+    """The scheduler's cost of a request: the local input estimate plus ``max_tokens``."""
+    from ._tokens import count_tokens
+
+    texts, n_messages = _texts(params)
+    if sum(map(len, texts)) > _BIG_PROMPT:  # tens of milliseconds of encoding: off the event loop
+        counted = await anyio.to_thread.run_sync(lambda: sum(count_tokens(t) for t in texts if t))
+    else:
+        counted = sum(count_tokens(t) for t in texts if t)
+    est = counted + 4 * n_messages + 3
+    mt = params.get("max_tokens")
+    if mt is None:
+        mt = params.get("max_completion_tokens")
+    out = mt if isinstance(mt, int) and not isinstance(mt, bool) and mt > 0 else 0
+    return Cost(est, out)
+
+
 def _json(resp: httpx2.Response) -> dict[str, Any]:
     try:
         body = orjson.loads(resp.content)
@@ -469,28 +677,41 @@ def _json(resp: httpx2.Response) -> dict[str, Any]:
     return body
 
 
-def _estimate(params: Mapping[str, Any]) -> int:
-    """tiktoken o200k count of the request's text plus a few tokens per message."""
-    from ._tokens import count_tokens
-
+def _texts(params: Mapping[str, Any]) -> tuple[list[str], int]:
+    """The request's text pieces (system, messages, tool inputs and results, tool
+    definitions) and its message count. Shapes the API would refuse are skipped here:
+    the server's answer reports them, an estimate must not fail."""
     texts: list[str] = []
     system = params.get("system")
     if isinstance(system, str):
         texts.append(system)
     elif isinstance(system, list):
-        texts += [b.get("text", "") for b in system if isinstance(b, Mapping)]
+        texts += [b["text"] for b in system if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+    messages = params.get("messages")
     n_messages = 0
-    for m in params.get("messages", ()):
+    for m in messages if isinstance(messages, list | tuple) else ():
+        if not isinstance(m, Mapping):
+            continue
         n_messages += 1
         c = m.get("content")
         if isinstance(c, str):
             texts.append(c)
             continue
-        for b in c or ():
-            if b.get("type") == "text":
-                texts.append(b.get("text", ""))
+        for b in c if isinstance(c, list | tuple) else ():
+            if not isinstance(b, Mapping):
+                continue
+            if b.get("type") == "text" and isinstance(b.get("text"), str):
+                texts.append(b["text"])
             elif b.get("type") in ("tool_use", "tool_result"):
-                texts.append(orjson.dumps(b.get("input") or b.get("content") or "").decode())
+                texts.append(orjson.dumps(b.get("input") or b.get("content") or "", default=str).decode())
     if params.get("tools"):
-        texts.append(orjson.dumps(params["tools"]).decode())
+        texts.append(orjson.dumps(params["tools"], default=str).decode())
+    return texts, n_messages
+
+
+def _estimate(params: Mapping[str, Any]) -> int:
+    """tiktoken o200k count of the request's text plus a few tokens per message."""
+    from ._tokens import count_tokens
+
+    texts, n_messages = _texts(params)
     return sum(count_tokens(t) for t in texts if t) + 4 * n_messages + 3

@@ -19,6 +19,7 @@ socket, a malformed byte stream), the caller catches the same classes::
     │   └── OverloadedError           529  overloaded_error
     ├── APIConnectionError            no usable answer: connect/read/write failed
     │   └── APITimeoutError           ... because a timeout expired
+    ├── RequestRejectedError          the client's scheduler refused it before sending
     └── StreamProtocolError           the bytes or events of a stream break the protocol
         ├── SSEError                  malformed server-sent-event framing
         │   └── SSEEventTooLargeError one event is over the configured cap
@@ -55,6 +56,7 @@ __all__ = [
     "OverloadedError",
     "PermissionDeniedError",
     "RateLimitError",
+    "RequestRejectedError",
     "RequestTimeoutError",
     "RequestTooLargeError",
     "SDKError",
@@ -214,6 +216,16 @@ class APIConnectionError(SDKError):
 
 class APITimeoutError(APIConnectionError):
     """A connect, read, write or pool timeout expired."""
+
+
+class RequestRejectedError(SDKError):
+    """The client's scheduler refused the request before sending it: its queue is full,
+    or its cost is above a rate limit's whole capacity, so it could never be admitted.
+    ``reason`` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the request was not sent: {reason}")
+        self.reason = reason
 
 
 class StreamProtocolError(SDKError):

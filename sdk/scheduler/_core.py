@@ -371,6 +371,14 @@ class Scheduler:
             self.paused(ticket, now)
             self.resume(ticket, now)
 
+    def decline(self, ticket: Ticket, now: float) -> None:
+        """The host cannot pause a stream it was asked to preempt (it cannot resume it):
+        it keeps its slot and is not asked again."""
+        self._clock(now)
+        if ticket.state is TicketState.PREEMPTING:
+            ticket.state = TicketState.RUNNING
+        ticket.preemptible = False
+
     def first_token(self, ticket: Ticket, now: float) -> None:
         """The first output arrived (once per admission; later calls are ignored)."""
         now = self._clock(now)

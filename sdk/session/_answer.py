@@ -7,7 +7,7 @@ saved session knows exactly where a resumed answer has to continue.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from types import TracebackType
@@ -18,18 +18,13 @@ import anyio
 from .._errors import SDKError
 from .._tokens import count_tokens
 from ..stream import (
-    ContentBlock,
     ContentBlockDeltaEvent,
     Event,
     Message,
     MessageDeltaEvent,
     MessageStartEvent,
-    RedactedThinkingBlock,
-    TextBlock,
     TextDelta,
-    ThinkingBlock,
-    ToolUseBlock,
-    UnknownBlock,
+    wire_blocks,
 )
 from ._policy import FitReport
 from ._render import RepeatFilter
@@ -44,7 +39,6 @@ __all__ = [
     "SessionError",
     "SessionStream",
     "StreamLike",
-    "wire_blocks",
 ]
 
 
@@ -87,28 +81,6 @@ class PendingAnswer:
     usage: TokenUsage = field(default_factory=TokenUsage)
     requests: int = 0
     request_estimate: int | None = None
-
-
-def wire_blocks(content: Sequence[ContentBlock]) -> list[dict[str, Any]]:
-    """An accumulated message's blocks as request content blocks."""
-    out: list[dict[str, Any]] = []
-    for b in content:
-        if isinstance(b, TextBlock):
-            d: dict[str, Any] = {"type": "text", "text": b.text}
-            if b.citations:
-                d["citations"] = [dict(c) for c in b.citations]
-            out.append(d)
-        elif isinstance(b, ToolUseBlock):
-            out.append(
-                {"type": b.type, "id": b.id, "name": b.name, "input": b.input if b.input is not None else {}}
-            )
-        elif isinstance(b, ThinkingBlock):
-            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
-        elif isinstance(b, RedactedThinkingBlock):
-            out.append({"type": "redacted_thinking", "data": b.data})
-        elif isinstance(b, UnknownBlock):
-            out.append(dict(b.raw) if b.raw else {"type": b.type})
-    return out
 
 
 class SessionStream:

@@ -6,7 +6,16 @@ Sans-IO parsers (:class:`SSEDecoder`, :class:`AnthropicEventDecoder`,
 is injected by the client.
 """
 
-from ._accumulate import Message, MessageHeader, MessageState, OpenBlock, apply, error_from_event
+from ._accumulate import (
+    Message,
+    MessageHeader,
+    MessageState,
+    OpenBlock,
+    apply,
+    error_from_event,
+    message_to_wire,
+    wire_blocks,
+)
 from ._events import (
     AnthropicEventDecoder,
     CitationsDelta,
@@ -40,7 +49,7 @@ from ._flow import FlowControl, FlowNote, StallPolicy, StreamStatistics
 from ._openai import OpenAIChunkTranslator, OpenAIEventDecoder, openai_usage
 from ._partial_json import JSONPrefix, partial_value
 from ._sse import ServerSentEvent, SSEDecoder
-from ._stream import EventDecoder, MessageStream, ResumeHook, ResumeRequest, Upstream
+from ._stream import EventDecoder, MessageStream, ResumeHook, ResumeRequest, StreamObserver, Upstream
 
 __all__ = [
     "AnthropicEventDecoder",
@@ -75,6 +84,7 @@ __all__ = [
     "ServerSentEvent",
     "SignatureDelta",
     "StallPolicy",
+    "StreamObserver",
     "StreamStatistics",
     "TextBlock",
     "TextDelta",
@@ -88,8 +98,10 @@ __all__ = [
     "Usage",
     "apply",
     "error_from_event",
+    "message_to_wire",
     "openai_usage",
     "parse_anthropic_event",
     "parse_block",
     "partial_value",
+    "wire_blocks",
 ]

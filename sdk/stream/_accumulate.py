@@ -10,7 +10,7 @@ message so far.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,19 +29,30 @@ from ._events import (
     MessageDeltaEvent,
     MessageStartEvent,
     MessageStopEvent,
+    RedactedThinkingBlock,
     SignatureDelta,
     TextBlock,
     TextDelta,
     ThinkingBlock,
     ThinkingDelta,
     ToolUseBlock,
+    UnknownBlock,
     UnknownDelta,
     Usage,
 )
 from ._fast import fast_new
 from ._partial_json import JSONPrefix, partial_value
 
-__all__ = ["Message", "MessageHeader", "MessageState", "OpenBlock", "apply", "error_from_event"]
+__all__ = [
+    "Message",
+    "MessageHeader",
+    "MessageState",
+    "OpenBlock",
+    "apply",
+    "error_from_event",
+    "message_to_wire",
+    "wire_blocks",
+]
 
 
 class _Part:
@@ -305,3 +316,51 @@ def error_from_event(event: ErrorEvent, state: MessageState | None = None) -> AP
     """The typed error for a mid-stream ``error`` event, carrying the message so far."""
     body = event.raw or {"type": "error", "error": {"type": event.error_type, "message": event.message}}
     return api_error_from_body(body, partial=state.message() if state is not None else None)
+
+
+def wire_blocks(content: Sequence[ContentBlock]) -> list[dict[str, Any]]:
+    """An accumulated message's blocks as request content blocks."""
+    out: list[dict[str, Any]] = []
+    for b in content:
+        if isinstance(b, TextBlock):
+            d: dict[str, Any] = {"type": "text", "text": b.text}
+            if b.citations:
+                d["citations"] = [dict(c) for c in b.citations]
+            out.append(d)
+        elif isinstance(b, ToolUseBlock):
+            out.append(
+                {"type": b.type, "id": b.id, "name": b.name, "input": b.input if b.input is not None else {}}
+            )
+        elif isinstance(b, ThinkingBlock):
+            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
+        elif isinstance(b, RedactedThinkingBlock):
+            out.append({"type": "redacted_thinking", "data": b.data})
+        elif isinstance(b, UnknownBlock):
+            out.append(dict(b.raw) if b.raw else {"type": b.type})
+    return out
+
+
+def message_to_wire(message: Message) -> dict[str, Any]:
+    """The message as the Messages API returns it (what a non-streaming ``create``
+    answers), for storing; a Messages backend parses it back."""
+    u = message.usage
+    usage = {
+        k: v
+        for k, v in (
+            ("input_tokens", u.input_tokens),
+            ("output_tokens", u.output_tokens),
+            ("cache_creation_input_tokens", u.cache_creation_input_tokens),
+            ("cache_read_input_tokens", u.cache_read_input_tokens),
+        )
+        if v is not None
+    }
+    return {
+        "id": message.id,
+        "type": "message",
+        "role": message.role,
+        "model": message.model,
+        "content": wire_blocks(message.content),
+        "stop_reason": message.stop_reason,
+        "stop_sequence": message.stop_sequence,
+        "usage": usage,
+    }

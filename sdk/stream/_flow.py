@@ -90,7 +90,7 @@ class StallPolicy:
 class FlowNote:
     """One pause, unpause, stall cancel or resume, with the buffer and cursor at that time."""
 
-    kind: Literal["pause", "unpause", "cancel", "resume"]
+    kind: Literal["pause", "unpause", "cancel", "preempt", "resume"]
     at: float
     bytes_buffered: int
     events_delivered: int
@@ -101,9 +101,10 @@ class StreamStatistics:
     """Counters of one stream (all its upstreams, resumes included).
 
     ``*_buffered`` is what waits for the consumer now, ``high_water_*`` the most that ever
-    did; ``paused_seconds`` sums the time the reader spent not reading; ``cancels`` and
-    ``resumes`` count stall-policy actions. ``notes`` lists each pause, unpause, cancel and
-    resume in order (the last 1000; the counters are always exact).
+    did; ``paused_seconds`` sums the time the reader spent not reading; ``cancels`` counts
+    stall-policy cancels, ``preemptions`` upstreams closed for a scheduler's preemption,
+    ``resumes`` the continuations after either. ``notes`` lists each pause, unpause,
+    cancel, preemption and resume in order (the last 1000; the counters are always exact).
     """
 
     bytes_received: int
@@ -119,6 +120,7 @@ class StreamStatistics:
     resumes: int
     invalid_utf8_replaced: int
     notes: tuple[FlowNote, ...]
+    preemptions: int = 0
 
 
 class _End:
@@ -152,6 +154,7 @@ class FlowBuffer:
         self.pauses = 0
         self.paused_seconds = 0.0
         self.cancels = 0
+        self.preemptions = 0
         self.resumes = 0
         self.replaced = 0
         self.notes: deque[FlowNote] = deque(maxlen=1000)
@@ -162,7 +165,7 @@ class FlowBuffer:
         """The reader is waiting for the consumer to drain the buffer."""
         return self._drained is not None
 
-    def note(self, kind: Literal["pause", "unpause", "cancel", "resume"]) -> None:
+    def note(self, kind: Literal["pause", "unpause", "cancel", "preempt", "resume"]) -> None:
         self.notes.append(FlowNote(kind, anyio.current_time(), self.bytes, self.delivered))
 
     def _full(self) -> bool:
@@ -243,4 +246,5 @@ class FlowBuffer:
             self.resumes,
             self.replaced,
             tuple(self.notes),
+            self.preemptions,
         )

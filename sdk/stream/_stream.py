@@ -53,7 +53,7 @@ from ._events import (
 )
 from ._flow import FlowBuffer, FlowControl, StallPolicy, StreamStatistics, _End
 
-__all__ = ["EventDecoder", "MessageStream", "ResumeHook", "ResumeRequest", "Upstream"]
+__all__ = ["EventDecoder", "MessageStream", "ResumeHook", "ResumeRequest", "StreamObserver", "Upstream"]
 
 
 class EventDecoder(Protocol):
@@ -95,6 +95,18 @@ class ResumeRequest:
 
 
 ResumeHook = Callable[[ResumeRequest], Awaitable[Upstream]]
+
+
+class StreamObserver(Protocol):
+    """What a host (the client's scheduler) learns from a running stream. Called from
+    the reader task; must not block."""
+
+    def output(self, n: int) -> None:
+        """``n`` output deltas (text, thinking, tool input) arrived in one read."""
+
+    def released(self) -> None:
+        """The upstream was closed to pause the stream (a stall cancel or a preemption):
+        the server's slot is free until the stream continues."""
 
 
 class _Splicer:
@@ -188,6 +200,7 @@ class MessageStream:
         stall: StallPolicy | None = None,
         resume: ResumeHook | None = None,
         idle_timeout: float | None = None,
+        observer: StreamObserver | None = None,
     ) -> None:
         stall = stall or StallPolicy()
         if stall.enabled and resume is None:
@@ -215,6 +228,10 @@ class MessageStream:
         self._progress = 0  # reads that brought a non-ping event (the idle watch's clock)
         self._idle_fired = False
         self._aborted: BaseException | None = None
+        self._observer = observer
+        self._preempt_asked = False  # a scheduler wants the slot: cut at a resumable point
+        self._preempt_cut = False  # preempt() cancelled a blocked reader
+        self._cut_ok = True  # the reader is at a resumable point of an unfinished message
 
     @property
     def state(self) -> MessageState:
@@ -273,6 +290,28 @@ class MessageStream:
         if self._buf is not None:
             self._buf.put_nowait(_End(stalled=False))  # wakes a consumer waiting for events
 
+    def preempt(self) -> bool:
+        """Pause for a scheduler that needs the slot: the reader closes the upstream at
+        the next resumable point (between blocks or inside a text block; at once if it is
+        waiting at one), :meth:`StreamObserver.released` reports the free slot, and the
+        consumer, once it has taken what was buffered, continues through the resume hook
+        (which waits for re-admission). False, and nothing changes, if this stream cannot
+        resume (no hook, resumes spent, already ended)."""
+        if (
+            self._done
+            or self._aborted is not None
+            or self._resume is None
+            or self._state.stopped
+            or self._attempts >= self._stall.max_resumes
+        ):
+            return False
+        self._preempt_asked = True
+        reader = self._reader
+        if reader is not None and self._cut_ok:
+            self._preempt_cut = True
+            reader.cancel()
+        return True
+
     async def _watch_idle(self, limit: float) -> None:
         """Cancel a read that brought nothing but pings for ``limit`` seconds.
 
@@ -299,15 +338,21 @@ class MessageStream:
         buf = self._buf
         assert buf is not None
         decoder = self._decoder()
+        observer = self._observer
         pending = 0
         resumable = True  # between blocks or inside a text block: a prefill can continue it
         finished = False
         end: _End | BaseException | None = None
         scope = self._reader = anyio.CancelScope()
         self._idle_fired = False
+        self._preempt_cut = False
+        self._cut_ok = True
         try:
             with scope:
                 async for chunk in upstream.chunks:
+                    if self._preempt_asked and resumable and not finished:
+                        end = self._preempted(buf)  # this read is dropped: the resume regenerates it
+                        return
                     events = decoder.feed(chunk)
                     pending += len(chunk)
                     if not events:
@@ -315,7 +360,11 @@ class MessageStream:
                     if splice is not None:
                         events = splice(events)
                     progress = False
+                    out = 0
                     for ev in events:
+                        if type(ev) is ContentBlockDeltaEvent:
+                            out += 1
+                            continue
                         if isinstance(ev, PingEvent):
                             continue
                         progress = True
@@ -327,8 +376,15 @@ class MessageStream:
                             isinstance(ev, MessageDeltaEvent) and ev.stop_reason is not None
                         ):
                             finished = True
-                    if progress:
+                    if out or progress:
                         self._progress += 1
+                    if out and observer is not None:
+                        observer.output(out)
+                    self._cut_ok = resumable and not finished
+                    if self._preempt_asked and self._cut_ok:
+                        buf.put_nowait(events, pending)
+                        end = self._preempted(buf)
+                        return
                     can_stall = resumable and not finished and self._attempts < self._stall.max_resumes
                     ok = await buf.put(events, pending, can_stall=can_stall)
                     pending = 0
@@ -341,12 +397,21 @@ class MessageStream:
                 if tail:
                     buf.put_nowait(splice(tail) if splice is not None else tail, pending)
                 end = _End(stalled=False)
-            if scope.cancelled_caught:  # the idle watch or abort() stopped this read
-                end = (
-                    APITimeoutError(f"no stream event but pings for {self._idle_timeout:g} s (idle timeout)")
-                    if self._idle_fired
-                    else _End(stalled=False)
-                )
+            if scope.cancelled_caught:  # the idle watch, abort() or preempt() stopped this read
+                if self._preempt_cut and self._aborted is None:
+                    # preempt() cuts only a reader waiting at a resumable point, and no read
+                    # is processed after the cut (checked at the top of the loop)
+                    end = (
+                        self._preempted(buf)
+                        if resumable and not finished
+                        else APIConnectionError("the stream was preempted at a point it cannot resume from")
+                    )
+                elif self._idle_fired:
+                    end = APITimeoutError(
+                        f"no stream event but pings for {self._idle_timeout:g} s (idle timeout)"
+                    )
+                else:
+                    end = _End(stalled=False)
         except Exception as e:
             end = error_from_transport(e) or e
         finally:
@@ -363,8 +428,16 @@ class MessageStream:
                 except Exception as e:  # closing a broken connection may fail; report it
                     if isinstance(end, _End) and not end.stalled:
                         end = error_from_transport(e) or e
+            if isinstance(end, _End) and end.stalled and observer is not None:
+                observer.released()
             if end is not None:  # None: cancelled, nobody is reading any more
                 buf.put_nowait(end)
+
+    def _preempted(self, buf: FlowBuffer) -> _End:
+        self._preempt_asked = False
+        buf.preemptions += 1
+        buf.note("preempt")
+        return _End(stalled=True)
 
     def __aiter__(self) -> MessageStream:
         return self
@@ -403,7 +476,7 @@ class MessageStream:
                 self._batch, self._pos = item, 0
             elif isinstance(item, _End):
                 if item.stalled:
-                    await self._resume_upstream()
+                    await self._continue()
                 elif self._state.stopped:
                     self._done = True
                     raise StopAsyncIteration
@@ -441,6 +514,9 @@ class MessageStream:
     async def _recover(self, cause: SDKError) -> None:
         """Continue after ``cause``: a prefilled continuation, or before the first event
         the same request again (there is nothing to splice yet)."""
+        await self._continue(cause)
+
+    async def _continue(self, cause: SDKError | None = None) -> None:
         if self._state.started:
             await self._resume_upstream()
             return

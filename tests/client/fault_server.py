@@ -62,9 +62,14 @@ Handler = Callable[[Request, Reply], Awaitable[None]]
 
 @dataclass
 class FaultServer:
+    """``requests``: what the handler saw. The client's one-time slot probe (``GET
+    /props``) is answered here, 404 unless ``props`` is set, and kept in ``probes``."""
+
     url: str
     requests: list[Request] = field(default_factory=list)
     connections: int = 0
+    props: dict[str, Any] | None = None
+    probes: list[Request] = field(default_factory=list)
 
 
 async def _read_request(stream: SocketStream) -> Request | None:
@@ -99,6 +104,15 @@ async def fault_server(handler: Handler) -> AsyncIterator[FaultServer]:
             try:
                 req = await _read_request(stream)
                 if req is None:
+                    return
+                if req.method == "GET" and req.path == "/props":
+                    server.probes.append(req)
+                    if server.props is None:
+                        await Reply(stream).respond(
+                            404, {"error": {"code": 404, "message": "File Not Found"}}
+                        )
+                    else:
+                        await Reply(stream).respond(200, server.props)
                     return
                 server.requests.append(req)
                 await handler(req, Reply(stream))
