@@ -1,8 +1,9 @@
 """seam-sdk: an async client SDK for large language models.
 
 It cuts long inputs only at safe seams (:mod:`sdk.chunking`), reads streams with flow
-control and resumes them without duplicates (:mod:`sdk.stream`), and keeps
-conversations on the client so no turn is ever dropped silently (:mod:`sdk.session`).
+control and resumes them without duplicates (:mod:`sdk.stream`), keeps conversations
+on the client so no turn is ever dropped silently (:mod:`sdk.session`), and schedules
+requests by tier, tenant and rate limit (:mod:`sdk.scheduler`).
 """
 
 from ._client import Client, ModelInfo, Stream, TokenCount
@@ -22,6 +23,7 @@ from ._errors import (
     OverloadedError,
     PermissionDeniedError,
     RateLimitError,
+    RequestRejectedError,
     RequestTimeoutError,
     RequestTooLargeError,
     SDKError,
@@ -30,9 +32,11 @@ from ._errors import (
     StreamProtocolError,
     UnprocessableEntityError,
 )
+from ._map import MapProgress, MapResult, MapRun
 from ._retry import RetryBudget, RetryPolicy
 from ._tokens import EncodingUnavailable, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
+from .scheduler import RequestMetrics, Scheduler, Tier, TierMetrics
 from .session import ContextOverflow, FitReport, Session, SessionConflict, SessionFileError
 
 __all__ = [
@@ -52,11 +56,16 @@ __all__ = [
     "FitReport",
     "IncompleteStreamError",
     "InternalServerError",
+    "MapProgress",
+    "MapResult",
+    "MapRun",
     "ModelInfo",
     "NotFoundError",
     "OverloadedError",
     "PermissionDeniedError",
     "RateLimitError",
+    "RequestMetrics",
+    "RequestRejectedError",
     "RequestTimeoutError",
     "RequestTooLargeError",
     "RetryBudget",
@@ -64,11 +73,14 @@ __all__ = [
     "SDKError",
     "SSEError",
     "SSEEventTooLargeError",
+    "Scheduler",
     "Session",
     "SessionConflict",
     "SessionFileError",
     "Stream",
     "StreamProtocolError",
+    "Tier",
+    "TierMetrics",
     "TokenCount",
     "UnprocessableEntityError",
     "chunk",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
@@ -45,6 +45,7 @@ from ._errors import (
     api_error_from_body,
     error_from_transport,
 )
+from ._map import MapProgress, MapRun
 from ._retry import RetryBudget, RetryPolicy, retry_decision
 from .scheduler import Cost, MetricsHook, MetricsWindow, RequestMetrics, Scheduler, Tier, TierMetrics
 from .stream import (
@@ -550,6 +551,38 @@ class Client:
             observer=_Observer(held),
         )
         return Stream(self, inner, held)
+
+    def map(
+        self,
+        requests: Iterable[Mapping[str, Any]] | AsyncIterable[Mapping[str, Any]],
+        *,
+        priority: Priority = "batch",
+        tenant: str | None = None,
+        ordered: bool = True,
+        concurrency: int = 32,
+        window: int | None = None,
+        on_progress: Callable[[MapProgress], None] | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+    ) -> MapRun:
+        """Bulk work: ``async with c.map(requests) as results: async for r in results``.
+
+        One :class:`~sdk.MapResult` per request (a mapping of :meth:`stream`'s keywords),
+        in input order unless ``ordered=False``; errors are results, never the map's end.
+        At most ``concurrency`` requests in flight and ``window`` (default 4 x
+        ``concurrency``) results pending; ``on_progress`` is called with a
+        :class:`~sdk.MapProgress` after each result; ``checkpoint`` (a JSON Lines file)
+        lets a map started again skip what it finished before. See :mod:`sdk._map`."""
+        return MapRun(
+            self,
+            requests,
+            priority=priority,
+            tenant=tenant,
+            ordered=ordered,
+            concurrency=concurrency,
+            window=window,
+            on_progress=on_progress,
+            checkpoint=checkpoint,
+        )
 
     @staticmethod
     def _chunks(resp: httpx2.Response) -> AsyncIterator[bytes]:
