@@ -339,9 +339,12 @@ async def test_a_failing_metrics_hook_does_not_break_requests() -> None:
     def hook(m: RequestMetrics) -> None:
         raise RuntimeError("telemetry down")
 
-    async with fault_server(handler) as server, client(server, on_metrics=hook) as c:
-        async with c.stream(model="m", max_tokens=50, messages=msg("m")) as s:
-            assert (await s.final_message()).text == TEXT
+    async with (
+        fault_server(handler) as server,
+        client(server, on_metrics=hook) as c,
+        c.stream(model="m", max_tokens=50, messages=msg("m")) as s,
+    ):
+        assert (await s.final_message()).text == TEXT
 
 
 # ---- map --------------------------------------------------------------------------------
@@ -380,9 +383,12 @@ async def test_map_unordered_yields_every_result() -> None:
             await checkpoint()
             yield dict(model="m", max_tokens=5, messages=msg(f"r{i}"))
 
-    async with fault_server(echo_handler()) as server, client(server) as c:
-        async with c.map(gen(), ordered=False, concurrency=4) as results:
-            out = [r async for r in results]
+    async with (
+        fault_server(echo_handler()) as server,
+        client(server) as c,
+        c.map(gen(), ordered=False, concurrency=4) as results,
+    ):
+        out = [r async for r in results]
     assert sorted(r.index for r in out) == list(range(12))
     assert all(r.message and r.message.text == f"r{r.index}!" for r in out)
 
