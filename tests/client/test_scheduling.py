@@ -73,9 +73,7 @@ async def test_slots_are_learnt_once_from_props() -> None:
         async with client(server) as c:
             async with anyio.create_task_group() as tg:
                 for i in range(5):
-                    tg.start_soon(
-                        lambda i=i: c.create(model="m", max_tokens=5, messages=msg(str(i)))
-                    )
+                    tg.start_soon(lambda i=i: c.create(model="m", max_tokens=5, messages=msg(str(i))))
             assert c.scheduler.slots == 3
         assert len(server.probes) == 1
         assert server.probes[0].headers["x-api-key"] == KEY
