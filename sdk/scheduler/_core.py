@@ -206,7 +206,7 @@ class Scheduler:
         slots: int | None = None,
         aging: float | None = 30.0,
         quantum: int = 4096,
-        min_run: float = 0.5,
+        min_run: float = 0.0,
         max_queue: int | None = None,
         max_hold: float = 60.0,
         aimd: AIMD | None = None,
