@@ -38,8 +38,8 @@ with short offline runs (``mock_response``/``mock_delay``, no server):
   other bundled-data fetches). This version has no ``litellm.telemetry`` setting. Both variables are set
   below before the import, which happens inside the function, so importing this module needs no network.
 
-Because of the above, ``litellm_router_run`` raises ``RuntimeError``. ``_litellm_router_run_unchecked``
-runs the described workload anyway, to show what happens (429s/retries instead of priority order).
+``litellm_router_run`` runs the workload as LiteLLM documents it, so the benchmark shows what
+``priority=`` does in practice here (429s and retries in backoff order, not priority order).
 """
 
 from __future__ import annotations
@@ -48,13 +48,6 @@ import asyncio
 import os
 import time
 from typing import Any
-
-_REASON = (
-    "LiteLLM 1.110.2's priority queue only holds requests while the model group has no healthy "
-    "deployment, and a deployment with every max_parallel_requests slot in use still counts as healthy "
-    "(a request over the cap gets a 429 rather than waiting), so priority cannot decide who gets the "
-    "server's slots."
-)
 
 
 async def litellm_router_run(
@@ -69,32 +62,10 @@ async def litellm_router_run(
     interactive_tokens: int | None = None,
 ) -> dict:
     """Batch (low priority) and interactive (high priority, streamed) requests through a LiteLLM Router
-    whose deployment is capped at ``slots`` concurrent requests. It would return ``{"interactive_ttft":
-    [s], "batch_done": n, "batch_seconds": s, "batch_tokens": n}``.
-
-    Always raises ``RuntimeError``: in the installed LiteLLM, ``priority=`` does not queue requests
-    behind a busy deployment. ``max_parallel_requests`` turns requests over the cap into 429s
-    instead of making them wait, and the scheduler counts a busy deployment as available. See the
-    module docstring. ``interactive_tokens`` (the interactive requests' ``max_tokens``, default
-    ``max_tokens``) is accepted because ``bench/scheduler.py`` passes it.
-    """
-    raise RuntimeError(_REASON)
-
-
-async def _litellm_router_run_unchecked(
-    base_url: str,
-    model: str,
-    batch: list[list[dict]],
-    interactive_prompts: list[list[dict]],
-    *,
-    max_tokens: int,
-    slots: int,
-    interval: float,
-    interactive_tokens: int | None = None,
-) -> dict:
-    """The workload ``litellm_router_run`` describes, run as it would be if priority worked. Batch and
-    interactive requests that still fail after the router's retries (429: slots in use) are not
-    counted."""
+    whose deployment is capped at ``slots`` concurrent requests; returns ``{"interactive_ttft": [s],
+    "batch_done": n, "batch_seconds": s, "batch_tokens": n}``. Requests that still fail after the
+    router's retries (429: every slot in use) are not counted; see the module doc for why priority
+    cannot order who gets a busy deployment's slots."""
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from litellm import Router
@@ -117,6 +88,7 @@ async def _litellm_router_run_unchecked(
     ttfts: list[float] = []
     batch_done = 0
     batch_tokens = 0
+    failed = {"batch": 0, "interactive": 0}
 
     async def one_batch(messages: list[dict]) -> None:
         nonlocal batch_done, batch_tokens
@@ -125,6 +97,7 @@ async def _litellm_router_run_unchecked(
                 model=model, messages=messages, max_tokens=max_tokens, temperature=0, priority=low
             )
         except Exception:  # a 429 after retries: not done
+            failed["batch"] += 1
             return
         batch_done += 1
         usage = getattr(resp, "usage", None)
@@ -146,6 +119,7 @@ async def _litellm_router_run_unchecked(
                 if first is None and chunk.choices and chunk.choices[0].delta.content:
                     first = time.perf_counter() - start
         except Exception:  # a 429 after retries: no TTFT
+            failed["interactive"] += 1
             return
         if first is not None:
             ttfts.append(first)
@@ -154,10 +128,10 @@ async def _litellm_router_run_unchecked(
     batch_task = asyncio.ensure_future(asyncio.gather(*(one_batch(m) for m in batch)))
     interactive: list[asyncio.Task[None]] = []
     for messages in interactive_prompts:
+        await asyncio.wait({batch_task}, timeout=interval)
         if batch_task.done():
             break
         interactive.append(asyncio.create_task(one_interactive(messages)))
-        await asyncio.wait({batch_task}, timeout=interval)
     await batch_task
     batch_seconds = time.perf_counter() - batch_start
     await asyncio.gather(*interactive)
@@ -166,4 +140,6 @@ async def _litellm_router_run_unchecked(
         "batch_done": batch_done,
         "batch_seconds": batch_seconds,
         "batch_tokens": batch_tokens,
+        "batch_failed": failed["batch"],
+        "interactive_failed": failed["interactive"],
     }

@@ -67,6 +67,7 @@ class Result:
         self.batch_tokens = 0
         self.batch_seconds = 0.0
         self.preemptions = 0
+        self.failed = 0  # requests that never succeeded (interactive or batch)
 
 
 async def arrivals(interval: float, done: asyncio.Event, send: Callable[[int], Awaitable[None]]) -> None:
@@ -104,7 +105,8 @@ async def raw_stream(
 
 
 async def idle_ttft(url: str, tokens: int) -> float:
-    async with httpx2.AsyncClient(timeout=120) as http:
+    limits = httpx2.Limits(max_keepalive_connections=0)
+    async with httpx2.AsyncClient(timeout=120, limits=limits) as http:
         samples = []
         for k in range(6):
             first, _ = await raw_stream(http, url, interactive_messages(k), tokens)
@@ -117,17 +119,27 @@ async def unscheduled(url: str, args: argparse.Namespace) -> Result:
     res = Result()
     done = asyncio.Event()
     sem = asyncio.Semaphore(args.semaphore)
-    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
+    # A fresh connection per request: llama-server closes kept-alive connections after a
+    # few requests, and a bare client does not retry the request that meets the closed one.
+    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=0)
     async with httpx2.AsyncClient(timeout=600, limits=limits) as http:
 
         async def one_batch(messages: list[dict[str, Any]]) -> None:
             async with sem:
-                _, out = await raw_stream(http, url, messages, args.batch_tokens)
+                try:
+                    _, out = await raw_stream(http, url, messages, args.batch_tokens)
+                except httpx2.HTTPError:
+                    res.failed += 1
+                    return
             res.batch_done += 1
             res.batch_tokens += out
 
         async def one_interactive(k: int) -> None:
-            first, _ = await raw_stream(http, url, interactive_messages(k), args.interactive_tokens)
+            try:
+                first, _ = await raw_stream(http, url, interactive_messages(k), args.interactive_tokens)
+            except httpx2.HTTPError:
+                res.failed += 1
+                return
             if first is not None:
                 res.ttft.append(first)
 
@@ -204,12 +216,13 @@ async def litellm(url: str, args: argparse.Namespace) -> Result | str:
     res.batch_done = int(out["batch_done"])
     res.batch_seconds = float(out["batch_seconds"])
     res.batch_tokens = int(out["batch_tokens"])
+    res.failed = int(out["batch_failed"]) + int(out["interactive_failed"])
     return res
 
 
 def row(name: str, r: Result | str, idle: float, base: Result | None) -> str:
     if isinstance(r, str):
-        return f"| {name} | {r} | | | | | |"
+        return f"| {name} | {r} | | | | | | | |"
     p = Percentiles.of(r.ttft)
     rps = r.batch_done / r.batch_seconds if r.batch_seconds else 0.0
     tps = r.batch_tokens / r.batch_seconds if r.batch_seconds else 0.0
@@ -217,10 +230,11 @@ def row(name: str, r: Result | str, idle: float, base: Result | None) -> str:
     if base is not None and base.batch_seconds:
         share = f"{100 * rps / (base.batch_done / base.batch_seconds):.0f}%"
     if p is None:
-        return f"| {name} | no interactive request finished | | | {rps:.2f} | {tps:.0f} | {share} |"
+        return f"| {name} | no interactive request finished | | | {rps:.2f} | {tps:.0f} | {share} | | {r.failed} |"
     return (
         f"| {name} | {p.count} | {p.p50 * 1000:.0f} ms ({p.p50 / idle:.1f}x) | "
-        f"{p.p99 * 1000:.0f} ms ({p.p99 / idle:.1f}x) | {rps:.2f} | {tps:.0f} | {share} | {r.preemptions} |"
+        f"{p.p99 * 1000:.0f} ms ({p.p99 / idle:.1f}x) | {rps:.2f} | {tps:.0f} | {share} | {r.preemptions} "
+        f"| {r.failed} |"
     )
 
 
@@ -251,9 +265,9 @@ async def main_async(args: argparse.Namespace) -> None:
     )
     print(
         "| way | interactive requests | TTFT p50 (x idle) | TTFT p99 (x idle) | batch req/s "
-        "| batch tokens/s | batch vs unscheduled | preemptions |"
+        "| batch tokens/s | batch vs unscheduled | preemptions | failed requests |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in results:
         print(row(name, r, idle, base))
 

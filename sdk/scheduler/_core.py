@@ -36,11 +36,11 @@ first, the newest admitted first, each having run ``min_run`` seconds), one per 
 request of a better tier; the host pauses each and reports :meth:`paused`, and
 :meth:`resume` puts it back in line (ahead of its tier's new requests).
 
-Adaptive concurrency is additive-increase, multiplicative-decrease: a 429/529/overload
-(or a time to first token above ``ttft_drift`` times the tier's target) multiplies the
-window by ``decrease``, each success after that adds ``increase / window``; only signals
-from requests admitted after the last decrease count, so one burst of errors is one
-decrease.
+Adaptive concurrency is additive-increase, multiplicative-decrease: a 429/529/overload,
+or a time to first token above ``ttft_drift`` times the tier's target (scaled with the
+prompt's length, since prefill time grows with it), multiplies the window by
+``decrease``; each success after that adds ``increase / window``. Only signals from
+requests admitted after the last decrease count, so one burst of errors is one decrease.
 """
 
 from __future__ import annotations
@@ -137,12 +137,18 @@ class AIMD:
     increase: float = 1.0
     min_window: float = 1.0
     ttft_drift: float = 4.0
+    prompt_scale: int = 8192  # the TTFT target grows by itself per this many input tokens
 
     def __post_init__(self) -> None:
         if not 0 < self.decrease < 1:
             raise ValueError("decrease must be between 0 and 1")
-        if self.increase <= 0 or self.min_window < 1 or self.ttft_drift <= 1:
-            raise ValueError("need increase > 0, min_window >= 1, ttft_drift > 1")
+        if self.increase <= 0 or self.min_window < 1 or self.ttft_drift <= 1 or self.prompt_scale < 1:
+            raise ValueError("need increase > 0, min_window >= 1, ttft_drift > 1, prompt_scale >= 1")
+
+    def ttft_limit(self, target: float, input_tokens: int) -> float:
+        """The TTFT past which the engine counts as overloaded: ``ttft_drift`` times the
+        tier's target, scaled with the prompt (prefill time grows with it)."""
+        return self.ttft_drift * target * (1.0 + input_tokens / self.prompt_scale)
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +394,9 @@ class Scheduler:
         if first:
             ticket.first_token_at = now
         target = ticket.tier.ttft_target
-        if target is not None and now - ticket.admitted_at > self.aimd.ttft_drift * target:
+        if target is not None and now - ticket.admitted_at > self.aimd.ttft_limit(
+            target, ticket.cost.input_tokens
+        ):
             self._decrease(ticket)
         elif first:
             self._increase(ticket)
@@ -405,10 +413,12 @@ class Scheduler:
         """The request ended (``ok``: it succeeded). Real token counts, when known,
         replace the estimate in the rate buckets (unused output is given back)."""
         now = self._clock(now)
-        if ticket.state not in (*_HOLDING, TicketState.PAUSED):
+        if ticket.state not in (*_HOLDING, TicketState.PAUSED, TicketState.WAITING):
             return
         if ticket.state in _HOLDING:
             self._release(ticket)
+        elif ticket.state is TicketState.WAITING:  # ended while back in line (a requeue)
+            self._dequeue(ticket)
         ticket.state = TicketState.DONE
         ticket.finished_at = now
         if ok and ticket.first_token_at is None:

@@ -20,7 +20,7 @@ consumer or a cancelled task closes the response under a shielded scope.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import NoReturn, Protocol
 
@@ -112,8 +112,13 @@ class StreamObserver(Protocol):
 class _Splicer:
     """Re-indexes a continuation stream so it extends the interrupted message seamlessly."""
 
-    def __init__(self, state: MessageState, repeat: str) -> None:
-        self.base_usage = state.usage
+    def __init__(self, state: MessageState, repeat: str, output_tokens: int = 0) -> None:
+        # What the interrupted segment produced: the server may not have reported its
+        # output yet (many report it only at the end), so the deltas handed out count.
+        base = state.usage
+        if output_tokens > (base.output_tokens or 0):
+            base = replace(base, output_tokens=output_tokens)
+        self.base_usage = base
         self.usage = Usage()
         self.open_index = state.open.index if state.open is not None else None
         self.offset = state.next_index
@@ -552,7 +557,7 @@ class MessageStream:
             raise err from e
         buf.resumes += 1
         buf.note("resume")
-        tg.start_soon(self._pump, upstream, _Splicer(state, upstream.repeat))
+        tg.start_soon(self._pump, upstream, _Splicer(state, upstream.repeat, request.output_tokens))
 
     async def get_final_message(self) -> Message:
         """Consume the rest of the stream and return the accumulated message."""

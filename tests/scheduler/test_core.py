@@ -92,6 +92,17 @@ def test_a_queued_request_can_be_cancelled() -> None:
     assert sim.sched.waiting == 0
 
 
+def test_a_request_that_ends_while_back_in_line_leaves_the_queue() -> None:
+    s = Scheduler(slots=1)
+    a = s.submit(0.0)
+    s.poll(0.0)
+    s.requeue(a, 1.0)  # a 429: back in line
+    s.finished(a, 1.0, ok=False)
+    assert a.state is TicketState.DONE and s.waiting == 0
+    b = s.submit(2.0)
+    assert s.poll(2.0).admit == (b,)
+
+
 def test_cancelling_a_running_request_frees_its_slot() -> None:
     s = Scheduler(slots=1)
     a = s.submit(0.0)
@@ -388,6 +399,14 @@ def test_ttft_far_above_the_tiers_target_backs_off() -> None:
     assert s.window is None
     s.first_token(ts[1], 10.0)  # 10 s against a 1 s target
     assert s.window == 2.0
+
+
+def test_a_long_prompt_may_take_longer_to_its_first_token() -> None:
+    s = Scheduler(slots=4, tiers=[Tier("chat", 0, ttft_target=1.0)])
+    long = s.submit(0.0, cost=Cost(80_000, 100))  # about ten times the prefill of a short one
+    s.poll(0.0)
+    s.first_token(long, 10.0)
+    assert s.window is None
 
 
 def test_aimd_can_be_disabled() -> None:

@@ -96,6 +96,11 @@ async def test_a_transport_error_mid_text_is_resumed_by_the_core(k: int) -> None
     assert len(seen) == 1 and seen[0].attempt == 1
     # message_start reported 1 output token; k - 2 text deltas were handed out
     assert seen[0].output_tokens == k - 2
+    # the final usage counts both segments: the deltas before the cut (the server never
+    # reported them) and the continuation's own output
+    rest = TEXT[len(seen[0].prefill) :]
+    assert stream.state.usage.output_tokens == k - 2 + len(range(0, len(rest), 3))
+    assert stream.state.usage.input_tokens == 9 + 9  # the continuation's prompt is billed again
     assert script.closed == [0, 1]
     assert stream.statistics().resumes == 1
 
