@@ -34,6 +34,7 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import httpx2
@@ -42,7 +43,7 @@ import orjson
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from sdk import Client
-from sdk.scheduler import Percentiles
+from sdk.scheduler import DEFAULT_TIERS, Percentiles, Scheduler
 
 MODEL = "gemma-3-270m"
 GREEDY: dict[str, Any] = {"temperature": 0, "top_k": 1}
@@ -68,6 +69,7 @@ class Result:
         self.batch_seconds = 0.0
         self.preemptions = 0
         self.failed = 0  # requests that never succeeded (interactive or batch)
+        self.cpu = 0.0  # the client process's CPU seconds for the run
 
 
 async def arrivals(interval: float, done: asyncio.Event, send: Callable[[int], Awaitable[None]]) -> None:
@@ -153,10 +155,11 @@ async def unscheduled(url: str, args: argparse.Namespace) -> Result:
     return res
 
 
-async def seam(url: str, args: argparse.Namespace) -> Result:
+async def seam(url: str, args: argparse.Namespace, *, preempt: bool = True) -> Result:
     res = Result()
     done = asyncio.Event()
-    async with Client(base_url=url) as c:
+    tiers = [t if preempt else replace(t, preemptible=False) for t in DEFAULT_TIERS]
+    async with Client(base_url=url, scheduler=Scheduler(tiers)) as c:
 
         async def one_interactive(k: int) -> None:
             t0 = time.perf_counter()
@@ -220,9 +223,17 @@ async def litellm(url: str, args: argparse.Namespace) -> Result | str:
     return res
 
 
+async def timed(run: Awaitable[Result | str]) -> Result | str:
+    cpu = time.process_time()
+    r = await run
+    if isinstance(r, Result):
+        r.cpu = time.process_time() - cpu
+    return r
+
+
 def row(name: str, r: Result | str, idle: float, base: Result | None) -> str:
     if isinstance(r, str):
-        return f"| {name} | {r} | | | | | | | |"
+        return f"| {name} | {r} | | | | | | | | |"
     p = Percentiles.of(r.ttft)
     rps = r.batch_done / r.batch_seconds if r.batch_seconds else 0.0
     tps = r.batch_tokens / r.batch_seconds if r.batch_seconds else 0.0
@@ -230,11 +241,14 @@ def row(name: str, r: Result | str, idle: float, base: Result | None) -> str:
     if base is not None and base.batch_seconds:
         share = f"{100 * rps / (base.batch_done / base.batch_seconds):.0f}%"
     if p is None:
-        return f"| {name} | no interactive request finished | | | {rps:.2f} | {tps:.0f} | {share} | | {r.failed} |"
+        return (
+            f"| {name} | no interactive request finished | | | {rps:.2f} | {tps:.0f} | {share} | "
+            f"| {r.failed} | {r.cpu:.1f} |"
+        )
     return (
         f"| {name} | {p.count} | {p.p50 * 1000:.0f} ms ({p.p50 / idle:.1f}x) | "
         f"{p.p99 * 1000:.0f} ms ({p.p99 / idle:.1f}x) | {rps:.2f} | {tps:.0f} | {share} | {r.preemptions} "
-        f"| {r.failed} |"
+        f"| {r.failed} | {r.cpu:.1f} |"
     )
 
 
@@ -251,10 +265,11 @@ async def main_async(args: argparse.Namespace) -> None:
     try:
         idle = await idle_ttft(url, args.interactive_tokens)
         results: list[tuple[str, Result | str]] = []
-        base = await unscheduled(url, args)
+        base = await timed(unscheduled(url, args))
         results.append(("unscheduled (gather + semaphore)", base))
-        results.append(("LiteLLM Router, priority", await litellm(url, args)))
-        results.append(("seam-sdk scheduler", await seam(url, args)))
+        results.append(("LiteLLM Router, priority", await timed(litellm(url, args))))
+        results.append(("seam-sdk scheduler", await timed(seam(url, args))))
+        results.append(("seam-sdk, batch not preemptible", await timed(seam(url, args, preempt=False))))
     finally:
         if stop is not None:
             stop.__exit__(None, None, None)
@@ -265,9 +280,9 @@ async def main_async(args: argparse.Namespace) -> None:
     )
     print(
         "| way | interactive requests | TTFT p50 (x idle) | TTFT p99 (x idle) | batch req/s "
-        "| batch tokens/s | batch vs unscheduled | preemptions | failed requests |"
+        "| batch tokens/s | batch vs unscheduled | preemptions | failed requests | client CPU s |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in results:
         print(row(name, r, idle, base))
 
