@@ -50,6 +50,7 @@ from ._openai import OpenAIChunkTranslator, OpenAIEventDecoder, openai_usage
 from ._partial_json import JSONPrefix, partial_value
 from ._sse import ServerSentEvent, SSEDecoder
 from ._stream import EventDecoder, MessageStream, ResumeHook, ResumeRequest, StreamObserver, Upstream
+from ._wire import delta_to_wire, event_to_wire, sse_frame
 
 __all__ = [
     "AnthropicEventDecoder",
@@ -97,11 +98,14 @@ __all__ = [
     "Upstream",
     "Usage",
     "apply",
+    "delta_to_wire",
     "error_from_event",
+    "event_to_wire",
     "message_to_wire",
     "openai_usage",
     "parse_anthropic_event",
     "parse_block",
     "partial_value",
+    "sse_frame",
     "wire_blocks",
 ]

@@ -343,17 +343,6 @@ def wire_blocks(content: Sequence[ContentBlock]) -> list[dict[str, Any]]:
 def message_to_wire(message: Message) -> dict[str, Any]:
     """The message as the Messages API returns it (what a non-streaming ``create``
     answers), for storing; a Messages backend parses it back."""
-    u = message.usage
-    usage = {
-        k: v
-        for k, v in (
-            ("input_tokens", u.input_tokens),
-            ("output_tokens", u.output_tokens),
-            ("cache_creation_input_tokens", u.cache_creation_input_tokens),
-            ("cache_read_input_tokens", u.cache_read_input_tokens),
-        )
-        if v is not None
-    }
     return {
         "id": message.id,
         "type": "message",
@@ -362,5 +351,5 @@ def message_to_wire(message: Message) -> dict[str, Any]:
         "content": wire_blocks(message.content),
         "stop_reason": message.stop_reason,
         "stop_sequence": message.stop_sequence,
-        "usage": usage,
+        "usage": message.usage.to_wire(),
     }

@@ -87,6 +87,19 @@ class Usage:
             add(self.cache_read_input_tokens, other.cache_read_input_tokens),
         )
 
+    def to_wire(self) -> dict[str, int]:
+        """The reported counts as the Messages API writes them (unreported ones left out)."""
+        out: dict[str, int] = {}
+        if self.input_tokens is not None:
+            out["input_tokens"] = self.input_tokens
+        if self.output_tokens is not None:
+            out["output_tokens"] = self.output_tokens
+        if self.cache_creation_input_tokens is not None:
+            out["cache_creation_input_tokens"] = self.cache_creation_input_tokens
+        if self.cache_read_input_tokens is not None:
+            out["cache_read_input_tokens"] = self.cache_read_input_tokens
+        return out
+
     @staticmethod
     def from_wire(raw: object) -> Usage:
         if not isinstance(raw, Mapping):

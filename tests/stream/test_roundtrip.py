@@ -10,7 +10,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdk.stream import AnthropicEventDecoder, OpenAIEventDecoder, TextBlock, ThinkingBlock, ToolUseBlock
+from sdk.stream import (
+    AnthropicEventDecoder,
+    OpenAIEventDecoder,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    event_to_wire,
+    sse_frame,
+)
 
 from .helpers import three_ways
 from .recorded import anthropic, block_start, block_stop, delta, msg_delta, msg_start, openai, openai_chunk
@@ -109,3 +117,16 @@ def test_random_messages_round_trip_through_both_protocols(blocks: list[tuple[st
     o = fold(three_ways(OpenAIEventDecoder, openai_bytes(blocks, rng), seed)).message()
     assert content(o) == expected(blocks, merge=True)
     assert a.stop_reason == o.stop_reason == "end_turn"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(block, min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_events_written_back_to_the_wire_parse_to_the_same_events(
+    blocks: list[tuple[str, Any]], rng: random.Random
+) -> None:
+    """What the scheduling server re-sends is what it received, event for event."""
+    first = AnthropicEventDecoder().feed(anthropic_bytes(blocks, rng))
+    wire = b"".join(sse_frame(*event_to_wire(ev), id=str(i)) for i, ev in enumerate(first))
+    again = AnthropicEventDecoder().feed(wire)
+    assert again == first
+    assert content(fold(again).message()) == expected(blocks, merge=False)
