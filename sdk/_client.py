@@ -47,7 +47,7 @@ from ._errors import (
 )
 from ._map import MapProgress, MapRun
 from ._retry import RetryBudget, RetryPolicy, retry_decision
-from .scheduler import Cost, MetricsHook, MetricsWindow, RequestMetrics, Scheduler, Tier, TierMetrics
+from .scheduler import Cost, MetricsHook, RequestMetrics, Scheduler, Tier, TierMetrics
 from .stream import (
     FlowControl,
     Message,
@@ -246,7 +246,9 @@ class Client:
         self._closed = False
         self._rng = random.Random()
         sched = scheduler if scheduler is not None else Scheduler()
-        self._dispatch = Dispatcher(sched, window=MetricsWindow(metrics_window), on_metrics=on_metrics)
+        self._dispatch = Dispatcher.of(sched, window=metrics_window)
+        if on_metrics is not None:
+            self._dispatch.hooks.append(on_metrics)
         self._slots_known = self.hosted or sched.slots is not None
         self._slots_probe: anyio.Event | None = None
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 import logging
 import math
 import time
+import weakref
 from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 import anyio
 
@@ -44,19 +46,27 @@ _HOLDING = (TicketState.RUNNING, TicketState.PREEMPTING)
 
 
 class Dispatcher:
-    def __init__(
-        self,
-        scheduler: Scheduler,
-        *,
-        window: MetricsWindow | None = None,
-        on_metrics: MetricsHook | None = None,
-    ) -> None:
+    """The one host of a :class:`Scheduler` in this process: clients that share a
+    scheduler share its dispatcher (:meth:`of`), so a decision made while serving one
+    client's request wakes a waiter of another's."""
+
+    _hosts: ClassVar[weakref.WeakKeyDictionary[Scheduler, Dispatcher]] = weakref.WeakKeyDictionary()
+
+    def __init__(self, scheduler: Scheduler, *, window: MetricsWindow | None = None) -> None:
         self.scheduler = scheduler
         self.window = window or MetricsWindow()
-        self.on_metrics = on_metrics
+        self.hooks: list[MetricsHook] = []
         self._events: dict[int, anyio.Event] = {}
         self._wake_at: float | None = None
         self._preempt: dict[int, Callable[[], bool]] = {}
+
+    @classmethod
+    def of(cls, scheduler: Scheduler, *, window: int = 1000) -> Dispatcher:
+        """The scheduler's dispatcher, made on first use."""
+        d = cls._hosts.get(scheduler)
+        if d is None:
+            d = cls._hosts[scheduler] = cls(scheduler, window=MetricsWindow(window))
+        return d
 
     @staticmethod
     def now() -> float:
@@ -198,12 +208,11 @@ class Flight:
         )
         d.window.add(m)
         d.drive()
-        hook = d.on_metrics
-        if hook is not None:
+        for hook in d.hooks:
             try:
                 hook(m)
             except Exception:  # the application's telemetry must not break its requests
-                log.exception("the on_metrics hook raised")
+                log.exception("an on_metrics hook raised")
 
     def metrics(self) -> RequestMetrics:
         """The finished request's metrics, or a snapshot of the running one."""

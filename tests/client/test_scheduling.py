@@ -131,6 +131,33 @@ async def test_an_interactive_request_goes_before_queued_batch_work() -> None:
     assert [tag_of(r) for r in server.requests] == ["hold", "i1", "b1", "b2"]
 
 
+async def test_clients_sharing_a_scheduler_share_its_slots() -> None:
+    gate = anyio.Event()
+
+    async def handler(req: Request, reply: Reply) -> None:
+        if tag_of(req) == "hold":
+            await gate.wait()
+        await answer(req, reply)
+
+    sched = Scheduler(slots=1)
+    async with (
+        fault_server(handler) as a,
+        fault_server(handler) as b,
+        client(a, scheduler=sched) as ca,
+        client(b, scheduler=sched) as cb,
+    ):
+        assert ca._dispatch is cb._dispatch
+        with anyio.fail_after(DEADLINE):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: ca.create(model="m", max_tokens=5, messages=msg("hold")))
+                await wait_all_tasks_blocked()
+                tg.start_soon(lambda: cb.create(model="m", max_tokens=5, messages=msg("next")))
+                await wait_all_tasks_blocked()
+                assert sched.waiting == 1 and b.requests == []  # waits for a's slot
+                gate.set()
+    assert [tag_of(r) for r in b.requests] == ["next"]
+
+
 async def test_a_queued_request_can_be_cancelled() -> None:
     gate = anyio.Event()
 
