@@ -1,0 +1,46 @@
+"""``python -m sdk.server --upstream URL [--upstream URL ...] [--port 8000] [--config FILE]``
+serves the scheduling server with uvicorn; ``python -m sdk.server hash-key`` reads an API
+key from standard input and prints the hash the configuration stores."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ._app import ServerApp
+from ._config import ConfigError, ServerConfig, hash_key
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["hash-key"]:
+        key = sys.stdin.readline().strip()
+        if not key:
+            print("give the key on standard input", file=sys.stderr)
+            return 2
+        print(hash_key(key))
+        return 0
+    ap = argparse.ArgumentParser(prog="python -m sdk.server", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--upstream", action="append", required=True, help="an engine's base URL (repeatable)")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--config", help="a TOML file: tiers, keys, bounds (see sdk.server._config)")
+    ap.add_argument("--log-level", default="info")
+    args = ap.parse_args(argv)
+    try:
+        config = ServerConfig.load(args.config) if args.config else ServerConfig()
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    app = ServerApp(args.upstream, config, upstream_api_key=os.environ.get("SEAM_UPSTREAM_API_KEY"))
+    uvicorn.run(
+        app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on", access_log=False
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,523 @@
+"""The scheduling server: an ASGI application in front of one or more engines.
+
+It speaks the Messages API (``/v1/messages``, streaming and not, ``count_tokens``,
+``/v1/models``), so anthropic-sdk-python and this SDK's ``Client`` work against it
+unchanged, and runs :mod:`sdk.scheduler` over the engines' slots. Each upstream is
+reached with this SDK's own :class:`~sdk.Client`; all of them share the server's one
+scheduler, so admission, fairness, preemption and metrics are decided in one place:
+
+- **admission** by tier (a key's tier, or the ``priority`` the request asks for within
+  the key's ``max_tier``: a ``seam-priority`` header or a ``priority`` body field, a tier
+  name or vLLM's integer) and tenant; a full queue answers 503 with ``retry-after``;
+- **preemption**: a preemptible stream is paused for a higher tier by the client's
+  stream machinery (upstream closed at a resumable point, continued by prefill when a
+  slot frees); its client sees one uninterrupted stream;
+- **backpressure**: the response is written with the ASGI ``send``, which waits while
+  the client's socket does not drain; meanwhile the stream's bounded buffer fills, and
+  past ``buffer_bytes`` (or ``stall_seconds`` without a read) the upstream generation is
+  cancelled, freeing its slot, and resumed when the client reads again.
+
+Every SSE event carries an ``id:`` (``<stream id>:<n>``); the stream id is in the
+``seam-stream-id`` response header. Upstream errors keep their status and type; their
+text never carries an upstream URL or key.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import zlib
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from typing import Any
+
+import anyio
+import httpx2
+import orjson
+
+from .._client import Client, Stream
+from .._errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    RequestRejectedError,
+    SDKError,
+    StreamProtocolError,
+)
+from ..scheduler import RequestMetrics, Scheduler, Tier, UnknownTierError
+from ..stream import FlowControl, StallPolicy, event_to_wire, message_to_wire, sse_frame
+from ._config import Keyring, Principal, ServerConfig
+from ._metrics import CONTENT_TYPE, ServerMetrics
+
+__all__ = ["ServerApp"]
+
+log = logging.getLogger("sdk.server")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+HEALTH_INTERVAL = 5.0
+_JSON = [(b"content-type", b"application/json")]
+
+
+class HTTPError(Exception):
+    """An error answer: status, the Messages API's error type, a message."""
+
+    def __init__(self, status: int, error_type: str, message: str, headers: Mapping[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.error_type = error_type
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+class UpstreamState:
+    """One engine: its client, its load and its last health check."""
+
+    def __init__(self, index: int, url: str, client: Client) -> None:
+        self.index = index
+        self.url = url
+        self.client = client
+        self.in_flight = 0
+        self.healthy = True
+
+
+class ServerApp:
+    """``ServerApp(["http://127.0.0.1:8080"], config)`` is the ASGI application;
+    ``uvicorn.run(app)`` serves it (``python -m sdk.server`` does)."""
+
+    def __init__(
+        self,
+        upstreams: Sequence[str],
+        config: ServerConfig | None = None,
+        *,
+        upstream_api_key: str | None = None,
+    ) -> None:
+        if not upstreams:
+            raise ValueError("at least one upstream is needed")
+        self.config = config = config or ServerConfig()
+        self.scheduler = Scheduler(
+            config.tiers,
+            slots=config.slots,
+            aging=config.aging_seconds,
+            max_queue=config.max_queue,
+            tenant_weights=config.tenant_weights,
+        )
+        self.keyring = Keyring(config)
+        self._upstream_key = upstream_api_key
+        self._urls = [u.rstrip("/") for u in upstreams]
+        self.upstreams: list[UpstreamState] = []
+        self.metrics = ServerMetrics(self.scheduler, lambda: [u.healthy for u in self.upstreams])
+        self.stall = StallPolicy(
+            True, stall_timeout=config.stall_seconds, max_backlog_bytes=config.buffer_bytes
+        )
+        self.flow = FlowControl(high_water_bytes=config.buffer_bytes)
+        self._rr = 0
+        self._models: tuple[float, list[dict[str, Any]]] | None = None
+
+    # ---- life ------------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        """Make the upstream clients and learn the slot count (unless configured)."""
+        for i, url in enumerate(self._urls):
+            c = Client(
+                base_url=url,
+                backend="messages",
+                api_key=self._upstream_key or "",
+                scheduler=self.scheduler,
+                stall=self.stall,
+                flow=self.flow,
+                on_metrics=self._observe if i == 0 else None,
+            )
+            c._slots_known = True  # the server sums the upstreams' slots itself, below
+            self.upstreams.append(UpstreamState(i, url, c))
+        if self.config.slots is None:
+            counts = [await u.client._probe_slots() for u in self.upstreams]
+            if all(n is not None for n in counts):
+                self.scheduler.set_slots(sum(n for n in counts if n is not None))
+
+    async def shutdown(self) -> None:
+        for u in self.upstreams:
+            await u.client.aclose()
+
+    def _observe(self, m: RequestMetrics) -> None:
+        self.metrics.observe(m)
+
+    async def _health_loop(self) -> None:
+        async with httpx2.AsyncClient(timeout=HEALTH_INTERVAL) as http:
+            while True:
+                for u in self.upstreams:
+                    try:
+                        r = await http.get(u.url + "/health")
+                        u.healthy = r.status_code == 200
+                    except Exception:
+                        u.healthy = False
+                await anyio.sleep(HEALTH_INTERVAL)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        msg = await receive()
+        if msg["type"] != "lifespan.startup":
+            return
+        try:
+            await self.startup()
+        except Exception as e:
+            await send({"type": "lifespan.startup.failed", "message": f"{type(e).__name__}: {e}"})
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._health_loop)
+            await send({"type": "lifespan.startup.complete"})
+            while (await receive())["type"] != "lifespan.shutdown":
+                pass
+            tg.cancel_scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await self.shutdown()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    # ---- ASGI ------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        if not self.upstreams:
+            await self.startup()  # served without a lifespan
+        started: list[bool] = [False]
+
+        async def tracked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started[0] = True
+            await send(message)
+
+        try:
+            await self._route(scope, receive, tracked)
+        except HTTPError as e:
+            if not started[0]:
+                await _json(tracked, e.status, _error_body(e.error_type, e.message), e.headers)
+        except OSError:
+            pass  # the client went away
+        except Exception:
+            log.exception("unexpected error")
+            if not started[0]:
+                await _json(tracked, 500, _error_body("api_error", "internal server error"))
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path, method = scope["path"], scope["method"]
+        if path == "/health":
+            ok = any(u.healthy for u in self.upstreams)
+            ups = [
+                {"upstream": u.index, "healthy": u.healthy, "in_flight": u.in_flight} for u in self.upstreams
+            ]
+            await _json(send, 200 if ok else 503, {"status": "ok" if ok else "unavailable", "upstreams": ups})
+            return
+        if path == "/metrics":
+            body = self.metrics.render()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", CONTENT_TYPE.encode())],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        routes: dict[str, tuple[str, Callable[[Scope, Receive, Send, Principal], Awaitable[None]]]] = {
+            "/v1/messages": ("POST", self._messages),
+            "/v1/messages/count_tokens": ("POST", self._count_tokens),
+            "/v1/models": ("GET", self._list_models),
+        }
+        route = routes.get(path)
+        if route is None:
+            raise HTTPError(404, "not_found_error", f"no route {path}")
+        if method != route[0]:
+            raise HTTPError(405, "invalid_request_error", f"{path} takes {route[0]}", {"allow": route[0]})
+        principal = self._authenticate(scope)
+        await route[1](scope, receive, send, principal)
+
+    # ---- requests --------------------------------------------------------------------
+
+    def _authenticate(self, scope: Scope) -> Principal:
+        headers = _headers(scope)
+        key = headers.get("x-api-key")
+        if key is None:
+            auth = headers.get("authorization", "")
+            if auth[:7].lower() == "bearer ":
+                key = auth[7:].strip()
+        p = self.keyring.principal(key)
+        if p is None:
+            raise HTTPError(401, "authentication_error", "invalid x-api-key" if key else "missing x-api-key")
+        return p
+
+    async def _body(self, receive: Receive) -> dict[str, Any]:
+        limit = self.config.max_body_bytes
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                raise OSError("the client disconnected")
+            part = msg.get("body", b"")
+            size += len(part)
+            if size > limit:
+                raise HTTPError(413, "request_too_large", f"the request body is over {limit} bytes")
+            chunks.append(part)
+            if not msg.get("more_body"):
+                break
+        try:
+            data = orjson.loads(b"".join(chunks))
+        except orjson.JSONDecodeError as e:
+            raise HTTPError(400, "invalid_request_error", f"the body is not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise HTTPError(400, "invalid_request_error", "the body must be a JSON object")
+        return data
+
+    def _tier(self, scope: Scope, data: dict[str, Any], who: Principal) -> Tier:
+        asked: str | int | None = _headers(scope).get("seam-priority")
+        body_priority = data.pop("priority", None)
+        if asked is None and body_priority is not None:
+            asked = body_priority
+        if isinstance(asked, str) and asked.strip().lstrip("-").isdigit():
+            asked = int(asked)
+        if asked is None:
+            return who.tier
+        if not isinstance(asked, str | int) or isinstance(asked, bool):
+            raise HTTPError(400, "invalid_request_error", "priority must be a tier name or an integer")
+        try:
+            tier = self.scheduler.tiers.resolve(asked)
+        except UnknownTierError as e:
+            raise HTTPError(400, "invalid_request_error", str(e)) from None
+        if tier.rank < who.max_tier.rank:
+            raise HTTPError(403, "permission_error", f"this key may not use the tier {tier.name!r}")
+        return tier
+
+    def _pick(self, scope: Scope) -> UpstreamState:
+        """The least-loaded healthy upstream; a conversation id sticks to one while its
+        load is within one of the least (its prompt cache is there)."""
+        ups = [u for u in self.upstreams if u.healthy] or self.upstreams
+        least = min(u.in_flight for u in ups)
+        conv = _headers(scope).get("x-conversation-id")
+        if conv:
+            home = self.upstreams[zlib.crc32(conv.encode()) % len(self.upstreams)]
+            if home in ups and home.in_flight <= least + 1:
+                return home
+        cands = [u for u in ups if u.in_flight == least]
+        self._rr += 1
+        return cands[self._rr % len(cands)]
+
+    async def _messages(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+        data = await self._body(receive)
+        if not isinstance(data.get("messages"), list):
+            raise HTTPError(400, "invalid_request_error", "messages: a list of messages is required")
+        mt = data.get("max_tokens")
+        if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
+            raise HTTPError(400, "invalid_request_error", "max_tokens: a positive integer is required")
+        if not isinstance(data.get("model"), str):
+            raise HTTPError(400, "invalid_request_error", "model: a model name is required")
+        tier = self._tier(scope, data, who)
+        streaming = data.pop("stream", False) is True
+        up = self._pick(scope)
+        up.in_flight += 1
+        try:
+            if streaming:
+                await self._stream(up, data, tier, who, receive, send)
+            else:
+                msg = await self._call(receive, up.client.create(priority=tier, tenant=who.tenant, **data))
+                await _json(send, 200, message_to_wire(msg))
+        finally:
+            up.in_flight -= 1
+
+    async def _call(self, receive: Receive, work: Awaitable[Any]) -> Any:
+        """Run ``work`` (queued, then sent upstream) and give up if the client leaves."""
+        result: list[Any] = []
+        failure: list[BaseException] = []
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                try:
+                    result.append(await work)
+                except Exception as e:
+                    failure.append(e)
+                finally:
+                    tg.cancel_scope.cancel()
+
+            tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
+            tg.start_soon(run)
+        if failure:
+            raise self._translate(failure[0])
+        if not result:
+            raise OSError("the client disconnected")
+        return result[0]
+
+    async def _stream(
+        self,
+        up: UpstreamState,
+        data: dict[str, Any],
+        tier: Tier,
+        who: Principal,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        s = up.client.stream(priority=tier, tenant=who.tenant, **data)
+        sid = secrets.token_urlsafe(12)
+        failed: list[BaseException] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
+            try:
+                await s.__aenter__()  # queued, admitted, sent upstream
+            except Exception as e:
+                failed.append(e)
+            else:
+                try:
+                    await self._relay(s, sid, send)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await s.__aexit__(None, None, None)
+            tg.cancel_scope.cancel()
+        if failed:
+            raise self._translate(failed[0])
+
+    async def _relay(self, s: Stream, sid: str, send: Send) -> None:
+        """The stream's events as SSE frames with ids; a failure after the first byte is
+        an ``error`` event, as the Messages API sends one."""
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"text/event-stream; charset=utf-8"),
+                    (b"cache-control", b"no-cache"),
+                    (b"seam-stream-id", sid.encode()),
+                ],
+            }
+        )
+        n = 0
+        try:
+            async for ev in s:
+                name, payload = event_to_wire(ev)
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": sse_frame(name, payload, f"{sid}:{n}"),
+                        "more_body": True,
+                    }
+                )
+                n += 1
+        except SDKError as e:
+            err = self._translate(e)
+            frame = sse_frame("error", _error_body(err.error_type, err.message), f"{sid}:{n}")
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _count_tokens(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+        data = await self._body(receive)
+        if not isinstance(data.get("messages"), list):
+            raise HTTPError(400, "invalid_request_error", "messages: a list of messages is required")
+        data.pop("priority", None)
+        up = self._pick(scope)
+        n = await self._call(receive, up.client.count_tokens(**data))
+        await _json(send, 200, {"input_tokens": n.input_tokens})
+
+    async def _list_models(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+        now = anyio.current_time()
+        if self._models is None or now - self._models[0] > 30.0:
+            seen: dict[str, dict[str, Any]] = {}
+            for u in self.upstreams:
+                try:
+                    for m in await u.client.models(timeout=10.0):
+                        seen.setdefault(
+                            m.id,
+                            {
+                                "type": "model",
+                                "id": m.id,
+                                "display_name": m.display_name or m.id,
+                                "created_at": None,
+                            },
+                        )
+                except SDKError:
+                    continue
+            self._models = (now, list(seen.values()))
+        models = self._models[1]
+        await _json(
+            send,
+            200,
+            {
+                "data": models,
+                "has_more": False,
+                "first_id": models[0]["id"] if models else None,
+                "last_id": models[-1]["id"] if models else None,
+            },
+        )
+
+    # ---- errors ----------------------------------------------------------------------
+
+    def _translate(self, e: BaseException) -> HTTPError:
+        """An SDK error as the answer to send: the same status and type, the message
+        without upstream URLs or keys."""
+        if isinstance(e, HTTPError):
+            return e
+        if isinstance(e, RequestRejectedError):
+            self.metrics.rejected.labels("queue full" if "queue" in e.reason else "cost").inc()
+            status = 503 if "queue" in e.reason else 429
+            return HTTPError(
+                status,
+                "overloaded_error" if status == 503 else "rate_limit_error",
+                e.reason,
+                {"retry-after": "1"},
+            )
+        if isinstance(e, APIError):
+            status = e.status or 500
+            return HTTPError(status, e.error_type or _TYPES.get(status, "api_error"), self._clean(e.message))
+        if isinstance(e, APITimeoutError):
+            return HTTPError(504, "timeout_error", "the upstream server did not answer in time")
+        if isinstance(e, APIConnectionError):
+            return HTTPError(502, "api_error", "the upstream server is unreachable")
+        if isinstance(e, StreamProtocolError):
+            return HTTPError(502, "api_error", "the upstream server sent a malformed response")
+        log.exception("unexpected upstream failure", exc_info=e)
+        return HTTPError(500, "api_error", "internal server error")
+
+    def _clean(self, text: str) -> str:
+        for url in self._urls:
+            text = text.replace(url, "<upstream>")
+        key = self._upstream_key
+        if key:
+            text = text.replace(key, "***")
+        return text
+
+
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+
+
+def _error_body(error_type: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+async def _json(send: Send, status: int, body: object, headers: Mapping[str, str] | None = None) -> None:
+    raw = orjson.dumps(body)
+    hdrs = [*_JSON, (b"content-length", str(len(raw)).encode())]
+    hdrs += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": hdrs})
+    await send({"type": "http.response.body", "body": raw})

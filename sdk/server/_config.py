@@ -1,0 +1,189 @@
+"""The scheduling server's configuration: tiers, API keys, bounds; read from TOML.
+
+::
+
+    [server]
+    slots = 2                # concurrent requests the upstreams take (default: their /props)
+    max_queue = 256          # waiting requests beyond which a request gets 503
+    max_body_bytes = 8388608 # a larger request body gets 413
+    buffer_bytes = 16384     # per stream: what may wait for a slow client before the
+    stall_seconds = 1.0      #   upstream is paused (or after this long without a read)
+    aging_seconds = 30.0
+
+    [[tiers]]                # default: interactive > default > batch
+    name = "interactive"
+    rank = -1
+    min_share = 0.0          # of the slots, reserved while the tier has work waiting
+    ttft_target = 2.0
+    preemptible = false
+
+    [[keys]]                 # none: no authentication, every request is tenant ""
+    sha256 = "9f86d0818..."  # hex SHA-256 of the key (`python -m sdk.server hash-key`)
+    tenant = "team-a"
+    tier = "default"         # the tier of its requests unless they ask for another
+    max_tier = "interactive" # the best tier it may ask for (default: its tier)
+    weight = 1.0             # fair-share weight of the tenant
+
+Keys are stored hashed and compared in constant time against every configured key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..scheduler import DEFAULT_TIERS, Tier, Tiers
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["ConfigError", "KeyEntry", "Principal", "ServerConfig", "hash_key"]
+
+
+class ConfigError(ValueError):
+    """The configuration file is missing, malformed or inconsistent."""
+
+
+def hash_key(key: str) -> str:
+    """The hex SHA-256 of an API key, as the configuration stores it."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyEntry:
+    sha256: str
+    tenant: str
+    tier: str
+    max_tier: str
+    weight: float = 1.0
+
+    def __repr__(self) -> str:
+        return f"KeyEntry(tenant={self.tenant!r}, tier={self.tier!r}, max_tier={self.max_tier!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is asking: the tenant, the tier its requests get by default, the best one it
+    may ask for."""
+
+    tenant: str
+    tier: Tier
+    max_tier: Tier
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    tiers: tuple[Tier, ...] = DEFAULT_TIERS
+    keys: tuple[KeyEntry, ...] = ()
+    slots: int | None = None
+    max_queue: int = 256
+    max_body_bytes: int = 8 << 20
+    buffer_bytes: int = 16 << 10
+    stall_seconds: float = 1.0
+    aging_seconds: float = 30.0
+    tenant_weights: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        tiers = Tiers(self.tiers)  # validates names, ranks, shares
+        for k in self.keys:
+            for name in (k.tier, k.max_tier):
+                if name not in {t.name for t in tiers}:
+                    raise ConfigError(f"key of tenant {k.tenant!r}: unknown tier {name!r}")
+            if tiers.resolve(k.tier).rank < tiers.resolve(k.max_tier).rank:
+                raise ConfigError(f"key of tenant {k.tenant!r}: its tier is above its max_tier")
+        if self.slots is not None and self.slots < 1:
+            raise ConfigError("slots must be >= 1")
+        if self.max_queue < 0 or self.max_body_bytes < 1 or self.buffer_bytes < 1024:
+            raise ConfigError("need max_queue >= 0, max_body_bytes >= 1, buffer_bytes >= 1024")
+        if not (self.stall_seconds >= 0 and math.isfinite(self.stall_seconds)):
+            raise ConfigError("stall_seconds must be a finite number >= 0")
+        if not self.aging_seconds > 0:
+            raise ConfigError("aging_seconds must be positive")
+
+    @classmethod
+    def load(cls, path: str | Path) -> ServerConfig:
+        try:
+            raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigError(f"cannot read the configuration {path}: {e.strerror or e}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"the configuration {path} is not valid TOML: {e}") from None
+        return cls.from_mapping(raw)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any]) -> ServerConfig:
+        try:
+            return cls._from_mapping(raw)
+        except ConfigError:
+            raise
+        except (TypeError, ValueError, KeyError) as e:
+            raise ConfigError(f"invalid configuration: {e}") from None
+
+    @classmethod
+    def _from_mapping(cls, raw: Mapping[str, Any]) -> ServerConfig:
+        server = dict(raw.get("server") or {})
+        known = {"slots", "max_queue", "max_body_bytes", "buffer_bytes", "stall_seconds", "aging_seconds"}
+        unknown = set(server) - known
+        if unknown:
+            raise ConfigError(f"unknown [server] settings: {', '.join(sorted(unknown))}")
+        tiers: Sequence[Tier] = DEFAULT_TIERS
+        if "tiers" in raw:
+            tiers = tuple(
+                Tier(
+                    name=str(t["name"]),
+                    rank=int(t["rank"]),
+                    weight=float(t.get("weight", 1.0)),
+                    ttft_target=None if t.get("ttft_target") is None else float(t["ttft_target"]),
+                    preemptible=bool(t.get("preemptible", False)),
+                    min_share=float(t.get("min_share", 0.0)),
+                )
+                for t in raw["tiers"]
+            )
+        default = Tiers(tiers).default.name
+        keys = []
+        weights: dict[str, float] = {}
+        for k in raw.get("keys") or ():
+            digest = str(k["sha256"]).strip().lower()
+            if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+                raise ConfigError("a key's sha256 must be 64 hex digits (python -m sdk.server hash-key)")
+            tier = str(k.get("tier", default))
+            entry = KeyEntry(
+                digest, str(k["tenant"]), tier, str(k.get("max_tier", tier)), float(k.get("weight", 1.0))
+            )
+            keys.append(entry)
+            weights[entry.tenant] = entry.weight
+        return cls(tiers=tuple(tiers), keys=tuple(keys), tenant_weights=weights, **server)
+
+
+class Keyring:
+    """Looks a presented key up among the configured hashes in constant time: every
+    entry is compared, whatever matches."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self._tiers = Tiers(config.tiers)
+        self._keys = config.keys
+        self.open = not config.keys
+
+    def principal(self, key: str | None) -> Principal | None:
+        """The key's principal, or None (no key, or no such key). Without configured keys
+        every request is the anonymous tenant with the default tier, any tier allowed."""
+        if self.open:
+            return Principal("", self._tiers.default, next(iter(self._tiers)))
+        if not key:
+            return None
+        digest = hash_key(key).encode()
+        found: KeyEntry | None = None
+        for k in self._keys:
+            if hmac.compare_digest(digest, k.sha256.encode()):
+                found = k
+        if found is None:
+            return None
+        return Principal(found.tenant, self._tiers.resolve(found.tier), self._tiers.resolve(found.max_tier))

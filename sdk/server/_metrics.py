@@ -1,0 +1,103 @@
+"""Prometheus metrics of the scheduling server (``/metrics``), through prometheus-client.
+
+Histograms per tier fed by each finished request's :class:`~sdk.scheduler.RequestMetrics`
+(the names of vLLM's serving benchmark: TTFT, TPOT, ITL, E2EL, plus queue time), counters
+of requests by outcome, preemptions, backpressure pauses and rejections, and gauges read
+from the scheduler at scrape time (queue depth and running requests per tier, slots, the
+adaptive window, upstream health). Upstreams are labelled by their index, never their
+URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..scheduler import RequestMetrics, Scheduler
+
+__all__ = ["CONTENT_TYPE", "ServerMetrics"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_LATENCY = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+_TOKEN = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class _SchedulerCollector(Collector):
+    def __init__(self, scheduler: Scheduler, health: Callable[[], Sequence[bool]]) -> None:
+        self.scheduler = scheduler
+        self.health = health
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        st = self.scheduler.stats()
+        depth = GaugeMetricFamily("seam_queue_depth", "Requests waiting for admission", labels=["tier"])
+        running = GaugeMetricFamily("seam_running", "Requests holding a slot", labels=["tier"])
+        for tier, n in st.waiting.items():
+            depth.add_metric([tier], n)
+        for tier, n in st.running.items():
+            running.add_metric([tier], n)
+        yield depth
+        yield running
+        yield GaugeMetricFamily("seam_slots", "Upstream slots (0: unknown)", value=st.slots or 0)
+        yield GaugeMetricFamily(
+            "seam_window", "Adaptive concurrency window (0: not limiting)", value=st.window or 0
+        )
+        up = GaugeMetricFamily(
+            "seam_upstream_healthy", "1 if the upstream answered its health check", labels=["upstream"]
+        )
+        for i, ok in enumerate(self.health()):
+            up.add_metric([str(i)], 1 if ok else 0)
+        yield up
+
+
+class ServerMetrics:
+    def __init__(self, scheduler: Scheduler, health: Callable[[], Sequence[bool]]) -> None:
+        r = self.registry = CollectorRegistry()
+        self.ttft = Histogram(
+            "seam_ttft_seconds", "Time to first token", ["tier"], buckets=_LATENCY, registry=r
+        )
+        self.tpot = Histogram(
+            "seam_tpot_seconds", "Time per output token", ["tier"], buckets=_TOKEN, registry=r
+        )
+        self.itl = Histogram("seam_itl_seconds", "Inter-token latency", ["tier"], buckets=_TOKEN, registry=r)
+        self.e2el = Histogram(
+            "seam_e2el_seconds", "End-to-end latency", ["tier"], buckets=_LATENCY, registry=r
+        )
+        self.queue = Histogram(
+            "seam_queue_seconds", "Time waiting for admission", ["tier"], buckets=_LATENCY, registry=r
+        )
+        self.requests = Counter("seam_requests", "Finished requests", ["tier", "outcome"], registry=r)
+        self.preemptions = Counter(
+            "seam_preemptions", "Streams paused for a higher tier", ["tier"], registry=r
+        )
+        self.pauses = Counter(
+            "seam_backpressure_pauses",
+            "Upstreams paused for a client that stopped reading",
+            ["tier"],
+            registry=r,
+        )
+        self.rejected = Counter("seam_rejected", "Requests refused before admission", ["reason"], registry=r)
+        r.register(_SchedulerCollector(scheduler, health))
+
+    def observe(self, m: RequestMetrics) -> None:
+        t = m.tier
+        self.requests.labels(t, "ok" if m.ok else "error").inc()
+        self.queue.labels(t).observe(m.queue_time)
+        self.e2el.labels(t).observe(m.e2el)
+        if m.ttft is not None:
+            self.ttft.labels(t).observe(m.ttft)
+        tpot = m.tpot
+        if tpot is not None:
+            self.tpot.labels(t).observe(tpot)
+        itl = self.itl.labels(t)
+        for gap in m.itl:
+            itl.observe(gap)
+        if m.preemptions:
+            self.preemptions.labels(t).inc(m.preemptions)
+        if m.pauses > m.preemptions:
+            self.pauses.labels(t).inc(m.pauses - m.preemptions)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

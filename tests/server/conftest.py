@@ -1,0 +1,112 @@
+"""The scheduling server as a real process (``python -m sdk.server``) in front of the real
+llama-server, with a configuration of two tenants."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sdk.server import hash_key
+from tests.llama import LlamaServer
+
+ROOT = Path(__file__).resolve().parents[2]
+ALICE = "alice-key-7f3a9c"  # interactive tenant
+BOB = "bob-key-41d2e8"  # batch tenant: may not ask for interactive
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str
+    upstream: LlamaServer
+    log: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def config_text(slots: int) -> str:
+    return f"""
+[server]
+slots = {slots}
+max_body_bytes = 65536
+buffer_bytes = 4096
+stall_seconds = 1.0
+
+[[keys]]
+sha256 = "{hash_key(ALICE)}"
+tenant = "alice"
+tier = "interactive"
+
+[[keys]]
+sha256 = "{hash_key(BOB)}"
+tenant = "bob"
+tier = "batch"
+max_tier = "default"
+"""
+
+
+@pytest.fixture(scope="session")
+def served(llama_server: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One request at a time on the engine (slots = 1): the engine's arithmetic then does
+    not depend on what shares its batch, so greedy outputs can be compared exactly."""
+    d = tmp_path_factory.mktemp("seam-server")
+    cfg = d / "server.toml"
+    cfg.write_text(config_text(1))
+    log = d / "server.log"
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sdk.server",
+                "--upstream",
+                llama_server.url,
+                "--port",
+                str(port),
+                "--config",
+                str(cfg),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the server exited at start-up; see {log}")
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not become healthy; see {log}")
+            time.sleep(0.1)
+        yield Served(url, llama_server, log)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,147 @@
+"""The scheduling server in front of the real llama-server: third-party clients work
+against it unchanged, priorities preempt, bad input gets clear errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import anyio
+import httpx2
+import pytest
+
+from sdk import Client
+
+from .conftest import ALICE, BOB, Served
+
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+
+GREEDY: dict[str, Any] = {"temperature": 0, "top_k": 1, "cache_prompt": False, "seed": 7}
+LIST = [{"role": "user", "content": "A list of facts about cats:\n1."}]
+
+
+async def test_anthropic_sdk_streams_the_same_text_as_llama_server_directly(served: Served) -> None:
+    model = served.upstream.model
+    direct = anthropic.AsyncAnthropic(base_url=served.upstream.url, api_key="unused")
+    proxied = anthropic.AsyncAnthropic(base_url=served.url, api_key=ALICE)
+    texts = []
+    for c in (direct, proxied):
+        async with c.messages.stream(model=model, max_tokens=24, messages=LIST, extra_body=GREEDY) as s:
+            texts.append("".join([t async for t in s.text_stream]))
+            final = await s.get_final_message()
+        assert final.stop_reason in ("end_turn", "max_tokens")
+    assert texts[0] and texts[0] == texts[1]
+    created = await proxied.messages.create(model=model, max_tokens=24, messages=LIST, extra_body=GREEDY)
+    assert created.content[0].text == texts[0]  # type: ignore[union-attr]
+    await direct.close()
+    await proxied.close()
+
+
+async def test_this_sdks_client_against_the_server(served: Served) -> None:
+    async with Client(base_url=served.url, api_key=ALICE) as c:
+        async with c.stream(model=served.upstream.model, max_tokens=12, messages=LIST, **GREEDY) as s:
+            text = "".join([t async for t in s.text_deltas()])
+        assert text
+        n = await c.count_tokens(model=served.upstream.model, messages=LIST)
+        assert n.input_tokens > 0
+        models = await c.models()
+        assert [m.id for m in models] == [served.upstream.model]
+
+
+async def test_an_interactive_request_preempts_a_batch_stream_that_then_ends_as_uninterrupted(
+    served: Served,
+) -> None:
+    model = served.upstream.model
+    req = {"model": model, "max_tokens": 40, "messages": LIST, **GREEDY}
+    async with (
+        Client(base_url=served.url, api_key=BOB) as bob,
+        Client(base_url=served.url, api_key=ALICE) as alice,
+    ):
+        whole = await bob.create(**req)
+        texts: list[str] = []
+        some = anyio.Event()
+        with anyio.fail_after(300):
+            async with anyio.create_task_group() as tg:
+
+                async def batch() -> None:
+                    async with bob.stream(**req) as s:  # bob's tier is batch
+                        async for t in s.text_deltas():
+                            texts.append(t)
+                            if len(texts) == 5:
+                                some.set()
+
+                tg.start_soon(batch)
+                await some.wait()
+                urgent = await alice.create(
+                    model=model,
+                    max_tokens=4,
+                    messages=[{"role": "user", "content": "Days of the week: Monday,"}],
+                    **GREEDY,
+                )
+    assert urgent.text
+    assert "".join(texts) == whole.text  # one uninterrupted stream for bob
+    async with httpx2.AsyncClient() as http:
+        metrics = (await http.get(served.url + "/metrics")).text
+    counts = {
+        line.split(" ")[0]: float(line.split(" ")[1])
+        for line in metrics.splitlines()
+        if line and not line.startswith("#")
+    }
+    assert counts['seam_preemptions_total{tier="batch"}'] >= 1
+    assert counts['seam_e2el_seconds_count{tier="interactive"}'] >= 1
+    assert counts['seam_ttft_seconds_count{tier="batch"}'] >= 1
+    assert counts['seam_requests_total{outcome="ok",tier="batch"}'] >= 2
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "status", "error_type"),
+    [
+        ({"x-api-key": ALICE}, b"{not json", 400, "invalid_request_error"),
+        ({"x-api-key": ALICE}, b"[1, 2]", 400, "invalid_request_error"),
+        ({"x-api-key": ALICE}, b'{"model": "m", "messages": []}', 400, "invalid_request_error"),
+        ({}, b'{"model": "m", "max_tokens": 5, "messages": []}', 401, "authentication_error"),
+        (
+            {"x-api-key": "wrong"},
+            b'{"model": "m", "max_tokens": 5, "messages": []}',
+            401,
+            "authentication_error",
+        ),
+        (
+            {"x-api-key": ALICE},
+            b'{"model": "m", "max_tokens": 5, "messages": [], "pad": "' + b"x" * 70000 + b'"}',
+            413,
+            "request_too_large",
+        ),
+        (
+            {"x-api-key": ALICE, "seam-priority": "urgent"},
+            b'{"model": "m", "max_tokens": 5, "messages": []}',
+            400,
+            "invalid_request_error",
+        ),
+        (
+            {"x-api-key": BOB, "seam-priority": "interactive"},
+            b'{"model": "m", "max_tokens": 5, "messages": []}',
+            403,
+            "permission_error",
+        ),
+    ],
+)
+async def test_bad_input_gets_a_clear_error_and_the_server_stays_up(
+    served: Served, headers: dict[str, str], body: bytes, status: int, error_type: str
+) -> None:
+    async with httpx2.AsyncClient(base_url=served.url, timeout=30) as http:
+        r = await http.post(
+            "/v1/messages", content=body, headers={"content-type": "application/json", **headers}
+        )
+        assert r.status_code == status
+        err = r.json()
+        assert err["type"] == "error" and err["error"]["type"] == error_type and err["error"]["message"]
+        assert served.upstream.url not in r.text
+        assert (await http.get("/health")).status_code == 200
+
+
+async def test_unknown_routes_and_methods(served: Served) -> None:
+    async with httpx2.AsyncClient(base_url=served.url, timeout=30) as http:
+        assert (await http.get("/nope")).status_code == 404
+        r = await http.get("/v1/messages", headers={"x-api-key": ALICE})
+        assert r.status_code == 405 and r.json()["error"]["type"] == "invalid_request_error"
