@@ -77,6 +77,7 @@ def _start(binary: str, gguf: Path, log: Path) -> tuple[subprocess.Popen[bytes],
         "--chat-template-file", str(TEMPLATE),
         "--alias", MODEL_ALIAS,
         "--slots",
+        "--metrics",
         "--no-webui",
     ]  # fmt: skip
     out = log.open("ab")

@@ -33,12 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    import uvicorn
+    from ._serve import serve  # uvicorn is imported only to serve
 
     app = ServerApp(args.upstream, config, upstream_api_key=os.environ.get("SEAM_UPSTREAM_API_KEY"))
-    uvicorn.run(
-        app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on", access_log=False
-    )
+    serve(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 

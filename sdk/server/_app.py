@@ -366,15 +366,10 @@ class ServerApp:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
             try:
-                await s.__aenter__()  # queued, admitted, sent upstream
-            except Exception as e:
-                failed.append(e)
-            else:
-                try:
+                async with s:  # queued, admitted, sent upstream; closed under a shield on exit
                     await self._relay(s, sid, send)
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await s.__aexit__(None, None, None)
+            except SDKError as e:  # _relay answers what fails later with an error event
+                failed.append(e)
             tg.cancel_scope.cancel()
         if failed:
             raise self._translate(failed[0])

@@ -8,6 +8,7 @@
     max_body_bytes = 8388608 # a larger request body gets 413
     buffer_bytes = 16384     # per stream: what may wait for a slow client before the
     stall_seconds = 1.0      #   upstream is paused (or after this long without a read)
+    socket_buffer_bytes = 16384  # per connection: kernel send buffer and write buffer
     aging_seconds = 30.0
 
     [[tiers]]                # default: interactive > default > batch
@@ -87,6 +88,7 @@ class ServerConfig:
     max_queue: int = 256
     max_body_bytes: int = 8 << 20
     buffer_bytes: int = 16 << 10
+    socket_buffer_bytes: int = 16 << 10
     stall_seconds: float = 1.0
     aging_seconds: float = 30.0
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
@@ -103,6 +105,8 @@ class ServerConfig:
             raise ConfigError("slots must be >= 1")
         if self.max_queue < 0 or self.max_body_bytes < 1 or self.buffer_bytes < 1024:
             raise ConfigError("need max_queue >= 0, max_body_bytes >= 1, buffer_bytes >= 1024")
+        if self.socket_buffer_bytes < 4096:
+            raise ConfigError("socket_buffer_bytes must be >= 4096")
         if not (self.stall_seconds >= 0 and math.isfinite(self.stall_seconds)):
             raise ConfigError("stall_seconds must be a finite number >= 0")
         if not self.aging_seconds > 0:
@@ -130,7 +134,15 @@ class ServerConfig:
     @classmethod
     def _from_mapping(cls, raw: Mapping[str, Any]) -> ServerConfig:
         server = dict(raw.get("server") or {})
-        known = {"slots", "max_queue", "max_body_bytes", "buffer_bytes", "stall_seconds", "aging_seconds"}
+        known = {
+            "slots",
+            "max_queue",
+            "max_body_bytes",
+            "buffer_bytes",
+            "socket_buffer_bytes",
+            "stall_seconds",
+            "aging_seconds",
+        }
         unknown = set(server) - known
         if unknown:
             raise ConfigError(f"unknown [server] settings: {', '.join(sorted(unknown))}")

@@ -44,6 +44,7 @@ def config_text(slots: int) -> str:
 slots = {slots}
 max_body_bytes = 65536
 buffer_bytes = 4096
+socket_buffer_bytes = 4096
 stall_seconds = 1.0
 
 [[keys]]

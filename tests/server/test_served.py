@@ -3,11 +3,16 @@ against it unchanged, priorities preempt, bad input gets clear errors."""
 
 from __future__ import annotations
 
+import socket
+import time
+import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
 import anyio
 import httpx2
+import orjson
 import pytest
 
 from sdk import Client
@@ -145,3 +150,90 @@ async def test_unknown_routes_and_methods(served: Served) -> None:
         assert (await http.get("/nope")).status_code == 404
         r = await http.get("/v1/messages", headers={"x-api-key": ALICE})
         assert r.status_code == 405 and r.json()["error"]["type"] == "invalid_request_error"
+
+
+COUNT = [{"role": "user", "content": "The numbers from 1 to 1000: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,"}]
+
+
+def _sse_text(raw: bytes) -> str:
+    out = []
+    for frame in raw.decode().split("\n\n"):
+        for line in frame.splitlines():
+            if line.startswith("data: "):
+                ev = orjson.loads(line[6:])
+                if ev.get("type") == "content_block_delta" and ev["delta"].get("type") == "text_delta":
+                    out.append(ev["delta"]["text"])
+    return "".join(out)
+
+
+def _dechunk(raw: bytes) -> bytes:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    out = b""
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            break
+        out += body[:size]
+        body = body[size + 2 :]
+    return out
+
+
+def _pausing_client(url: str, body: bytes, key: str, pause: Callable[[], None]) -> bytes:
+    """A blocking HTTP/1.1 client with a 4 KiB receive buffer set before it connects (set
+    later, the window it advertised at the handshake stays): it reads until five text
+    deltas arrived, calls ``pause`` without reading, then reads the rest."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(300)
+    sock.connect((host, int(port)))
+    head = (
+        f"POST /v1/messages HTTP/1.1\r\nhost: {host}\r\nx-api-key: {key}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    sock.sendall(head.encode() + body)
+    raw = b""
+    with sock:
+        while raw.count(b"text_delta") < 5:
+            raw += sock.recv(1024)
+        pause()
+        while part := sock.recv(65536):
+            raw += part
+    return _dechunk(raw)
+
+
+async def test_a_client_that_stops_reading_stops_the_engine_and_the_stream_completes(served: Served) -> None:
+    """The client reads a few events, then nothing for 10 s: the engine decodes at most
+    what the buffers between it and the client hold (the stream's 4 KiB, the server's
+    socket and the client's own small receive buffer) instead of the whole answer, its
+    slot is free, and once the client reads again the stream completes equal to the
+    uninterrupted greedy output."""
+    model = served.upstream.model
+    req = {"model": model, "max_tokens": 600, "messages": COUNT, **GREEDY}
+    async with Client(base_url=served.upstream.url) as direct:
+        whole = await direct.create(**req)
+    assert whole.usage.output_tokens == 600  # the answer is long enough to matter
+    seen: dict[str, Any] = {}
+
+    def pause() -> None:
+        def probe(path: str) -> Any:
+            with urllib.request.urlopen(served.upstream.url + path, timeout=10) as r:
+                return r.read()
+
+        def decoded() -> int:
+            text = probe("/metrics").decode()
+            (line,) = [ln for ln in text.splitlines() if ln.startswith("llamacpp:n_decode_total")]
+            return int(float(line.split()[-1]))
+
+        before = decoded()
+        time.sleep(10.0)  # the client stops reading: real time is the point here
+        seen["during"] = decoded() - before
+        seen["slots"] = orjson.loads(probe("/slots"))
+
+    body = orjson.dumps({**req, "stream": True})
+    raw = await anyio.to_thread.run_sync(_pausing_client, served.url, body, ALICE, pause)
+    assert not any(s["is_processing"] for s in seen["slots"])  # the slot was given back
+    assert seen["during"] < 250, seen["during"]  # about 550 without backpressure (55 tokens/s)
+    assert _sse_text(raw) == whole.text
