@@ -28,7 +28,7 @@ import logging
 import secrets
 import zlib
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import httpx2
@@ -44,9 +44,10 @@ from .._errors import (
     StreamProtocolError,
 )
 from ..scheduler import RequestMetrics, Scheduler, Tier, UnknownTierError
-from ..stream import FlowControl, StallPolicy, event_to_wire, message_to_wire, sse_frame
+from ..stream import Event, FlowControl, StallPolicy, event_to_wire, message_to_wire, sse_frame
 from ._config import Keyring, Principal, ServerConfig
 from ._metrics import CONTENT_TYPE, ServerMetrics
+from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
 
 __all__ = ["ServerApp"]
 
@@ -64,12 +65,20 @@ _JSON = [(b"content-type", b"application/json")]
 class HTTPError(Exception):
     """An error answer: status, the Messages API's error type, a message."""
 
-    def __init__(self, status: int, error_type: str, message: str, headers: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        error_type: str,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+        param: str | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.error_type = error_type
         self.message = message
         self.headers = dict(headers or {})
+        self.param = param
 
 
 class UpstreamState:
@@ -196,7 +205,9 @@ class ServerApp:
             await self._route(scope, receive, tracked)
         except HTTPError as e:
             if not started[0]:
-                await _json(tracked, e.status, _error_body(e.error_type, e.message), e.headers)
+                openai = scope["path"] == "/v1/chat/completions"
+                body = _openai_error_body(e) if openai else _error_body(e.error_type, e.message)
+                await _json(tracked, e.status, body, e.headers)
         except OSError:
             pass  # the client went away
         except Exception:
@@ -227,6 +238,7 @@ class ServerApp:
         routes: dict[str, tuple[str, Callable[[Scope, Receive, Send, Principal], Awaitable[None]]]] = {
             "/v1/messages": ("POST", self._messages),
             "/v1/messages/count_tokens": ("POST", self._count_tokens),
+            "/v1/chat/completions": ("POST", self._chat),
             "/v1/models": ("GET", self._list_models),
         }
         route = routes.get(path)
@@ -309,23 +321,57 @@ class ServerApp:
 
     async def _messages(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         data = await self._body(receive)
+        if not isinstance(data.get("model"), str):
+            raise HTTPError(400, "invalid_request_error", "model: a model name is required")
         if not isinstance(data.get("messages"), list):
             raise HTTPError(400, "invalid_request_error", "messages: a list of messages is required")
         mt = data.get("max_tokens")
         if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
             raise HTTPError(400, "invalid_request_error", "max_tokens: a positive integer is required")
-        if not isinstance(data.get("model"), str):
-            raise HTTPError(400, "invalid_request_error", "model: a model name is required")
-        tier = self._tier(scope, data, who)
         streaming = data.pop("stream", False) is True
+        await self._serve(
+            scope, receive, send, who, data, MessagesFramer() if streaming else None, message_to_wire
+        )
+
+    async def _chat(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+        raw = await self._body(receive)
+        model = raw.get("model")
+        if not isinstance(model, str):
+            raise HTTPError(400, "invalid_request_error", "model: a model name is required", param="model")
+        try:
+            data = chat_to_messages(raw)
+        except ChatError as e:
+            raise HTTPError(400, "invalid_request_error", str(e), param=e.param) from None
+        if "priority" in raw:
+            data["priority"] = raw["priority"]
+        framer: Framer | None = None
+        if raw.get("stream") is True:
+            opts = raw.get("stream_options")
+            include = isinstance(opts, Mapping) and opts.get("include_usage") is True
+            framer = ChatFramer(ChunkWriter(model, include_usage=include))
+        await self._serve(scope, receive, send, who, data, framer, lambda msg: completion(msg, model))
+
+    async def _serve(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        who: Principal,
+        data: dict[str, Any],
+        framer: Framer | None,
+        render: Callable[[Any], object],
+    ) -> None:
+        """Admit and run one request: streamed through ``framer``, or whole through
+        ``render`` (the message to the protocol's JSON)."""
+        tier = self._tier(scope, data, who)
         up = self._pick(scope)
         up.in_flight += 1
         try:
-            if streaming:
-                await self._stream(up, data, tier, who, receive, send)
+            if framer is not None:
+                await self._stream(up, data, tier, who, receive, send, framer)
             else:
                 msg = await self._call(receive, up.client.create(priority=tier, tenant=who.tenant, **data))
-                await _json(send, 200, message_to_wire(msg))
+                await _json(send, 200, render(msg))
         finally:
             up.in_flight -= 1
 
@@ -359,6 +405,7 @@ class ServerApp:
         who: Principal,
         receive: Receive,
         send: Send,
+        framer: Framer,
     ) -> None:
         s = up.client.stream(priority=tier, tenant=who.tenant, **data)
         sid = secrets.token_urlsafe(12)
@@ -367,16 +414,16 @@ class ServerApp:
             tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
             try:
                 async with s:  # queued, admitted, sent upstream; closed under a shield on exit
-                    await self._relay(s, sid, send)
+                    await self._relay(s, sid, send, framer)
             except SDKError as e:  # _relay answers what fails later with an error event
                 failed.append(e)
             tg.cancel_scope.cancel()
         if failed:
             raise self._translate(failed[0])
 
-    async def _relay(self, s: Stream, sid: str, send: Send) -> None:
-        """The stream's events as SSE frames with ids; a failure after the first byte is
-        an ``error`` event, as the Messages API sends one."""
+    async def _relay(self, s: Stream, sid: str, send: Send, framer: Framer) -> None:
+        """The stream's events as SSE frames, each with an id; a failure after the first
+        byte is an error frame, as the protocol sends one."""
         await send(
             {
                 "type": "http.response.start",
@@ -391,20 +438,15 @@ class ServerApp:
         n = 0
         try:
             async for ev in s:
-                name, payload = event_to_wire(ev)
-                await send(
-                    {
-                        "type": "http.response.body",
-                        "body": sse_frame(name, payload, f"{sid}:{n}"),
-                        "more_body": True,
-                    }
-                )
-                n += 1
+                for frame in framer.frames(ev):
+                    await send(
+                        {"type": "http.response.body", "body": _with_id(frame, sid, n), "more_body": True}
+                    )
+                    n += 1
         except SDKError as e:
-            err = self._translate(e)
-            frame = sse_frame("error", _error_body(err.error_type, err.message), f"{sid}:{n}")
-            await send({"type": "http.response.body", "body": frame, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+            frame = framer.error(self._translate(e))
+            await send({"type": "http.response.body", "body": _with_id(frame, sid, n), "more_body": True})
+        await send({"type": "http.response.body", "body": framer.done(), "more_body": False})
 
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         data = await self._body(receive)
@@ -439,6 +481,7 @@ class ServerApp:
             send,
             200,
             {
+                "object": "list",  # the OpenAI list shape and the Messages API's, in one
                 "data": models,
                 "has_more": False,
                 "first_id": models[0]["id"] if models else None,
@@ -504,6 +547,61 @@ async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
 
 def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+
+
+class Framer(Protocol):
+    """How one protocol writes a stream: frames for an event, an error frame, the end."""
+
+    def frames(self, ev: Event) -> list[bytes]: ...
+
+    def error(self, err: HTTPError) -> bytes: ...
+
+    def done(self) -> bytes: ...
+
+
+class MessagesFramer:
+    def frames(self, ev: Event) -> list[bytes]:
+        return [sse_frame(*event_to_wire(ev))]
+
+    def error(self, err: HTTPError) -> bytes:
+        return sse_frame("error", _error_body(err.error_type, err.message))
+
+    def done(self) -> bytes:
+        return b""
+
+
+class ChatFramer:
+    def __init__(self, writer: ChunkWriter) -> None:
+        self.writer = writer
+
+    def frames(self, ev: Event) -> list[bytes]:
+        return [b"data: " + orjson.dumps(c) + b"\n\n" for c in self.writer.feed(ev)]
+
+    def error(self, err: HTTPError) -> bytes:
+        return b"data: " + orjson.dumps(_openai_error_body(err)) + b"\n\n"
+
+    def done(self) -> bytes:
+        return b"data: [DONE]\n\n"
+
+
+def _model_entry(model_id: str, display_name: str | None) -> dict[str, Any]:
+    return {
+        "id": model_id,
+        "type": "model",
+        "object": "model",
+        "display_name": display_name or model_id,
+        "created_at": "1970-01-01T00:00:00Z",
+        "created": 0,
+        "owned_by": "seam",
+    }
+
+
+def _with_id(frame: bytes, sid: str, n: int) -> bytes:
+    return b"id: " + f"{sid}:{n}".encode() + b"\n" + frame
+
+
+def _openai_error_body(e: HTTPError) -> dict[str, Any]:
+    return {"error": {"message": e.message, "type": e.error_type, "param": e.param, "code": None}}
 
 
 def _error_body(error_type: str, message: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import anthropic
 import anyio
 import httpx2
+import openai
 import orjson
 import pytest
 
@@ -237,3 +238,53 @@ async def test_a_client_that_stops_reading_stops_the_engine_and_the_stream_compl
     assert not any(s["is_processing"] for s in seen["slots"])  # the slot was given back
     assert seen["during"] < 250, seen["during"]  # about 550 without backpressure (55 tokens/s)
     assert _sse_text(raw) == whole.text
+
+
+async def test_openai_sdk_gets_the_same_text_as_from_llama_server_directly(served: Served) -> None:
+    model = served.upstream.model
+    direct = openai.AsyncOpenAI(base_url=served.upstream.url + "/v1", api_key="unused")
+    proxied = openai.AsyncOpenAI(base_url=served.url + "/v1", api_key=ALICE)
+    extra = {"top_k": 1, "cache_prompt": False}
+    texts = []
+    for c in (direct, proxied):
+        stream = await c.chat.completions.create(
+            model=model,
+            max_tokens=24,
+            messages=LIST,  # type: ignore[arg-type]
+            temperature=0,
+            seed=7,
+            stream=True,
+            stream_options={"include_usage": True},
+            extra_body=extra,
+        )
+        parts, finish, usage = [], None, None
+        async for chunk in stream:
+            if chunk.choices:
+                parts.append(chunk.choices[0].delta.content or "")
+                finish = chunk.choices[0].finish_reason or finish
+            if chunk.usage is not None:
+                usage = chunk.usage
+        texts.append("".join(parts))
+        assert finish in ("stop", "length") and usage is not None and usage.completion_tokens > 0
+    assert texts[0] and texts[0] == texts[1]
+    whole = await proxied.chat.completions.create(
+        model=model,
+        max_tokens=24,
+        messages=LIST,
+        temperature=0,
+        seed=7,
+        extra_body=extra,  # type: ignore[arg-type]
+    )
+    assert whole.choices[0].message.content == texts[0]
+    models = await proxied.models.list()
+    assert [m.id for m in models.data] == [model]
+    with pytest.raises(openai.BadRequestError, match="n must be 1"):
+        await proxied.chat.completions.create(model=model, max_tokens=4, messages=LIST, n=2)  # type: ignore[arg-type]
+    with pytest.raises(openai.AuthenticationError):
+        await openai.AsyncOpenAI(base_url=served.url + "/v1", api_key="nope").chat.completions.create(
+            model=model,
+            max_tokens=4,
+            messages=LIST,  # type: ignore[arg-type]
+        )
+    await direct.close()
+    await proxied.close()

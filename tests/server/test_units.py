@@ -1,0 +1,248 @@
+"""The server's pure parts: configuration and keys, the OpenAI request translation and
+chunk writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from sdk.server import ConfigError, ServerConfig, hash_key
+from sdk.server._config import Keyring
+from sdk.server._openai import ChatError, ChunkWriter, chat_to_messages, completion
+from sdk.stream import (
+    AnthropicEventDecoder,
+    Message,
+    TextBlock,
+    ToolUseBlock,
+    Usage,
+)
+
+
+def test_config_from_toml(tmp_path: Path) -> None:
+    p = tmp_path / "s.toml"
+    p.write_text(
+        f"""
+[server]
+slots = 4
+max_queue = 9
+
+[[tiers]]
+name = "chat"
+rank = 0
+ttft_target = 1.5
+min_share = 0.25
+
+[[tiers]]
+name = "bulk"
+rank = 5
+preemptible = true
+
+[[keys]]
+sha256 = "{hash_key("k1")}"
+tenant = "a"
+tier = "bulk"
+max_tier = "chat"
+weight = 3
+"""
+    )
+    c = ServerConfig.load(p)
+    assert c.slots == 4 and c.max_queue == 9
+    assert [t.name for t in c.tiers] == ["chat", "bulk"] and c.tiers[0].min_share == 0.25
+    assert c.tenant_weights == {"a": 3.0}
+    ring = Keyring(c)
+    who = ring.principal("k1")
+    assert who is not None and who.tenant == "a" and who.tier.name == "bulk" and who.max_tier.name == "chat"
+    assert ring.principal("k2") is None and ring.principal(None) is None and ring.principal("") is None
+    assert "k1" not in repr(c) and hash_key("k1") not in repr(c.keys[0])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[server]\nslots = 0\n",
+        "[server]\nbogus = 1\n",
+        "[[keys]]\nsha256 = 'abc'\ntenant = 'a'\n",
+        f"[[keys]]\nsha256 = '{hash_key('x')}'\ntenant = 'a'\ntier = 'nope'\n",
+        f"[[keys]]\nsha256 = '{hash_key('x')}'\ntenant = 'a'\ntier = 'interactive'\nmax_tier = 'batch'\n",
+        "[[tiers]]\nname = 'a'\nrank = 0\n[[tiers]]\nname = 'a'\nrank = 1\n",
+        "[[tiers]]\nrank = 0\n",
+        "not toml at all [",
+    ],
+)
+def test_bad_configs_are_config_errors(tmp_path: Path, text: str) -> None:
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    with pytest.raises(ConfigError):
+        ServerConfig.load(p)
+
+
+def test_missing_config_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        ServerConfig.load(tmp_path / "none.toml")
+
+
+def test_without_keys_every_request_is_the_anonymous_tenant() -> None:
+    who = Keyring(ServerConfig()).principal(None)
+    assert (
+        who is not None
+        and who.tenant == ""
+        and who.tier.name == "default"
+        and who.max_tier.name == "interactive"
+    )
+
+
+def test_chat_request_translation() -> None:
+    out = chat_to_messages(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "w", "arguments": '{"c": "Oslo"}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": "rain"},
+                {"role": "user", "content": "And tomorrow?"},
+            ],
+            "max_completion_tokens": 50,
+            "stop": "END",
+            "tools": [{"type": "function", "function": {"name": "w", "parameters": {"type": "object"}}}],
+            "tool_choice": "required",
+            "temperature": 0.2,
+            "top_k": 3,
+            "stream": True,
+        }
+    )
+    assert out["system"] == "Be brief." and out["max_tokens"] == 50 and out["stop_sequences"] == ["END"]
+    assert out["tools"] == [{"name": "w", "input_schema": {"type": "object"}}]
+    assert out["tool_choice"] == {"type": "any"}
+    assert out["temperature"] == 0.2 and out["top_k"] == 3 and "stream" not in out
+    roles = [m["role"] for m in out["messages"]]
+    assert roles == ["user", "assistant", "user"]  # the tool result and the next question merge
+    assert out["messages"][1]["content"][0] == {
+        "type": "tool_use",
+        "id": "c1",
+        "name": "w",
+        "input": {"c": "Oslo"},
+    }
+    assert out["messages"][2]["content"][0]["type"] == "tool_result"
+    assert out["messages"][2]["content"][1] == {"type": "text", "text": "And tomorrow?"}
+
+
+@pytest.mark.parametrize(
+    ("request_", "param"),
+    [
+        ({"messages": [{"role": "user", "content": "x"}], "n": 2}, "n"),
+        ({"messages": []}, "messages"),
+        ({"messages": "hi"}, "messages"),
+        ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0]"),
+        ({"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+        ({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1}, "max_tokens"),
+        ({"messages": [{"role": "user", "content": "x"}], "stop": 3}, "stop"),
+        ({"messages": [{"role": "user", "content": "x"}], "tool_choice": "maybe"}, "tool_choice"),
+        (
+            {
+                "messages": [
+                    {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{"}}]}
+                ]
+            },
+            "messages[0].tool_calls",
+        ),
+    ],
+)
+def test_chat_requests_the_engine_cannot_take_are_named(request_: dict[str, Any], param: str) -> None:
+    with pytest.raises(ChatError) as info:
+        chat_to_messages(request_)
+    assert info.value.param == param
+
+
+def _events(raw: list[dict[str, Any]]) -> list[Any]:
+    data = b"".join(b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n" for e in raw)
+    return AnthropicEventDecoder().feed(data)
+
+
+def test_chunk_writer_text_tool_calls_finish_and_usage() -> None:
+    events = _events(
+        [
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "m1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "g",
+                    "content": [],
+                    "usage": {"input_tokens": 7},
+                },
+            },
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "t1", "name": "w", "input": {}},
+            },
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": '{"c":'},
+            },
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": '"x"}'},
+            },
+            {"type": "content_block_stop", "index": 1},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}},
+            {"type": "message_stop"},
+        ]
+    )
+    w = ChunkWriter("m", include_usage=True)
+    chunks = [c for ev in events for c in w.feed(ev)]
+    assert {c["id"] for c in chunks} == {"chatcmpl-m1"} and chunks[0]["model"] == "g"
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert deltas[0] == {"role": "assistant", "content": ""}
+    assert deltas[1] == {"content": "Hi"}
+    assert deltas[2]["tool_calls"][0] == {
+        "index": 0,
+        "id": "t1",
+        "type": "function",
+        "function": {"name": "w", "arguments": ""},
+    }
+    args = "".join(d["tool_calls"][0]["function"]["arguments"] for d in deltas[3:5])
+    assert args == '{"c":"x"}'
+    assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {
+        "prompt_tokens": 7,
+        "completion_tokens": 5,
+        "total_tokens": 12,
+    }
+
+
+def test_completion_object() -> None:
+    msg = Message(
+        "m1",
+        "g",
+        "assistant",
+        (TextBlock("ok"), ToolUseBlock("t", "w", {"a": 1})),
+        "max_tokens",
+        None,
+        Usage(3, 4),
+    )
+    out = completion(msg, "fallback")
+    assert out["choices"][0]["finish_reason"] == "length"
+    assert out["choices"][0]["message"]["content"] == "ok"
+    assert orjson.loads(out["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]) == {"a": 1}
+    assert out["usage"] == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
