@@ -12,7 +12,7 @@ Per request (:class:`RequestTimer` is fed times by the host, so it reads no cloc
 - ``tokens_per_second``: output tokens over ``e2el``.
 
 :class:`MetricsWindow` keeps the last ``size`` requests per tier (their ITL gaps capped
-at ``max_itl`` per tier) and reports p50/p90/p99 of each metric with linear
+at ``max_itl`` per tier) and reports p50/p90/p95/p99 of each metric with linear
 interpolation between ranks (numpy's default, which the benchmark uses).
 """
 
@@ -115,6 +115,7 @@ class Percentiles:
     mean: float
     p50: float
     p90: float
+    p95: float
     p99: float
 
     @classmethod
@@ -122,7 +123,7 @@ class Percentiles:
         xs = sorted(values)
         if not xs:
             return None
-        return cls(len(xs), math.fsum(xs) / len(xs), _pct(xs, 50), _pct(xs, 90), _pct(xs, 99))
+        return cls(len(xs), math.fsum(xs) / len(xs), _pct(xs, 50), _pct(xs, 90), _pct(xs, 95), _pct(xs, 99))
 
 
 def _pct(xs: list[float], p: float) -> float:

@@ -33,8 +33,9 @@ from typing import Any, Protocol
 import anyio
 import httpx2
 import orjson
+from anyio.abc import TaskGroup
 
-from .._client import Client, Stream
+from .._client import Client
 from .._errors import (
     APIConnectionError,
     APIError,
@@ -46,6 +47,7 @@ from .._errors import (
 from ..scheduler import RequestMetrics, Scheduler, Tier, UnknownTierError
 from ..stream import Event, FlowControl, StallPolicy, event_to_wire, message_to_wire, sse_frame
 from ._config import Keyring, Principal, ServerConfig
+from ._live import LiveStream
 from ._metrics import CONTENT_TYPE, ServerMetrics
 from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
 
@@ -124,6 +126,8 @@ class ServerApp:
         self.flow = FlowControl(high_water_bytes=config.buffer_bytes)
         self._rr = 0
         self._models: tuple[float, list[dict[str, Any]]] | None = None
+        self._live: dict[str, LiveStream] = {}
+        self._tg: TaskGroup | None = None  # the server's own tasks (from the lifespan)
 
     # ---- life ------------------------------------------------------------------------
 
@@ -174,7 +178,9 @@ class ServerApp:
             await send({"type": "lifespan.startup.failed", "message": f"{type(e).__name__}: {e}"})
             return
         async with anyio.create_task_group() as tg:
+            self._tg = tg
             tg.start_soon(self._health_loop)
+            tg.start_soon(self._janitor)
             await send({"type": "lifespan.startup.complete"})
             while (await receive())["type"] != "lifespan.shutdown":
                 pass
@@ -247,6 +253,10 @@ class ServerApp:
         if method != route[0]:
             raise HTTPError(405, "invalid_request_error", f"{path} takes {route[0]}", {"allow": route[0]})
         principal = self._authenticate(scope)
+        last = _headers(scope).get("last-event-id")
+        if last and path in ("/v1/messages", "/v1/chat/completions"):
+            await self._reattach(scope, receive, send, principal, last)
+            return
         await route[1](scope, receive, send, principal)
 
     # ---- requests --------------------------------------------------------------------
@@ -407,23 +417,85 @@ class ServerApp:
         send: Send,
         framer: Framer,
     ) -> None:
-        s = up.client.stream(priority=tier, tenant=who.tenant, **data)
+        """Start the engine stream in a task of the server's own (it outlives this
+        connection for a while, for a reattach), then send its frames."""
+        cfg = self.config
         sid = secrets.token_urlsafe(12)
-        failed: list[BaseException] = []
+        live = LiveStream(
+            sid,
+            who.tenant,
+            keep_bytes=cfg.replay_bytes,
+            lead_bytes=cfg.buffer_bytes,
+            done_frame=framer.done(),
+        )
+        self._live[sid] = live
+        if self._tg is not None:
+            self._tg.start_soon(self._produce, live, up, data, tier, who, framer)
+            await self._attach(live, 0, receive, send)
+            return
+        async with anyio.create_task_group() as tg:  # served without a lifespan: no reattach
+            tg.start_soon(self._produce, live, up, data, tier, who, framer)
+            try:
+                await self._attach(live, 0, receive, send)
+            finally:
+                live.scope.cancel()
+
+    async def _produce(
+        self,
+        live: LiveStream,
+        up: UpstreamState,
+        data: dict[str, Any],
+        tier: Tier,
+        who: Principal,
+        framer: Framer,
+    ) -> None:
+        """Read the engine stream into ``live``, at most its lead ahead of the client."""
+        up.in_flight += 1
+        try:
+            with live.scope:
+                s = up.client.stream(priority=tier, tenant=who.tenant, **data)
+                try:
+                    async with s:  # queued, admitted, sent upstream; closed under a shield on exit
+                        live.opened.set()
+                        try:
+                            async for ev in s:
+                                for frame in framer.frames(ev):
+                                    live.push(_with_id(frame, live.sid, live.next))
+                                while live.ahead():
+                                    await live.changed()
+                        except SDKError as e:  # after the first byte: an error frame
+                            live.push(_with_id(framer.error(self._translate(e)), live.sid, live.next))
+                except SDKError as e:  # before it: the error answer
+                    live.failure = e
+        except Exception as e:
+            log.exception("a stream's producer failed")
+            live.failure = e
+        finally:
+            up.in_flight -= 1
+            live.finish()
+
+    async def _attach(self, live: LiveStream, start: int, receive: Receive, send: Send) -> None:
+        """Send ``live``'s frames from index ``start`` until it ends or the client leaves."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
-            try:
-                async with s:  # queued, admitted, sent upstream; closed under a shield on exit
-                    await self._relay(s, sid, send, framer)
-            except SDKError as e:  # _relay answers what fails later with an error event
-                failed.append(e)
-            tg.cancel_scope.cancel()
-        if failed:
-            raise self._translate(failed[0])
+            await live.opened.wait()
+            if live.failure is not None and live.next == 0:
+                tg.cancel_scope.cancel()
+                self._live.pop(live.sid, None)
+            else:
+                live.attached += 1
+                live.idle_since = None
+                try:
+                    await self._send_frames(live, start, send)
+                finally:
+                    live.attached -= 1
+                    if live.attached == 0:
+                        live.idle_since = anyio.current_time()
+                tg.cancel_scope.cancel()
+        if live.failure is not None and live.next == 0:
+            raise self._translate(live.failure)
 
-    async def _relay(self, s: Stream, sid: str, send: Send, framer: Framer) -> None:
-        """The stream's events as SSE frames, each with an id; a failure after the first
-        byte is an error frame, as the protocol sends one."""
+    async def _send_frames(self, live: LiveStream, start: int, send: Send) -> None:
         await send(
             {
                 "type": "http.response.start",
@@ -431,22 +503,49 @@ class ServerApp:
                 "headers": [
                     (b"content-type", b"text/event-stream; charset=utf-8"),
                     (b"cache-control", b"no-cache"),
-                    (b"seam-stream-id", sid.encode()),
+                    (b"seam-stream-id", live.sid.encode()),
                 ],
             }
         )
-        n = 0
-        try:
-            async for ev in s:
-                for frame in framer.frames(ev):
-                    await send(
-                        {"type": "http.response.body", "body": _with_id(frame, sid, n), "more_body": True}
-                    )
-                    n += 1
-        except SDKError as e:
-            frame = framer.error(self._translate(e))
-            await send({"type": "http.response.body", "body": _with_id(frame, sid, n), "more_body": True})
-        await send({"type": "http.response.body", "body": framer.done(), "more_body": False})
+        i = start
+        while True:
+            while i < live.next:
+                frame = live.frame(i)
+                if frame is None:  # trimmed: cannot happen to the frames not yet sent
+                    raise RuntimeError("a frame to send was dropped")
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+                i += 1
+                live.advance(i)
+            if live.done:
+                break
+            await live.changed()
+        await send({"type": "http.response.body", "body": live.done_frame, "more_body": False})
+
+    async def _reattach(self, scope: Scope, receive: Receive, send: Send, who: Principal, last: str) -> None:
+        """A client back after a dropped connection: the frames after ``last``."""
+        sid, _, n = last.rpartition(":")
+        live = self._live.get(sid)
+        if live is None or live.tenant != who.tenant or not n.isdigit():
+            raise HTTPError(404, "not_found_error", f"no stream {sid!r} to reattach to (expired or unknown)")
+        start = int(n) + 1
+        if start < live.base or start > live.next:
+            raise HTTPError(
+                404, "not_found_error", f"event {last!r} is no longer kept; the stream cannot continue"
+            )
+        self.metrics.reattached.inc()
+        await self._attach(live, start, receive, send)
+
+    async def _janitor(self) -> None:
+        """Drop kept streams nobody came back for; stop their producers."""
+        while True:
+            await anyio.sleep(1.0)
+            now = anyio.current_time()
+            for sid, live in list(self._live.items()):
+                idle = live.idle_since
+                if live.attached or idle is None or now - idle < self.config.replay_seconds:
+                    continue
+                live.scope.cancel()
+                del self._live[sid]
 
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         data = await self._body(receive)

@@ -9,6 +9,8 @@
     buffer_bytes = 16384     # per stream: what may wait for a slow client before the
     stall_seconds = 1.0      #   upstream is paused (or after this long without a read)
     socket_buffer_bytes = 16384  # per connection: kernel send buffer and write buffer
+    replay_bytes = 262144    # per stream: sent events kept for a reattach (Last-Event-ID)
+    replay_seconds = 60.0    # how long a stream waits for its client to come back
     aging_seconds = 30.0
 
     [[tiers]]                # default: interactive > default > batch
@@ -89,6 +91,8 @@ class ServerConfig:
     max_body_bytes: int = 8 << 20
     buffer_bytes: int = 16 << 10
     socket_buffer_bytes: int = 16 << 10
+    replay_bytes: int = 256 << 10
+    replay_seconds: float = 60.0
     stall_seconds: float = 1.0
     aging_seconds: float = 30.0
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
@@ -107,6 +111,8 @@ class ServerConfig:
             raise ConfigError("need max_queue >= 0, max_body_bytes >= 1, buffer_bytes >= 1024")
         if self.socket_buffer_bytes < 4096:
             raise ConfigError("socket_buffer_bytes must be >= 4096")
+        if self.replay_bytes < 0 or not (self.replay_seconds >= 0 and math.isfinite(self.replay_seconds)):
+            raise ConfigError("replay_bytes and replay_seconds must be >= 0")
         if not (self.stall_seconds >= 0 and math.isfinite(self.stall_seconds)):
             raise ConfigError("stall_seconds must be a finite number >= 0")
         if not self.aging_seconds > 0:
@@ -140,6 +146,8 @@ class ServerConfig:
             "max_body_bytes",
             "buffer_bytes",
             "socket_buffer_bytes",
+            "replay_bytes",
+            "replay_seconds",
             "stall_seconds",
             "aging_seconds",
         }

@@ -79,6 +79,9 @@ class ServerMetrics:
             registry=r,
         )
         self.rejected = Counter("seam_rejected", "Requests refused before admission", ["reason"], registry=r)
+        self.reattached = Counter(
+            "seam_reattached", "Streams continued after a dropped connection", registry=r
+        )
         r.register(_SchedulerCollector(scheduler, health))
 
     def observe(self, m: RequestMetrics) -> None:

@@ -33,6 +33,7 @@ def test_percentiles_interpolate_like_numpy() -> None:
     p = Percentiles.of(float(x) for x in range(1, 101))
     assert p is not None
     assert p.p50 == pytest.approx(50.5) and p.p90 == pytest.approx(90.1) and p.p99 == pytest.approx(99.01)
+    assert p.p95 == pytest.approx(95.05)
     assert Percentiles.of([]) is None
     one = Percentiles.of([3.0])
     assert one is not None and one.p99 == 3.0

@@ -288,3 +288,51 @@ async def test_openai_sdk_gets_the_same_text_as_from_llama_server_directly(serve
         )
     await direct.close()
     await proxied.close()
+
+
+def _server_counts(served: Served) -> dict[str, float]:
+    with urllib.request.urlopen(served.url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {ln.split(" ")[0]: float(ln.split(" ")[1]) for ln in text.splitlines() if ln and ln[0] != "#"}
+
+
+async def test_a_dropped_connection_reattaches_with_last_event_id_without_regeneration(
+    served: Served,
+) -> None:
+    model = served.upstream.model
+    req = {"model": model, "max_tokens": 80, "messages": COUNT, **GREEDY}
+    async with Client(base_url=served.upstream.url) as direct:
+        whole = await direct.create(**req)
+    before = _server_counts(served)
+    async with httpx2.AsyncClient(base_url=served.url, timeout=60) as http:
+        first = b""
+        async with http.stream(
+            "POST", "/v1/messages", json={**req, "stream": True}, headers={"x-api-key": ALICE}
+        ) as r:
+            sid = r.headers["seam-stream-id"]
+            async for part in r.aiter_raw():
+                first += part
+                if first.count(b"text_delta") >= 10:
+                    break  # the connection is dropped here, mid-stream
+        last = [ln for ln in first.decode().split("\n\n") if "text_delta" in ln][9].split("\n")[0]
+        assert last.startswith(f"id: {sid}:")
+        last_id = last[4:]
+        kept = first.decode().split("\n\n")
+        seen = "\n\n".join(kept[: kept.index(next(f for f in kept if f.startswith("id: " + last_id))) + 1])
+        # another tenant cannot take it over; an unknown stream is a clear 404
+        other = await http.post(
+            "/v1/messages", json=req, headers={"x-api-key": BOB, "last-event-id": last_id}
+        )
+        assert other.status_code == 404 and other.json()["error"]["type"] == "not_found_error"
+        gone = await http.post(
+            "/v1/messages", json=req, headers={"x-api-key": ALICE, "last-event-id": "nope:3"}
+        )
+        assert gone.status_code == 404
+        r2 = await http.post("/v1/messages", json=req, headers={"x-api-key": ALICE, "last-event-id": last_id})
+        assert r2.status_code == 200 and r2.headers["seam-stream-id"] == sid
+    text = _sse_text((seen + "\n\n").encode() + r2.content)
+    assert text == whole.text  # the rest, exactly once
+    after = _server_counts(served)
+    assert after["seam_reattached_total"] == before.get("seam_reattached_total", 0) + 1
+    pauses = 'seam_backpressure_pauses_total{tier="interactive"}'
+    assert after.get(pauses, 0) == before.get(pauses, 0)  # the engine stream never paused: one request

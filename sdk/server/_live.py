@@ -1,0 +1,82 @@
+"""A stream the server keeps for its client: the frames written so far, so a client that
+lost its connection reattaches with ``Last-Event-ID`` and gets the rest exactly once.
+
+The producer (the task reading the engine's stream) appends frames; the attached
+connection sends them and advances ``sent``. The producer stays at most ``lead_bytes``
+ahead of what was sent, which is the backpressure: a client that stops reading, or a
+connection that is gone, stops the producer, and the engine stream's own stall policy
+then pauses the generation. Frames already sent are kept, up to ``keep_bytes``, because
+a dropped connection loses what was in its buffers; an id older than that has expired.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import anyio
+
+__all__ = ["LiveStream"]
+
+
+class LiveStream:
+    def __init__(self, sid: str, tenant: str, *, keep_bytes: int, lead_bytes: int, done_frame: bytes) -> None:
+        self.sid = sid
+        self.tenant = tenant
+        self.keep_bytes = keep_bytes
+        self.lead_bytes = lead_bytes
+        self.done_frame = done_frame  # what ends the response (``data: [DONE]`` for chat)
+        self._frames: deque[bytes] = deque()
+        self.base = 0  # the index of the oldest frame kept
+        self.next = 0  # the index the next frame gets
+        self.sent = 0  # frames below this index have been handed to a connection
+        self._kept = 0  # bytes of kept frames below ``sent``
+        self._unsent = 0  # bytes of frames at or above ``sent``
+        self.done = False
+        self.opened = anyio.Event()  # the engine stream is open (or failed to open)
+        self.failure: BaseException | None = None
+        self.attached = 0
+        self.idle_since: float | None = None  # no connection attached since then
+        self.scope = anyio.CancelScope()  # the producer's
+        self._changed = anyio.Event()
+
+    def __repr__(self) -> str:
+        return f"<LiveStream {self.sid} frames {self.base}..{self.next} sent {self.sent} done={self.done}>"
+
+    def _signal(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def changed(self) -> None:
+        await self._changed.wait()
+
+    def push(self, frame: bytes) -> None:
+        self._frames.append(frame)
+        self.next += 1
+        self._unsent += len(frame)
+        self._signal()
+
+    def finish(self) -> None:
+        self.done = True
+        self.opened.set()
+        self._signal()
+
+    def ahead(self) -> bool:
+        """The producer is as far ahead of the connection as it may be."""
+        return self._unsent > self.lead_bytes
+
+    def frame(self, index: int) -> bytes | None:
+        if index < self.base or index >= self.next:
+            return None
+        return self._frames[index - self.base]
+
+    def advance(self, index: int) -> None:
+        """Frames below ``index`` were handed to a connection."""
+        while self.sent < index:
+            size = len(self._frames[self.sent - self.base])
+            self._unsent -= size
+            self._kept += size
+            self.sent += 1
+        while self._kept > self.keep_bytes and self.base < self.sent:
+            self._kept -= len(self._frames.popleft())
+            self.base += 1
+        self._signal()
