@@ -63,6 +63,7 @@ __all__ = ["Client", "ModelInfo", "Stream", "TokenCount"]
 
 HOSTED_BASE_URL = "https://api.anthropic.com"
 _PROBE_BYTES = 1 << 16
+STREAM_ID_HEADER = "seam-stream-id"  # a scheduling server (sdk.server) keeps the stream: reattach by id
 _BIG_PROMPT = 200_000  # characters: above this the cost estimate runs in a worker thread
 DEFAULT_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 USER_AGENT = "seam-sdk/0.1.0"
@@ -503,6 +504,7 @@ class Client:
         body = backend.body(params, stream=True)
         stall = stall or self.stall
         held: list[Flight] = []
+        kept: list[str] = []  # the stream id, where the server keeps the stream for a reattach
 
         async def open_() -> Upstream:
             if held:
@@ -523,11 +525,29 @@ class Client:
                 stream=True,
                 flight=flight,
             )
-            return Upstream(self._chunks(resp), resp.aclose)
+            sid = resp.headers.get(STREAM_ID_HEADER, "")
+            kept[:] = [sid] if _valid_stream_id(sid) else []
+            return Upstream(self._chunks(resp), resp.aclose, replayable=bool(kept))
 
         async def resume(req: ResumeRequest) -> Upstream:
             flight = held[0]
             await flight.admit()  # after a stall or a preemption: wait for a slot again
+            if kept and req.last_event_id.startswith(kept[0] + ":"):
+                # The server keeps this stream: the rest after the last event, exactly once.
+                try:
+                    resp = await self._send(
+                        "POST",
+                        backend.create_path,
+                        body=body,
+                        headers={**(extra_headers or {}), "last-event-id": req.last_event_id},
+                        timeout=timeout,
+                        stream=True,
+                        flight=flight,
+                    )
+                except NotFoundError:
+                    kept.clear()  # expired there: continue by prefill instead
+                else:
+                    return Upstream(self._chunks(resp), resp.aclose, replayable=True, replay=True)
             cont, sent = await self._continuation(params, req)
             cbody = backend.body(cont, stream=True)
             resp = await self._send(
@@ -539,9 +559,11 @@ class Client:
                 stream=True,
                 flight=flight,
             )
+            sid = resp.headers.get(STREAM_ID_HEADER, "")
+            kept[:] = [sid] if _valid_stream_id(sid) else []
             echo = await self._echoes_prefill()
             repeat = sent if echo else req.prefill[len(req.prefill.rstrip()) :]
-            return Upstream(self._chunks(resp), resp.aclose, repeat)
+            return Upstream(self._chunks(resp), resp.aclose, repeat, replayable=bool(kept))
 
         inner = MessageStream(
             open_,
@@ -666,6 +688,10 @@ class Client:
                     )
                 )
         return out
+
+
+def _valid_stream_id(sid: str) -> bool:
+    return 0 < len(sid) <= 128 and sid.isascii() and sid.isprintable() and ":" not in sid
 
 
 class _Observer:

@@ -70,11 +70,17 @@ class Upstream:
 
     ``repeat``: text the new stream is expected to repeat at its start (for example the
     trailing whitespace a prefill had to drop); it is removed once if it does come back.
+    ``replayable``: the server keeps this stream and can continue it after any event it
+    sent (SSE ids and ``Last-Event-ID``), so it may be cut anywhere, even inside a tool
+    input. ``replay``: this body is such a continuation: the events after the last one
+    received, of the same message, so nothing is spliced.
     """
 
     chunks: AsyncIterator[bytes]
     aclose: Callable[[], Awaitable[None]]
     repeat: str = ""
+    replayable: bool = False
+    replay: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,8 @@ class ResumeRequest:
     """What a resume hook needs: the message received so far and its text (the prefill).
 
     ``state.open`` is ``None`` (the cut fell between blocks) or an open text block.
+    ``last_event_id`` is the SSE id of the last event received (all of them reach the
+    consumer before the resume), for a server that replays from it.
     ``output_tokens`` is a lower bound of the tokens already generated: the larger of the
     output the server reported and the text deltas handed out (many servers report
     output only at the end), so a continuation can lower ``max_tokens`` by it.
@@ -92,6 +100,7 @@ class ResumeRequest:
     attempt: int
     state: MessageState
     output_tokens: int = 0
+    last_event_id: str = ""
 
 
 ResumeHook = Callable[[ResumeRequest], Awaitable[Upstream]]
@@ -237,6 +246,8 @@ class MessageStream:
         self._preempt_asked = False  # a scheduler wants the slot: cut at a resumable point
         self._preempt_cut = False  # preempt() cancelled a blocked reader
         self._cut_ok = True  # the reader is at a resumable point of an unfinished message
+        self._replayable = False  # the current upstream can be continued after any event
+        self._last_event_id = ""  # the SSE id of the last event received
 
     @property
     def state(self) -> MessageState:
@@ -352,6 +363,7 @@ class MessageStream:
         self._idle_fired = False
         self._preempt_cut = False
         self._cut_ok = True
+        replayable = self._replayable = upstream.replayable
         try:
             with scope:
                 async for chunk in upstream.chunks:
@@ -374,7 +386,7 @@ class MessageStream:
                             continue
                         progress = True
                         if isinstance(ev, ContentBlockStartEvent):
-                            resumable = isinstance(ev.block, TextBlock)
+                            resumable = replayable or isinstance(ev.block, TextBlock)
                         elif isinstance(ev, ContentBlockStopEvent):
                             resumable = True
                         elif isinstance(ev, MessageStopEvent | ErrorEvent) or (
@@ -422,8 +434,12 @@ class MessageStream:
         finally:
             if self._reader is scope:
                 self._reader = None
-            replaced = getattr(getattr(decoder, "sse", None), "replaced", 0)
+            sse = getattr(decoder, "sse", None)
+            replaced = getattr(sse, "replaced", 0)
             buf.replaced += replaced if isinstance(replaced, int) else 0
+            last_id = getattr(sse, "last_event_id", "")
+            if isinstance(last_id, str) and last_id:
+                self._last_event_id = last_id
             with anyio.CancelScope(shield=True):
                 try:
                     closer = getattr(upstream.chunks, "aclose", None)
@@ -512,7 +528,7 @@ class MessageStream:
             self._resume is not None
             and self._aborted is None
             and not st.stopped
-            and (open_ is None or isinstance(open_.start, TextBlock))
+            and (open_ is None or isinstance(open_.start, TextBlock) or self._replayable)
             and self._attempts < self._stall.max_resumes
         )
 
@@ -545,7 +561,12 @@ class MessageStream:
         state = self._state
         reported = state.usage.output_tokens or 0
         request = ResumeRequest(
-            state.message(), state.text(), self._attempts, state, max(reported, self._deltas)
+            state.message(),
+            state.text(),
+            self._attempts,
+            state,
+            max(reported, self._deltas),
+            self._last_event_id,
         )
         try:
             upstream = await hook(request)
@@ -557,7 +578,8 @@ class MessageStream:
             raise err from e
         buf.resumes += 1
         buf.note("resume")
-        tg.start_soon(self._pump, upstream, _Splicer(state, upstream.repeat, request.output_tokens))
+        splice = None if upstream.replay else _Splicer(state, upstream.repeat, request.output_tokens)
+        tg.start_soon(self._pump, upstream, splice)
 
     async def get_final_message(self) -> Message:
         """Consume the rest of the stream and return the accumulated message."""

@@ -17,7 +17,7 @@ from sdk._client import Client
 from sdk._retry import RetryPolicy
 from sdk.scheduler import Scheduler, UnknownTierError
 
-from .fault_server import FaultServer, Reply, Request, events_for, fault_server, prefill_of
+from .fault_server import FaultServer, Reply, Request, events_for, fault_server, prefill_of, sse
 
 pytestmark = pytest.mark.anyio
 
@@ -497,3 +497,102 @@ async def test_leaving_a_map_early_cancels_queued_work() -> None:
             assert c.scheduler.waiting == 0 and c.scheduler.running == 0
         gate.set()
     assert len(server.requests) == 2
+
+
+# ---- reattach to a server that keeps the stream -----------------------------------------
+
+
+def kept_stream_frames(sid: str) -> list[bytes]:
+    """A message with text and a tool call, each SSE event with an id ``sid:n``."""
+    events = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "model": "m",
+                "content": [],
+                "usage": {"input_tokens": 3},
+            },
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me look. "}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "find", "input": {}},
+        },
+        *[
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": p},
+            }
+            for p in ['{"q', 'uery": "cats', ' and dogs"', ', "limit": 3}']
+        ],
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
+        {"type": "message_stop"},
+    ]
+    return [f"id: {sid}:{i}\n".encode() + sse(e["type"], e) for i, e in enumerate(events)]
+
+
+@pytest.mark.parametrize("cut", [3, 6, 8])  # between blocks, inside the tool input, late in it
+async def test_a_dropped_stream_reattaches_with_last_event_id_even_inside_a_tool_input(cut: int) -> None:
+    frames = kept_stream_frames("s1")
+
+    async def handler(req: Request, reply: Reply) -> None:
+        last = req.headers.get("last-event-id")
+        start = 0 if last is None else int(last.rsplit(":", 1)[1]) + 1
+        await reply.stream.send(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nseam-stream-id: s1\r\n"
+            b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+        )
+        for i, f in enumerate(frames[start:], start):
+            if last is None and i == cut:
+                return  # the connection drops here
+            await reply.chunk(f)
+        await reply.end()
+
+    async with fault_server(handler) as server, client(server) as c:
+        with anyio.fail_after(DEADLINE):
+            async with c.stream(model="m", max_tokens=50, messages=msg("find")) as s:
+                events = [ev async for ev in s]
+            final = await s.final_message()
+    first, second = server.requests
+    assert second.headers["last-event-id"] == f"s1:{cut - 1}"
+    assert second.body == first.body  # the same request: nothing prefilled, nothing regenerated
+    assert final.text == "Let me look. " and final.stop_reason == "tool_use"
+    assert final.tool_uses[0].input == {"query": "cats and dogs", "limit": 3}
+    assert len(events) == len(frames)  # every event once
+    assert s.statistics().resumes == 1
+
+
+async def test_an_expired_stream_falls_back_to_a_continuation() -> None:
+    frames = kept_stream_frames("s2")
+
+    async def handler(req: Request, reply: Reply) -> None:
+        if req.headers.get("last-event-id"):
+            await reply.respond(
+                404, {"type": "error", "error": {"type": "not_found_error", "message": "expired"}}
+            )
+            return
+        if prefill_of(req):
+            await answer(req, reply, ["more"])  # the continuation of the text
+            return
+        await reply.stream.send(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nseam-stream-id: s2\r\n"
+            b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+        )
+        for f in frames[:3]:  # inside the text block
+            await reply.chunk(f)
+
+    async with fault_server(handler) as server, client(server) as c:
+        with anyio.fail_after(DEADLINE):
+            async with c.stream(model="m", max_tokens=50, messages=msg("find")) as s:
+                text = "".join([t async for t in s.text_deltas()])
+    assert [bool(r.headers.get("last-event-id")) for r in server.requests] == [False, True, False]
+    assert prefill_of(server.requests[2]) == "Let me look."
+    assert text == "Let me look. more"
