@@ -291,13 +291,25 @@ class Client:
     # ---- scheduling --------------------------------------------------------------------
 
     async def _flight(
-        self, params: Mapping[str, Any], tier: Tier, tenant: str | None, *, preemptible: bool
+        self,
+        params: Mapping[str, Any],
+        tier: Tier,
+        tenant: str | None,
+        *,
+        preempt: Callable[[], bool] | None = None,
+        held: list[Flight] | None = None,
     ) -> Flight:
-        """Submit a request to the scheduler and wait for its admission."""
+        """Submit a request to the scheduler and wait for its admission. ``preempt``
+        pauses it for a higher tier (registered before it can be admitted, so no
+        decision finds it missing); ``held`` receives the flight at once."""
         await self._learn_slots()
         flight = self._dispatch.flight(
-            priority=tier, tenant=tenant, cost=await _cost(params), preemptible=preemptible
+            priority=tier, tenant=tenant, cost=await _cost(params), preemptible=preempt is not None
         )
+        if preempt is not None:
+            flight.on_preempt(preempt)
+        if held is not None:
+            held.append(flight)
         await flight.admit()
         return flight
 
@@ -464,7 +476,7 @@ class Client:
         params = self._params(params, extra_body)
         body = self._backend.body(params, stream=False)
         self._check_open()
-        flight = await self._flight(params, tier, tenant, preemptible=False)
+        flight = await self._flight(params, tier, tenant)
         try:
             resp = await self._send(
                 "POST",
@@ -511,11 +523,10 @@ class Client:
                 flight = held[0]
                 await flight.admit()  # a plain re-send: re-admitted if it was paused
             else:
+                resumable = not self.hosted and stall.max_resumes > 0
                 flight = await self._flight(
-                    params, tier, tenant, preemptible=not self.hosted and stall.max_resumes > 0
+                    params, tier, tenant, preempt=inner.preempt if resumable else None, held=held
                 )
-                held.append(flight)
-                flight.on_preempt(inner.preempt)
             resp = await self._send(
                 "POST",
                 backend.create_path,
@@ -709,6 +720,10 @@ class _Observer:
     def released(self) -> None:
         if self._held:
             self._held[0].released()
+
+    def ended(self, ok: bool) -> None:
+        if self._held:
+            self._held[0].ended(ok)
 
 
 async def _cost(params: Mapping[str, Any]) -> Cost:

@@ -18,9 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-import weakref
 from collections.abc import Callable, Mapping
-from typing import ClassVar
 
 import anyio
 
@@ -46,11 +44,10 @@ _HOLDING = (TicketState.RUNNING, TicketState.PREEMPTING)
 
 
 class Dispatcher:
-    """The one host of a :class:`Scheduler` in this process: clients that share a
-    scheduler share its dispatcher (:meth:`of`), so a decision made while serving one
-    client's request wakes a waiter of another's."""
-
-    _hosts: ClassVar[weakref.WeakKeyDictionary[Scheduler, Dispatcher]] = weakref.WeakKeyDictionary()
+    """The one host of a :class:`Scheduler`: clients that share a scheduler share its
+    dispatcher (:meth:`of`; it is kept on the scheduler, so both go when neither is
+    used), and a decision made while serving one client's request wakes a waiter of
+    another's."""
 
     def __init__(self, scheduler: Scheduler, *, window: MetricsWindow | None = None) -> None:
         self.scheduler = scheduler
@@ -63,9 +60,10 @@ class Dispatcher:
     @classmethod
     def of(cls, scheduler: Scheduler, *, window: int = 1000) -> Dispatcher:
         """The scheduler's dispatcher, made on first use."""
-        d = cls._hosts.get(scheduler)
-        if d is None:
-            d = cls._hosts[scheduler] = cls(scheduler, window=MetricsWindow(window))
+        d = scheduler.host
+        if not isinstance(d, Dispatcher):
+            d = cls(scheduler, window=MetricsWindow(window))
+            scheduler.host = d
         return d
 
     @staticmethod
@@ -140,7 +138,7 @@ class Dispatcher:
 class Flight:
     """One request's link to the scheduler (see the module doc)."""
 
-    __slots__ = ("_metrics", "dispatcher", "pauses", "ticket", "timer")
+    __slots__ = ("_ended_at", "_metrics", "dispatcher", "pauses", "ticket", "timer")
 
     def __init__(self, dispatcher: Dispatcher, ticket: Ticket, timer: RequestTimer) -> None:
         self.dispatcher = dispatcher
@@ -148,6 +146,7 @@ class Flight:
         self.timer = timer
         self.pauses = 0
         self._metrics: RequestMetrics | None = None
+        self._ended_at: float | None = None
 
     def __repr__(self) -> str:
         return f"<Flight {self.ticket!r}>"
@@ -165,7 +164,10 @@ class Flight:
         overload."""
         d = self.dispatcher
         now = d.now()
-        d.scheduler.rate_limit(now, headers, ticket=self.ticket, wall=time.time())
+        try:
+            d.scheduler.rate_limit(now, headers, ticket=self.ticket, wall=time.time())
+        except Exception:  # headers come from the network: never fail the request on them
+            log.exception("rate-limit headers could not be used")
         if status in (429, 529):
             d.scheduler.overloaded(now, ticket=self.ticket)
 
@@ -195,16 +197,26 @@ class Flight:
         d.scheduler.paused(self.ticket, d.now())
         d.drive()
 
+    def ended(self, ok: bool) -> None:
+        """The upstream sent everything: free the slot now, not when the caller's block
+        ends (a caller may make its next request inside it)."""
+        d = self.dispatcher
+        self._ended_at = now = d.now()
+        d.scheduler.finished(self.ticket, now, ok=ok)
+        d.drive()
+
     def finish(self, *, ok: bool, input_tokens: int | None = None, output_tokens: int | None = None) -> None:
-        """The request ended (once; later calls are ignored)."""
+        """The request ended (once; later calls are ignored): the scheduler settles its
+        token counts, the metrics are recorded."""
         if self._metrics is not None:
             return
         d = self.dispatcher
         now = d.now()
         d._preempt.pop(self.ticket.id, None)
         d.scheduler.finished(self.ticket, now, ok=ok, input_tokens=input_tokens, output_tokens=output_tokens)
+        end = self._ended_at if self._ended_at is not None else now
         self._metrics = m = self.timer.finish(
-            now, ok=ok, output_tokens=output_tokens, preemptions=self.ticket.preemptions, pauses=self.pauses
+            end, ok=ok, output_tokens=output_tokens, preemptions=self.ticket.preemptions, pauses=self.pauses
         )
         d.window.add(m)
         d.drive()

@@ -42,7 +42,7 @@ from .scheduler import RequestMetrics, Tier
 from .stream import Message, message_to_wire
 
 if TYPE_CHECKING:
-    from ._client import Client
+    from ._client import Client, Stream
 
 __all__ = ["MapProgress", "MapResult", "MapRun"]
 
@@ -82,6 +82,13 @@ def request_key(request: Mapping[str, Any]) -> str:
     """A stable hash of a request (keys sorted), to match checkpoint lines to requests."""
     raw = orjson.dumps(request, option=orjson.OPT_SORT_KEYS, default=str)
     return hashlib.sha256(raw).hexdigest()[:32]
+
+
+def _metrics_of(s: Stream | None) -> RequestMetrics | None:
+    try:
+        return s.metrics() if s is not None else None
+    except RuntimeError:  # never entered (refused before it was sent)
+        return None
 
 
 def _load_checkpoint(path: Path) -> dict[int, tuple[str, Mapping[str, Any]]]:
@@ -153,6 +160,7 @@ class MapRun:
         self._source_error: BaseException | None = None
         self._saved: dict[int, tuple[str, Mapping[str, Any]]] = {}
         self._fd: int | None = None
+        self.checkpoint_errors = 0  # results that could not be written to the checkpoint
 
     def progress(self) -> MapProgress:
         return MapProgress(self._read, self._done, self._failed, self._restored, self._running, self._total)
@@ -164,7 +172,10 @@ class MapRun:
         if self.checkpoint is not None:
             path = self.checkpoint
             self._saved = await anyio.to_thread.run_sync(_load_checkpoint, path)
-            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            size = os.fstat(self._fd).st_size
+            if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                os.write(self._fd, b"\n")  # end a line torn by a crash before appending
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
@@ -240,7 +251,12 @@ class MapRun:
                     self._deliver(MapResult(index, error=TypeError(f"request {index} is not a mapping")))
                     index += 1
                     continue
-                key = request_key(req)
+                try:
+                    key = request_key(req)
+                except (TypeError, ValueError) as e:  # not JSON (a non-string key, a huge int)
+                    self._deliver(MapResult(index, error=TypeError(f"request {index} is not JSON: {e}")))
+                    index += 1
+                    continue
                 saved = self._saved.pop(index, None)
                 if saved is not None and saved[0] == key:
                     try:
@@ -263,25 +279,28 @@ class MapRun:
 
     async def _work(self, index: int, req: Mapping[str, Any], key: str) -> None:
         kw: dict[str, Any] = {"priority": self.priority, "tenant": self.tenant, **req}
-        metrics: RequestMetrics | None = None
+        s: Stream | None = None
         try:
             s = self._client.stream(**kw)
             async with s:
                 msg = await s.final_message()
-            metrics = s.metrics()
         except Exception as e:  # one request's failure is its result, not the map's end
             self._running -= 1
-            self._deliver(MapResult(index, error=e, metrics=metrics))
+            self._deliver(MapResult(index, error=e, metrics=_metrics_of(s)))
             return
         self._running -= 1
         self._save(index, key, msg)
-        self._deliver(MapResult(index, msg, metrics=metrics))
+        self._deliver(MapResult(index, msg, metrics=_metrics_of(s)))
 
     def _save(self, index: int, key: str, msg: Message) -> None:
         if self._fd is None:
             return
         line = orjson.dumps({"index": index, "key": key, "message": message_to_wire(msg)}, default=str)
-        os.write(self._fd, line + b"\n")  # one append per line: a crash tears at most the last
+        try:
+            os.write(self._fd, line + b"\n")  # one append per line: a crash tears at most the last
+        except OSError as e:  # a full disk: the result still counts, it is just not kept
+            self.checkpoint_errors += 1
+            log.warning("checkpoint write failed for request %d: %s", index, e)
 
     def _deliver(self, r: MapResult) -> None:
         self._done += 1

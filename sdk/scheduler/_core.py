@@ -80,6 +80,7 @@ class Ticket:
         "_admit_seq",
         "_lane",
         "_seq",
+        "_settled",
         "_shielded",
         "_taken",
         "admitted_at",
@@ -117,6 +118,7 @@ class Ticket:
         self._admit_seq = 0
         self._lane: str | None = None  # "queue" | "resumed" | "aged" while waiting
         self._shielded = False
+        self._settled = False
         self._taken: dict[Dimension, float] = {}
 
     def __repr__(self) -> str:
@@ -239,7 +241,8 @@ class Scheduler:
         self.set_slots(slots)
         self._queues = {t.name: _TierQueue(t) for t in self.tiers}
         self._ordered = [self._queues[t.name] for t in self.tiers]
-        self._best_rank = self._ordered[0].tier.rank
+        self._stale = 0  # queue entries of tickets that left the lane (skipped, then compacted)
+        self.host: object = None  # the object that drives this scheduler (set by it)
         self._aging_heap: list[tuple[float, int, Ticket]] = []
         self._aged: deque[Ticket] = deque()
         self._holding: dict[int, Ticket] = {}
@@ -410,31 +413,36 @@ class Scheduler:
         input_tokens: int | None = None,
         output_tokens: int | None = None,
     ) -> None:
-        """The request ended (``ok``: it succeeded). Real token counts, when known,
-        replace the estimate in the rate buckets (unused output is given back)."""
+        """The request ended (``ok``: it succeeded): its slot is free. Real token counts,
+        when known (now or in a second call once they are), replace the estimate in the
+        rate buckets (unused output is given back)."""
         now = self._clock(now)
-        if ticket.state not in (*_HOLDING, TicketState.PAUSED, TicketState.WAITING):
+        st = ticket.state
+        if st in (*_HOLDING, TicketState.PAUSED, TicketState.WAITING):
+            if st in _HOLDING:
+                self._release(ticket)
+            elif st is TicketState.WAITING:  # ended while back in line (a requeue)
+                self._dequeue(ticket)
+            ticket.state = TicketState.DONE
+            ticket.finished_at = now
+            if ok and ticket.first_token_at is None:
+                self._increase(ticket)
+        elif st is not TicketState.DONE:
             return
-        if ticket.state in _HOLDING:
-            self._release(ticket)
-        elif ticket.state is TicketState.WAITING:  # ended while back in line (a requeue)
-            self._dequeue(ticket)
-        ticket.state = TicketState.DONE
-        ticket.finished_at = now
-        if ok and ticket.first_token_at is None:
-            self._increase(ticket)
+        if ticket._settled or (input_tokens is None and output_tokens is None):
+            return
+        ticket._settled = True  # the slot may be freed first, the counts known later: once
         adjust: dict[Dimension, float] = {}
         if input_tokens is not None:
             adjust["input_tokens"] = ticket.cost.input_tokens - input_tokens
         if output_tokens is not None:
             adjust["output_tokens"] = ticket.cost.output_tokens - output_tokens
-        if adjust:
-            adjust["tokens"] = sum(adjust.values())
-            for dim, amount in adjust.items():
-                b = self._buckets.get(dim)
-                if b is not None and amount:
-                    b.refill(now)
-                    b.give_back(amount)
+        adjust["tokens"] = sum(adjust.values())
+        for dim, amount in adjust.items():
+            b = self._buckets.get(dim)
+            if b is not None and amount:
+                b.refill(now)
+                b.give_back(amount)
 
     def rate_limit(
         self,
@@ -526,16 +534,48 @@ class Scheduler:
             dq.append(t)
         q.waiting += 1
         self._waiting += 1
-        if self.aging is not None and t.tier.rank != self._best_rank:
+        if self.aging is not None:  # every tier: aged requests go in the order their waits ran out
             t._seq = next(self._ids)
             heapq.heappush(self._aging_heap, (now + self.aging, t._seq, t))
+            if len(self._aging_heap) > 2 * self._waiting + 1024:
+                self._compact()
 
-    def _dequeue(self, t: Ticket) -> None:
-        """Leave the queue (lazily: stale entries are skipped where they are found)."""
+    def _dequeue(self, t: Ticket, *, popped: bool = False) -> None:
+        """Leave the queue. Unless the entry was ``popped``, it stays where it is as a
+        stale entry (skipped when met); when stale entries outnumber the waiting ones the
+        queues are compacted, so cancellations cannot grow memory."""
         q = self._queues[t.tier.name]
         q.waiting -= 1
         self._waiting -= 1
         t._lane = None
+        if not popped:
+            self._stale_entry()
+
+    def _stale_entry(self) -> None:
+        self._stale += 1
+        if self._stale > self._waiting + 1024:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop every stale entry from the lanes and the aging heap."""
+        for q in self._ordered:
+            for name in list(q.order):
+                dq = q.tenants[name]
+                live = deque(t for t in dq if _live(t, "queue"))
+                if live:
+                    q.tenants[name] = live
+                else:
+                    if q.order and q.order[0] == name:
+                        q.credited = False
+                    q.order.remove(name)
+                    del q.tenants[name]
+                    del q.deficit[name]
+            q.resumed = deque(t for t in q.resumed if _live(t, "resumed"))
+        self._aged = deque(t for t in self._aged if _live(t, "aged"))
+        heap = self._aging_heap  # in place: _promote may be iterating it
+        heap[:] = [e for e in heap if e[2].state is TicketState.WAITING and e[2]._seq == e[1]]
+        heapq.heapify(heap)
+        self._stale = 0
 
     def _release(self, t: Ticket) -> None:
         del self._holding[t.id]
@@ -568,6 +608,7 @@ class Scheduler:
             dq = q.tenants[name]
             while dq and not _live(dq[0], "queue"):
                 dq.popleft()
+                self._stale -= 1
             if not dq:
                 q.order.popleft()
                 del q.tenants[name]
@@ -607,6 +648,7 @@ class Scheduler:
             return None
         while q.resumed and not _live(q.resumed[0], "resumed"):
             q.resumed.popleft()
+            self._stale -= 1
         if q.resumed:
             return q.resumed[0]
         return self._drr_head(q)
@@ -625,11 +667,13 @@ class Scheduler:
             if t._lane == "resumed" or t._lane == "queue":
                 t._lane = "aged"
                 self._aged.append(t)
+                self._stale_entry()  # its entry in the tenant's or the resumed lane
         return None
 
     def _head(self, cap: float) -> Ticket | None:
         while self._aged and not _live(self._aged[0], "aged"):
             self._aged.popleft()
+            self._stale -= 1
         if self._aged:
             return self._aged[0]
         if math.isfinite(cap):
@@ -659,12 +703,13 @@ class Scheduler:
             q.deficit[t.tenant] -= self._price(t)
             while dq and not _live(dq[0], "queue"):
                 dq.popleft()
+                self._stale -= 1
             if not dq:  # an emptied tenant leaves the round and its credit lapses
                 q.order.popleft()
                 del q.tenants[t.tenant]
                 del q.deficit[t.tenant]
                 q.credited = False
-        self._dequeue(t)
+        self._dequeue(t, popped=True)
         t.state = TicketState.RUNNING
         t.admitted_at = now
         t.first_token_at = None

@@ -134,13 +134,17 @@ def _epoch(text: str) -> float | None:
     try:
         dt = datetime.fromisoformat(iso)
     except ValueError:
-        parsed = email.utils.parsedate_tz(s)
-        if parsed is None:
+        try:
+            parsed = email.utils.parsedate_tz(s)
+            return None if parsed is None else float(email.utils.mktime_tz(parsed))
+        except (ValueError, OverflowError, TypeError):  # year 99999 and friends
             return None
-        return float(email.utils.mktime_tz(parsed))
     if dt.tzinfo is None:
         return None  # a local time without an offset is not RFC 3339
-    return dt.timestamp()
+    try:
+        return dt.timestamp()
+    except (ValueError, OverflowError):
+        return None
 
 
 def _number(text: str | None) -> float | None:

@@ -22,7 +22,7 @@ import math
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["MetricsHook", "MetricsWindow", "Percentiles", "RequestMetrics", "RequestTimer", "TierMetrics"]
 
@@ -161,8 +161,9 @@ class MetricsWindow:
         self._itl: dict[str, deque[float]] = {}
 
     def add(self, m: RequestMetrics) -> None:
-        self._requests.setdefault(m.tier, deque(maxlen=self.size)).append(m)
         self._itl.setdefault(m.tier, deque(maxlen=self.max_itl)).extend(m.itl)
+        # the gaps are kept (capped) above; the request's own copy would hold them all
+        self._requests.setdefault(m.tier, deque(maxlen=self.size)).append(replace(m, itl=()))
 
     def summary(self) -> Mapping[str, TierMetrics]:
         out: dict[str, TierMetrics] = {}

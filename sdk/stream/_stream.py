@@ -117,6 +117,10 @@ class StreamObserver(Protocol):
         """The upstream was closed to pause the stream (a stall cancel or a preemption):
         the server's slot is free until the stream continues."""
 
+    def ended(self, ok: bool) -> None:
+        """The upstream sent the whole message (``ok``: without an ``error`` event) and was
+        closed: the server's slot is free, whenever the consumer reads the rest."""
+
 
 class _Splicer:
     """Re-indexes a continuation stream so it extends the interrupted message seamlessly."""
@@ -247,6 +251,7 @@ class MessageStream:
         self._preempt_cut = False  # preempt() cancelled a blocked reader
         self._cut_ok = True  # the reader is at a resumable point of an unfinished message
         self._replayable = False  # the current upstream can be continued after any event
+        self._upstream_done = False  # the upstream sent the whole message
         self._last_event_id = ""  # the SSE id of the last event received
 
     @property
@@ -315,6 +320,7 @@ class MessageStream:
         resume (no hook, resumes spent, already ended)."""
         if (
             self._done
+            or self._upstream_done
             or self._aborted is not None
             or self._resume is None
             or self._state.stopped
@@ -358,6 +364,7 @@ class MessageStream:
         pending = 0
         resumable = True  # between blocks or inside a text block: a prefill can continue it
         finished = False
+        errored = False
         end: _End | BaseException | None = None
         scope = self._reader = anyio.CancelScope()
         self._idle_fired = False
@@ -393,6 +400,7 @@ class MessageStream:
                             isinstance(ev, MessageDeltaEvent) and ev.stop_reason is not None
                         ):
                             finished = True
+                            errored = errored or isinstance(ev, ErrorEvent)
                     if out or progress:
                         self._progress += 1
                     if out and observer is not None:
@@ -449,8 +457,12 @@ class MessageStream:
                 except Exception as e:  # closing a broken connection may fail; report it
                     if isinstance(end, _End) and not end.stalled:
                         end = error_from_transport(e) or e
-            if isinstance(end, _End) and end.stalled and observer is not None:
-                observer.released()
+            if isinstance(end, _End) and observer is not None:
+                if end.stalled:
+                    observer.released()
+                elif finished:
+                    self._upstream_done = True
+                    observer.ended(not errored)
             if end is not None:  # None: cancelled, nobody is reading any more
                 buf.put_nowait(end)
 

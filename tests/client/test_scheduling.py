@@ -15,7 +15,7 @@ from anyio.lowlevel import checkpoint
 from sdk import MapProgress, RequestMetrics
 from sdk._client import Client
 from sdk._retry import RetryPolicy
-from sdk.scheduler import Scheduler, UnknownTierError
+from sdk.scheduler import Scheduler, TicketState, UnknownTierError
 
 from .fault_server import FaultServer, Reply, Request, events_for, fault_server, prefill_of, sse
 
@@ -80,19 +80,20 @@ async def test_slots_are_learnt_once_from_props() -> None:
 
 
 async def test_the_hosted_api_is_not_probed_and_a_given_slot_count_wins() -> None:
-    assert Client(api_key=KEY)._slots_known
-    c = Client(base_url="http://127.0.0.1:9", scheduler=Scheduler(slots=5))
-    assert c._slots_known and c.scheduler.slots == 5
+    async with Client(api_key=KEY) as hosted:
+        assert hosted._slots_known
+    async with Client(base_url="http://127.0.0.1:9", scheduler=Scheduler(slots=5)) as c:
+        assert c._slots_known and c.scheduler.slots == 5
 
 
 async def test_unknown_tier_fails_at_the_call() -> None:
-    c = Client(base_url="http://127.0.0.1:9")
-    with pytest.raises(UnknownTierError, match="urgent"):
-        c.stream(model="m", max_tokens=5, messages=msg("x"), priority="urgent")
-    with pytest.raises(UnknownTierError):
-        await c.create(model="m", max_tokens=5, messages=msg("x"), priority="urgent")
-    with pytest.raises(UnknownTierError):
-        c.map([], priority="urgent")
+    async with Client(base_url="http://127.0.0.1:9") as c:
+        with pytest.raises(UnknownTierError, match="urgent"):
+            c.stream(model="m", max_tokens=5, messages=msg("x"), priority="urgent")
+        with pytest.raises(UnknownTierError):
+            await c.create(model="m", max_tokens=5, messages=msg("x"), priority="urgent")
+        with pytest.raises(UnknownTierError):
+            c.map([], priority="urgent")
 
 
 class Gate:
@@ -457,10 +458,14 @@ async def test_map_checkpoint_skips_finished_requests_on_restart(tmp_path: Path)
         path.write_bytes(b"\n".join(lines) + b'\n{"index": 99, "key": "torn li')  # a torn last line
         async with c.map(reqs, concurrency=4, checkpoint=path) as results:
             out = [r async for r in results]
+        sent = len(server.requests)
+        async with c.map(reqs, concurrency=4, checkpoint=path) as results:  # after the torn line
+            again = [r async for r in results]
     assert [r.message.text for r in out if r.message] == [f"r{i}!" for i in range(20)]
     restored = [r.index for r in out if r.from_checkpoint]
     assert restored == list(range(len(lines)))
-    assert len(server.requests) == first + 20 - len(lines)  # nothing finished was sent again
+    assert sent == first + 20 - len(lines)  # nothing finished was sent again
+    assert all(r.from_checkpoint for r in again) and len(server.requests) == sent  # nor now
 
 
 async def test_map_resends_an_item_whose_request_changed(tmp_path: Path) -> None:
@@ -475,10 +480,10 @@ async def test_map_resends_an_item_whose_request_changed(tmp_path: Path) -> None
 
 
 async def test_map_must_be_entered() -> None:
-    c = Client(base_url="http://127.0.0.1:9")
-    with pytest.raises(TypeError, match="async with"):
-        async for _ in c.map([]):
-            pass
+    async with Client(base_url="http://127.0.0.1:9") as c:
+        with pytest.raises(TypeError, match="async with"):
+            async for _ in c.map([]):
+                pass
 
 
 async def test_leaving_a_map_early_cancels_queued_work() -> None:
@@ -596,3 +601,98 @@ async def test_an_expired_stream_falls_back_to_a_continuation() -> None:
     assert [bool(r.headers.get("last-event-id")) for r in server.requests] == [False, True, False]
     assert prefill_of(server.requests[2]) == "Let me look."
     assert text == "Let me look. more"
+
+
+# ---- found by an adversarial pass -------------------------------------------------------
+
+
+async def test_a_finished_stream_frees_its_slot_before_its_block_ends() -> None:
+    async def handler(req: Request, reply: Reply) -> None:
+        await answer(req, reply, ["a ", "b"])
+
+    async with fault_server(handler) as server, client(server, scheduler=Scheduler(slots=1)) as c:
+        with anyio.fail_after(DEADLINE):
+            async with c.stream(model="m", max_tokens=5, messages=msg("x")) as s:
+                first = await s.final_message()
+                assert c.scheduler.running == 0  # the upstream is done: its slot is free
+                follow = await c.create(model="m", max_tokens=5, messages=msg(first.text))
+                assert not s._inner.preempt()  # nothing left to pause
+    assert follow.text == "a b" and len(server.requests) == 2
+
+
+async def test_malformed_rate_limit_headers_never_fail_a_request() -> None:
+    async def handler(req: Request, reply: Reply) -> None:
+        headers = {
+            "date": "Tue, 01 Dec 99999 00:00:00 GMT",
+            "retry-after": "Wed, 01 Jan 99999 00:00:00 GMT",
+            "anthropic-ratelimit-tokens-limit": "1e400",
+            "anthropic-ratelimit-tokens-reset": "9999-99-99T99:99:99Z",
+            "x-ratelimit-reset-requests": "1h" * 40,
+        }
+        await reply.respond(
+            200,
+            {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "model": "m",
+                "content": [],
+                "stop_reason": "end_turn",
+                "usage": {},
+            },
+            headers,
+        )
+
+    async with fault_server(handler) as server, client(server) as c:
+        msg_ = await c.create(model="m", max_tokens=5, messages=msg("x"))
+    assert msg_.stop_reason == "end_turn"
+
+
+async def test_a_client_and_its_scheduler_are_freed_together() -> None:
+    import gc
+    import weakref
+
+    c = Client(base_url="http://127.0.0.1:9")
+    ref = weakref.ref(c.scheduler)
+    await c.aclose()
+    del c
+    gc.collect()
+    assert ref() is None
+
+
+async def test_a_batch_flight_can_be_preempted_as_soon_as_it_is_admitted() -> None:
+    from sdk._dispatch import Dispatcher
+    from sdk.scheduler import Cost
+
+    d = Dispatcher(Scheduler(slots=1))
+    asked: list[str] = []
+    a = d.flight(priority="batch", tenant="", cost=Cost(), preemptible=True)
+    a.on_preempt(lambda: asked.append("a") or True)
+    await a.admit()
+    b = d.flight(priority="batch", tenant="", cost=Cost(), preemptible=True)
+    b.on_preempt(lambda: asked.append("b") or True)  # before admission, as the client does
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(b.admit)
+        await wait_all_tasks_blocked()
+        a.finish(ok=True)  # admits b, whose task has not run since
+        i = d.flight(priority="interactive", tenant="", cost=Cost(), preemptible=False)
+        tg.start_soon(i.admit)  # its poll preempts b at once: b's hook is there already
+        await wait_all_tasks_blocked()
+        assert asked == ["b"] and b.ticket.preemptible
+        b.released()
+        await wait_all_tasks_blocked()
+        assert i.ticket.state is TicketState.RUNNING
+
+
+async def test_map_turns_a_request_that_is_not_json_into_its_error() -> None:
+    reqs: list[dict[Any, Any]] = [
+        dict(model="m", max_tokens=5, messages=msg("r0")),
+        {1: "not a string key"},
+        dict(model="m", max_tokens=5, messages=msg("r2")),
+    ]
+    async with fault_server(echo_handler()) as server, client(server) as c:
+        with anyio.fail_after(DEADLINE):
+            async with c.map(reqs) as results:
+                out = [r async for r in results]
+    assert [r.ok for r in out] == [True, False, True] and "not JSON" in str(out[1].error)
+    assert len(server.requests) == 2

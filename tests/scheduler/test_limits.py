@@ -142,3 +142,23 @@ def test_bucket_refills_at_the_rate_the_reset_implies() -> None:
     assert b.wait(101) == math.inf
     b.refill(1000.0)
     assert b.tokens == 100
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {
+            "date": "Tue, 01 Dec 99999 00:00:00 GMT",
+            "anthropic-ratelimit-tokens-limit": "100",
+            "anthropic-ratelimit-tokens-reset": "2026-12-01T00:00:00Z",
+        },
+        {"retry-after": "Wed, 01 Jan 99999 00:00:00 GMT"},
+        {
+            "anthropic-ratelimit-requests-limit": "10",
+            "anthropic-ratelimit-requests-reset": "9999-12-31T23:59:59-23:59",
+        },
+    ],
+)
+def test_out_of_range_dates_are_ignored(headers: dict[str, str]) -> None:
+    parse_rate_limit_headers(headers)
+    parse_rate_limit_headers(headers, wall=WALL)

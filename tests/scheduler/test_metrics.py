@@ -53,3 +53,16 @@ def test_window_keeps_the_last_requests_per_tier() -> None:
     assert s["batch"].ttft is not None and s["batch"].ttft.p50 == 4.0  # requests 3, 4, 5
     assert s["batch"].itl is not None and s["batch"].itl.count == 4
     assert s["interactive"].errors == 1 and s["interactive"].ttft is None
+
+
+def test_the_window_keeps_itl_gaps_once_and_capped() -> None:
+    w = MetricsWindow(size=10, max_itl=50)
+    for _ in range(10):
+        t = RequestTimer(0.0, "batch", "")
+        t.arrived(0.1, 1)
+        for k in range(1000):
+            t.arrived(0.1 + k * 0.01, 1)
+        w.add(t.finish(20.0, ok=True))
+    assert sum(len(m.itl) for m in w._requests["batch"]) == 0  # the requests keep no copy
+    s = w.summary()["batch"]
+    assert s.itl is not None and s.itl.count == 50

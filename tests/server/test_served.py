@@ -280,12 +280,10 @@ async def test_openai_sdk_gets_the_same_text_as_from_llama_server_directly(serve
     assert [m.id for m in models.data] == [model]
     with pytest.raises(openai.BadRequestError, match="n must be 1"):
         await proxied.chat.completions.create(model=model, max_tokens=4, messages=LIST, n=2)  # type: ignore[arg-type]
+    stranger = openai.AsyncOpenAI(base_url=served.url + "/v1", api_key="nope")
     with pytest.raises(openai.AuthenticationError):
-        await openai.AsyncOpenAI(base_url=served.url + "/v1", api_key="nope").chat.completions.create(
-            model=model,
-            max_tokens=4,
-            messages=LIST,  # type: ignore[arg-type]
-        )
+        await stranger.chat.completions.create(model=model, max_tokens=4, messages=LIST)  # type: ignore[arg-type]
+    await stranger.close()  # its finalizer would close it on whatever event loop runs then
     await direct.close()
     await proxied.close()
 
