@@ -35,7 +35,7 @@ import httpx2
 import orjson
 from anyio.abc import TaskGroup
 
-from .._client import Client
+from .._client import Client, _cost
 from .._errors import (
     APIConnectionError,
     APIError,
@@ -50,6 +50,7 @@ from ._config import Keyring, Principal, ServerConfig
 from ._live import LiveStream
 from ._metrics import CONTENT_TYPE, ServerMetrics
 from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
+from ._quota import Quotas
 
 __all__ = ["ServerApp"]
 
@@ -127,6 +128,7 @@ class ServerApp:
         self._rr = 0
         self._models: tuple[float, list[dict[str, Any]]] | None = None
         self._live: dict[str, LiveStream] = {}
+        self.quotas = Quotas()
         self._tg: TaskGroup | None = None  # the server's own tasks (from the lifespan)
 
     # ---- life ------------------------------------------------------------------------
@@ -374,14 +376,28 @@ class ServerApp:
         """Admit and run one request: streamed through ``framer``, or whole through
         ``render`` (the message to the protocol's JSON)."""
         tier = self._tier(scope, data, who)
+        quota: dict[str, str] = {}
+        if who.requests_per_minute or who.tokens_per_minute:
+            cost = await _cost(data)
+            verdict = self.quotas.check(
+                who.tenant,
+                anyio.current_time(),
+                rpm=who.requests_per_minute,
+                tpm=who.tokens_per_minute,
+                tokens=cost.tokens,
+            )
+            quota = verdict.headers
+            if not verdict.ok:
+                self.metrics.rejected.labels("quota").inc()
+                raise HTTPError(429, "rate_limit_error", "this key's quota is used up for now", quota)
         up = self._pick(scope)
         up.in_flight += 1
         try:
             if framer is not None:
-                await self._stream(up, data, tier, who, receive, send, framer)
+                await self._stream(up, data, tier, who, receive, send, framer, quota)
             else:
                 msg = await self._call(receive, up.client.create(priority=tier, tenant=who.tenant, **data))
-                await _json(send, 200, render(msg))
+                await _json(send, 200, render(msg), quota)
         finally:
             up.in_flight -= 1
 
@@ -416,6 +432,7 @@ class ServerApp:
         receive: Receive,
         send: Send,
         framer: Framer,
+        headers: Mapping[str, str],
     ) -> None:
         """Start the engine stream in a task of the server's own (it outlives this
         connection for a while, for a reattach), then send its frames."""
@@ -431,12 +448,12 @@ class ServerApp:
         self._live[sid] = live
         if self._tg is not None:
             self._tg.start_soon(self._produce, live, up, data, tier, who, framer)
-            await self._attach(live, 0, receive, send)
+            await self._attach(live, 0, receive, send, headers)
             return
         async with anyio.create_task_group() as tg:  # served without a lifespan: no reattach
             tg.start_soon(self._produce, live, up, data, tier, who, framer)
             try:
-                await self._attach(live, 0, receive, send)
+                await self._attach(live, 0, receive, send, headers)
             finally:
                 live.scope.cancel()
 
@@ -474,7 +491,14 @@ class ServerApp:
             up.in_flight -= 1
             live.finish()
 
-    async def _attach(self, live: LiveStream, start: int, receive: Receive, send: Send) -> None:
+    async def _attach(
+        self,
+        live: LiveStream,
+        start: int,
+        receive: Receive,
+        send: Send,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         """Send ``live``'s frames from index ``start`` until it ends or the client leaves."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
@@ -486,7 +510,7 @@ class ServerApp:
                 live.attached += 1
                 live.idle_since = None
                 try:
-                    await self._send_frames(live, start, send)
+                    await self._send_frames(live, start, send, headers or {})
                 finally:
                     live.attached -= 1
                     if live.attached == 0:
@@ -495,18 +519,16 @@ class ServerApp:
         if live.failure is not None and live.next == 0:
             raise self._translate(live.failure)
 
-    async def _send_frames(self, live: LiveStream, start: int, send: Send) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"text/event-stream; charset=utf-8"),
-                    (b"cache-control", b"no-cache"),
-                    (b"seam-stream-id", live.sid.encode()),
-                ],
-            }
-        )
+    async def _send_frames(
+        self, live: LiveStream, start: int, send: Send, headers: Mapping[str, str]
+    ) -> None:
+        hdrs = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-cache"),
+            (b"seam-stream-id", live.sid.encode()),
+        ]
+        hdrs += [(k.encode(), v.encode()) for k, v in headers.items()]
+        await send({"type": "http.response.start", "status": 200, "headers": hdrs})
         i = start
         while True:
             while i < live.next:

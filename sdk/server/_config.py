@@ -26,6 +26,8 @@
     tier = "default"         # the tier of its requests unless they ask for another
     max_tier = "interactive" # the best tier it may ask for (default: its tier)
     weight = 1.0             # fair-share weight of the tenant
+    requests_per_minute = 60 # quotas of the tenant: past them a request gets 429 with
+    tokens_per_minute = 50000#   retry-after and the rate-limit headers clients pace by
 
 Keys are stored hashed and compared in constant time against every configured key.
 """
@@ -67,6 +69,8 @@ class KeyEntry:
     tier: str
     max_tier: str
     weight: float = 1.0
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
 
     def __repr__(self) -> str:
         return f"KeyEntry(tenant={self.tenant!r}, tier={self.tier!r}, max_tier={self.max_tier!r})"
@@ -80,6 +84,8 @@ class Principal:
     tenant: str
     tier: Tier
     max_tier: Tier
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +181,22 @@ class ServerConfig:
             if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
                 raise ConfigError("a key's sha256 must be 64 hex digits (python -m sdk.server hash-key)")
             tier = str(k.get("tier", default))
+            rpm, tpm = k.get("requests_per_minute"), k.get("tokens_per_minute")
             entry = KeyEntry(
-                digest, str(k["tenant"]), tier, str(k.get("max_tier", tier)), float(k.get("weight", 1.0))
+                digest,
+                str(k["tenant"]),
+                tier,
+                str(k.get("max_tier", tier)),
+                float(k.get("weight", 1.0)),
+                None if rpm is None else float(rpm),
+                None if tpm is None else float(tpm),
             )
+            for name, v in (
+                ("requests_per_minute", entry.requests_per_minute),
+                ("tokens_per_minute", entry.tokens_per_minute),
+            ):
+                if v is not None and not (v > 0 and math.isfinite(v)):
+                    raise ConfigError(f"key of tenant {entry.tenant!r}: {name} must be a positive number")
             keys.append(entry)
             weights[entry.tenant] = entry.weight
         return cls(tiers=tuple(tiers), keys=tuple(keys), tenant_weights=weights, **server)
@@ -206,4 +225,10 @@ class Keyring:
                 found = k
         if found is None:
             return None
-        return Principal(found.tenant, self._tiers.resolve(found.tier), self._tiers.resolve(found.max_tier))
+        return Principal(
+            found.tenant,
+            self._tiers.resolve(found.tier),
+            self._tiers.resolve(found.max_tier),
+            found.requests_per_minute,
+            found.tokens_per_minute,
+        )

@@ -22,6 +22,7 @@ from tests.llama import LlamaServer
 ROOT = Path(__file__).resolve().parents[2]
 ALICE = "alice-key-7f3a9c"  # interactive tenant
 BOB = "bob-key-41d2e8"  # batch tenant: may not ask for interactive
+CAROL = "carol-key-90b1"  # a quota of two requests a minute
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,12 @@ sha256 = "{hash_key(BOB)}"
 tenant = "bob"
 tier = "batch"
 max_tier = "default"
+
+[[keys]]
+sha256 = "{hash_key(CAROL)}"
+tenant = "carol"
+requests_per_minute = 2
+tokens_per_minute = 100000
 """
 
 

@@ -16,7 +16,7 @@ import openai
 import orjson
 import pytest
 
-from sdk import Client
+from sdk import Client, RateLimitError, RetryPolicy
 
 from .conftest import ALICE, BOB, Served
 
@@ -334,3 +334,24 @@ async def test_a_dropped_connection_reattaches_with_last_event_id_without_regene
     assert after["seam_reattached_total"] == before.get("seam_reattached_total", 0) + 1
     pauses = 'seam_backpressure_pauses_total{tier="interactive"}'
     assert after.get(pauses, 0) == before.get(pauses, 0)  # the engine stream never paused: one request
+
+
+async def test_a_tenant_over_its_quota_gets_429_with_the_headers_clients_pace_by(served: Served) -> None:
+    from .conftest import CAROL
+
+    body = {"model": served.upstream.model, "max_tokens": 1, "messages": LIST, **GREEDY}
+    async with httpx2.AsyncClient(base_url=served.url, timeout=60) as http:
+        answers = [await http.post("/v1/messages", json=body, headers={"x-api-key": CAROL}) for _ in range(3)]
+    assert [r.status_code for r in answers] == [200, 200, 429]
+    assert [r.headers["x-ratelimit-remaining-requests"] for r in answers] == ["1", "0", "0"]
+    assert answers[0].headers["anthropic-ratelimit-requests-limit"] == "2"
+    refused = answers[2]
+    assert refused.json()["error"]["type"] == "rate_limit_error"
+    assert 1 <= int(refused.headers["retry-after"]) <= 30
+    # this SDK's client learns the quota from those headers (and, with retries, would wait
+    # out the retry-after in its queue; here it reports the 429 at once)
+    async with Client(base_url=served.url, api_key=CAROL, retry=RetryPolicy(max_retries=0)) as c:
+        with pytest.raises(RateLimitError):
+            await c.create(**body)
+        bucket = c.scheduler.stats().buckets["requests"]
+    assert bucket[1] == 2.0 and bucket[0] < 1
