@@ -1,4 +1,4 @@
-"""The seam-sdk demo: the three fixes, end to end, against a real self-hosted server.
+"""The seam-sdk demo: the four fixes, end to end, against a real self-hosted server.
 
 1. Chunking: every file under corpora/ (prose in many scripts, code, JSON, Markdown,
    mixed), cut at safe seams within exact budgets; a table of files, chunk counts, token
@@ -10,6 +10,13 @@
    slot and resume later, with nothing lost or repeated.
 3. Sessions: a conversation longer than the window, fitted on purpose with every
    elision reported; saved atomically and loaded back.
+4. Scheduling: a batch ``map`` over the server's two slots while interactive requests
+   arrive (they go first, pausing a batch stream when they must), per-tier latency;
+   then the scheduling server (``python -m sdk.server``) in front of llama-server, with
+   anthropic-sdk-python streaming through it unchanged and its Prometheus metrics.
+
+The model is Gemma 3 270M *base*: it continues text rather than following instructions,
+so the prompts here are text to continue (a list to extend, a sentence to finish).
 
 ``python examples/demo.py --chunks-only`` runs part 1 only (no server needed).
 """
@@ -157,11 +164,128 @@ async def sessions(url: str, model: str) -> None:
             print(f"  saved version {version} atomically; loaded back {len(loaded.log)} turns")
 
 
+ANIMALS = [
+    "cats",
+    "dogs",
+    "owls",
+    "bees",
+    "whales",
+    "ants",
+    "foxes",
+    "crows",
+    "frogs",
+    "bats",
+    "moles",
+    "seals",
+]
+
+
+async def scheduling(url: str, model: str) -> None:
+    reqs = [
+        {
+            "model": model,
+            "max_tokens": 16,
+            "messages": [{"role": "user", "content": f"Facts about {a}:\n1."}],
+            **GREEDY,
+        }
+        for a in ANIMALS
+    ]
+    async with Client(base_url=url) as c:
+        async with anyio.create_task_group() as tg:
+
+            async def ask(k: int) -> None:
+                await anyio.sleep(0.8 * (k + 1))
+                prompt = [{"role": "user", "content": "The colors of the rainbow: red, orange,"}]
+                async with c.stream(
+                    model=model, max_tokens=6, messages=prompt, priority="interactive", **GREEDY
+                ) as s:
+                    text = "".join([t async for t in s.text_deltas()])
+                m = s.metrics()
+                ttft = (m.ttft or 0) * 1000
+                print(f"  interactive {k}: queued {m.queue_time * 1000:.0f} ms, TTFT {ttft:.0f} ms: {text!r}")
+
+            for k in range(3):
+                tg.start_soon(ask, k)
+            async with c.map(reqs, priority="batch") as results:
+                async for r in results:
+                    m = r.metrics
+                    note = f", preempted {m.preemptions}x and resumed" if m and m.preemptions else ""
+                    text = r.message.text if r.message else f"error: {r.error}"
+                    print(f"  batch {r.index:2}: {text[:50]!r}{note}")
+        print(
+            f"  slots learnt from /props: {c.scheduler.slots}; preemptions: {c.scheduler.stats().preempted}"
+        )
+        for tier, tm in c.metrics().items():
+            if tm.ttft is not None:
+                p50, p99 = tm.ttft.p50 * 1000, tm.ttft.p99 * 1000
+                print(f"  {tier:11} {tm.requests:2} requests, TTFT p50 {p50:.0f} ms, p99 {p99:.0f} ms")
+
+
+async def scheduling_server(url: str, model: str) -> None:
+    import socket
+    import subprocess
+
+    import anthropic
+    import httpx2
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sdk.server",
+            "--upstream",
+            url,
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=root,
+    )
+    served = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx2.AsyncClient() as http:
+            for _ in range(100):
+                try:
+                    if (await http.get(served + "/health")).status_code == 200:
+                        break
+                except httpx2.HTTPError:
+                    pass
+                await anyio.sleep(0.1)
+            print(f"  python -m sdk.server --upstream {url} --port {port}")
+            client = anthropic.AsyncAnthropic(base_url=served, api_key="unused")
+            prompt = [{"role": "user", "content": "A short poem about the sea:\n"}]
+            async with client.messages.stream(
+                model=model, max_tokens=24, messages=prompt, extra_body=GREEDY
+            ) as st:
+                text = "".join([t async for t in st.text_stream])
+            await client.close()
+            print(f"  anthropic-sdk-python through it: {text!r}")
+            metrics = (await http.get(served + "/metrics")).text
+            shown = [
+                ln
+                for ln in metrics.splitlines()
+                if ln.startswith(("seam_requests_total", "seam_slots", "seam_ttft_seconds_count"))
+            ]
+            print("  /metrics: " + "; ".join(shown))
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 async def live(url: str, model: str) -> None:
     print("\n== 2. Streams against llama-server ==")
     await streams(url, model)
     print("\n== 3. Sessions ==")
     await sessions(url, model)
+    print("\n== 4. Scheduling: batch work and interactive requests on two slots ==")
+    await scheduling(url, model)
+    print("\n== 4b. The scheduling server in front of llama-server ==")
+    await scheduling_server(url, model)
 
 
 def main() -> int:
