@@ -42,13 +42,6 @@ GREEDY: dict[str, Any] = {"temperature": 0, "top_k": 1}
 COUNT = [{"role": "user", "content": "The numbers from 1 to 1000: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,"}]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def decoded(engine: str) -> int:
     with urllib.request.urlopen(engine + "/metrics", timeout=10) as r:
         text = r.read().decode()
@@ -139,7 +132,8 @@ def pause_cost(url: str, engine: str, seconds: float) -> int:
 
 async def proxy_cost(url: str, pid: int | None, runs: int) -> tuple[float, float]:
     """(median idle TTFT, server CPU microseconds per relayed event)."""
-    async with httpx2.AsyncClient(timeout=120) as http:
+    limits = httpx2.Limits(max_keepalive_connections=0)  # llama-server closes kept-alive ones
+    async with httpx2.AsyncClient(timeout=120, limits=limits) as http:
         ttfts = []
         events = 0
         cpu0 = cpu_seconds(pid) if pid else 0.0
@@ -160,12 +154,12 @@ def main() -> None:
     ap.add_argument("--pause", type=float, default=10.0)
     ap.add_argument("--runs", type=int, default=10)
     args = ap.parse_args()
-    from tests.llama import running_server
+    from tests.llama import free_port, running_server
 
     with running_server() as engine, tempfile.TemporaryDirectory() as d:
         cfg = Path(d) / "server.toml"
         cfg.write_text("[server]\nbuffer_bytes = 4096\nsocket_buffer_bytes = 4096\nstall_seconds = 1.0\n")
-        port = _free_port()
+        port = free_port()
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
         proc = subprocess.Popen(
             [

@@ -518,6 +518,25 @@ class Client:
         held: list[Flight] = []
         kept: list[str] = []  # the stream id, where the server keeps the stream for a reattach
 
+        async def post(
+            flight: Flight, body: Mapping[str, Any], headers: Mapping[str, str] | None
+        ) -> httpx2.Response:
+            return await self._send(
+                "POST",
+                backend.create_path,
+                body=body,
+                headers=headers,
+                timeout=timeout,
+                stream=True,
+                flight=flight,
+            )
+
+        def keep(resp: httpx2.Response) -> bool:
+            """Whether the server keeps this stream for a reattach (and under which id)."""
+            sid = resp.headers.get(STREAM_ID_HEADER, "")
+            kept[:] = [sid] if _valid_stream_id(sid) else []
+            return bool(kept)
+
         async def open_() -> Upstream:
             if held:
                 flight = held[0]
@@ -527,18 +546,8 @@ class Client:
                 flight = await self._flight(
                     params, tier, tenant, preempt=inner.preempt if resumable else None, held=held
                 )
-            resp = await self._send(
-                "POST",
-                backend.create_path,
-                body=body,
-                headers=extra_headers,
-                timeout=timeout,
-                stream=True,
-                flight=flight,
-            )
-            sid = resp.headers.get(STREAM_ID_HEADER, "")
-            kept[:] = [sid] if _valid_stream_id(sid) else []
-            return Upstream(self._chunks(resp), resp.aclose, replayable=bool(kept))
+            resp = await post(flight, body, extra_headers)
+            return Upstream(self._chunks(resp), resp.aclose, replayable=keep(resp))
 
         async def resume(req: ResumeRequest) -> Upstream:
             flight = held[0]
@@ -546,35 +555,18 @@ class Client:
             if kept and req.last_event_id.startswith(kept[0] + ":"):
                 # The server keeps this stream: the rest after the last event, exactly once.
                 try:
-                    resp = await self._send(
-                        "POST",
-                        backend.create_path,
-                        body=body,
-                        headers={**(extra_headers or {}), "last-event-id": req.last_event_id},
-                        timeout=timeout,
-                        stream=True,
-                        flight=flight,
+                    resp = await post(
+                        flight, body, {**(extra_headers or {}), "last-event-id": req.last_event_id}
                     )
                 except NotFoundError:
                     kept.clear()  # expired there: continue by prefill instead
                 else:
                     return Upstream(self._chunks(resp), resp.aclose, replayable=True, replay=True)
             cont, sent = await self._continuation(params, req)
-            cbody = backend.body(cont, stream=True)
-            resp = await self._send(
-                "POST",
-                backend.create_path,
-                body=cbody,
-                headers=extra_headers,
-                timeout=timeout,
-                stream=True,
-                flight=flight,
-            )
-            sid = resp.headers.get(STREAM_ID_HEADER, "")
-            kept[:] = [sid] if _valid_stream_id(sid) else []
+            resp = await post(flight, backend.body(cont, stream=True), extra_headers)
             echo = await self._echoes_prefill()
             repeat = sent if echo else req.prefill[len(req.prefill.rstrip()) :]
-            return Upstream(self._chunks(resp), resp.aclose, repeat, replayable=bool(kept))
+            return Upstream(self._chunks(resp), resp.aclose, repeat, replayable=keep(resp))
 
         inner = MessageStream(
             open_,

@@ -48,7 +48,7 @@ class LlamaServer:
         return sum(1 for s in self.slots() if s.get("is_processing"))
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -64,7 +64,7 @@ def _healthy(url: str) -> bool:
 
 
 def _start(binary: str, gguf: Path, log: Path) -> tuple[subprocess.Popen[bytes], str] | None:
-    port = _free_port()
+    port = free_port()
     cmd = [
         binary,
         "-m", str(gguf),

@@ -4,7 +4,6 @@ llama-server, with a configuration of two tenants."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sdk.server import hash_key
-from tests.llama import LlamaServer
+from tests.llama import LlamaServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE = "alice-key-7f3a9c"  # interactive tenant
@@ -30,13 +29,6 @@ class Served:
     url: str
     upstream: LlamaServer
     log: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def config_text(slots: int) -> str:
@@ -75,7 +67,7 @@ def served(llama_server: LlamaServer, tmp_path_factory: pytest.TempPathFactory) 
     cfg = d / "server.toml"
     cfg.write_text(config_text(1))
     log = d / "server.log"
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with log.open("ab") as out:
         proc = subprocess.Popen(
