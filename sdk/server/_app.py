@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 import secrets
 import zlib
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 import anyio
 import httpx2
@@ -45,8 +45,26 @@ from .._errors import (
     StreamProtocolError,
 )
 from ..scheduler import RequestMetrics, Scheduler, Tier, UnknownTierError
-from ..stream import Event, FlowControl, StallPolicy, event_to_wire, message_to_wire, sse_frame
+from ..stream import FlowControl, StallPolicy, message_to_wire
 from ._config import Keyring, Principal, ServerConfig
+from ._http import (
+    ERROR_TYPES,
+    ChatFramer,
+    Framer,
+    HTTPError,
+    Message,
+    MessagesFramer,
+    Receive,
+    Scope,
+    Send,
+    error_body,
+    header_map,
+    model_entry,
+    openai_error_body,
+    send_json,
+    watch_disconnect,
+    with_id,
+)
 from ._live import LiveStream
 from ._metrics import CONTENT_TYPE, ServerMetrics
 from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
@@ -56,32 +74,7 @@ __all__ = ["ServerApp"]
 
 log = logging.getLogger("sdk.server")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
 HEALTH_INTERVAL = 5.0
-_JSON = [(b"content-type", b"application/json")]
-
-
-class HTTPError(Exception):
-    """An error answer: status, the Messages API's error type, a message."""
-
-    def __init__(
-        self,
-        status: int,
-        error_type: str,
-        message: str,
-        headers: Mapping[str, str] | None = None,
-        param: str | None = None,
-    ):
-        super().__init__(message)
-        self.status = status
-        self.error_type = error_type
-        self.message = message
-        self.headers = dict(headers or {})
-        self.param = param
 
 
 class UpstreamState:
@@ -214,14 +207,14 @@ class ServerApp:
         except HTTPError as e:
             if not started[0]:
                 openai = scope["path"] == "/v1/chat/completions"
-                body = _openai_error_body(e) if openai else _error_body(e.error_type, e.message)
-                await _json(tracked, e.status, body, e.headers)
+                body = openai_error_body(e) if openai else error_body(e.error_type, e.message)
+                await send_json(tracked, e.status, body, e.headers)
         except OSError:
             pass  # the client went away
         except Exception:
             log.exception("unexpected error")
             if not started[0]:
-                await _json(tracked, 500, _error_body("api_error", "internal server error"))
+                await send_json(tracked, 500, error_body("api_error", "internal server error"))
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
@@ -230,7 +223,9 @@ class ServerApp:
             ups = [
                 {"upstream": u.index, "healthy": u.healthy, "in_flight": u.in_flight} for u in self.upstreams
             ]
-            await _json(send, 200 if ok else 503, {"status": "ok" if ok else "unavailable", "upstreams": ups})
+            await send_json(
+                send, 200 if ok else 503, {"status": "ok" if ok else "unavailable", "upstreams": ups}
+            )
             return
         if path == "/metrics":
             body = self.metrics.render()
@@ -255,7 +250,7 @@ class ServerApp:
         if method != route[0]:
             raise HTTPError(405, "invalid_request_error", f"{path} takes {route[0]}", {"allow": route[0]})
         principal = self._authenticate(scope)
-        last = _headers(scope).get("last-event-id")
+        last = header_map(scope).get("last-event-id")
         if last and path in ("/v1/messages", "/v1/chat/completions"):
             await self._reattach(scope, receive, send, principal, last)
             return
@@ -264,7 +259,7 @@ class ServerApp:
     # ---- requests --------------------------------------------------------------------
 
     def _authenticate(self, scope: Scope) -> Principal:
-        headers = _headers(scope)
+        headers = header_map(scope)
         key = headers.get("x-api-key")
         if key is None:
             auth = headers.get("authorization", "")
@@ -299,7 +294,7 @@ class ServerApp:
         return data
 
     def _tier(self, scope: Scope, data: dict[str, Any], who: Principal) -> Tier:
-        asked: str | int | None = _headers(scope).get("seam-priority")
+        asked: str | int | None = header_map(scope).get("seam-priority")
         body_priority = data.pop("priority", None)
         if asked is None and body_priority is not None:
             asked = body_priority
@@ -322,7 +317,7 @@ class ServerApp:
         load is within one of the least (its prompt cache is there)."""
         ups = [u for u in self.upstreams if u.healthy] or self.upstreams
         least = min(u.in_flight for u in ups)
-        conv = _headers(scope).get("x-conversation-id")
+        conv = header_map(scope).get("x-conversation-id")
         if conv:
             home = self.upstreams[zlib.crc32(conv.encode()) % len(self.upstreams)]
             if home in ups and home.in_flight <= least + 1:
@@ -397,7 +392,7 @@ class ServerApp:
                 await self._stream(up, data, tier, who, receive, send, framer, quota)
             else:
                 msg = await self._call(receive, up.client.create(priority=tier, tenant=who.tenant, **data))
-                await _json(send, 200, render(msg), quota)
+                await send_json(send, 200, render(msg), quota)
         finally:
             up.in_flight -= 1
 
@@ -415,7 +410,7 @@ class ServerApp:
                 finally:
                     tg.cancel_scope.cancel()
 
-            tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
+            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
             tg.start_soon(run)
         if failure:
             raise self._translate(failure[0])
@@ -477,11 +472,11 @@ class ServerApp:
                         try:
                             async for ev in s:
                                 for frame in framer.frames(ev):
-                                    live.push(_with_id(frame, live.sid, live.next))
+                                    live.push(with_id(frame, live.sid, live.next))
                                 while live.ahead():
                                     await live.changed()
                         except SDKError as e:  # after the first byte: an error frame
-                            live.push(_with_id(framer.error(self._translate(e)), live.sid, live.next))
+                            live.push(with_id(framer.error(self._translate(e)), live.sid, live.next))
                 except SDKError as e:  # before it: the error answer
                     live.failure = e
         except Exception as e:
@@ -501,7 +496,7 @@ class ServerApp:
     ) -> None:
         """Send ``live``'s frames from index ``start`` until it ends or the client leaves."""
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
+            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
             await live.opened.wait()
             if live.failure is not None and live.next == 0:
                 tg.cancel_scope.cancel()
@@ -576,7 +571,7 @@ class ServerApp:
         data.pop("priority", None)
         up = self._pick(scope)
         n = await self._call(receive, up.client.count_tokens(**data))
-        await _json(send, 200, {"input_tokens": n.input_tokens})
+        await send_json(send, 200, {"input_tokens": n.input_tokens})
 
     async def _list_models(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         now = anyio.current_time()
@@ -585,20 +580,12 @@ class ServerApp:
             for u in self.upstreams:
                 try:
                     for m in await u.client.models(timeout=10.0):
-                        seen.setdefault(
-                            m.id,
-                            {
-                                "type": "model",
-                                "id": m.id,
-                                "display_name": m.display_name or m.id,
-                                "created_at": None,
-                            },
-                        )
+                        seen.setdefault(m.id, model_entry(m.id, m.display_name))
                 except SDKError:
                     continue
             self._models = (now, list(seen.values()))
         models = self._models[1]
-        await _json(
+        await send_json(
             send,
             200,
             {
@@ -628,7 +615,9 @@ class ServerApp:
             )
         if isinstance(e, APIError):
             status = e.status or 500
-            return HTTPError(status, e.error_type or _TYPES.get(status, "api_error"), self._clean(e.message))
+            return HTTPError(
+                status, e.error_type or ERROR_TYPES.get(status, "api_error"), self._clean(e.message)
+            )
         if isinstance(e, APITimeoutError):
             return HTTPError(504, "timeout_error", "the upstream server did not answer in time")
         if isinstance(e, APIConnectionError):
@@ -645,93 +634,3 @@ class ServerApp:
         if key:
             text = text.replace(key, "***")
         return text
-
-
-_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
-
-
-async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while True:
-        msg = await receive()
-        if msg["type"] == "http.disconnect":
-            scope.cancel()
-            return
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
-
-
-class Framer(Protocol):
-    """How one protocol writes a stream: frames for an event, an error frame, the end."""
-
-    def frames(self, ev: Event) -> list[bytes]: ...
-
-    def error(self, err: HTTPError) -> bytes: ...
-
-    def done(self) -> bytes: ...
-
-
-class MessagesFramer:
-    def frames(self, ev: Event) -> list[bytes]:
-        return [sse_frame(*event_to_wire(ev))]
-
-    def error(self, err: HTTPError) -> bytes:
-        return sse_frame("error", _error_body(err.error_type, err.message))
-
-    def done(self) -> bytes:
-        return b""
-
-
-class ChatFramer:
-    def __init__(self, writer: ChunkWriter) -> None:
-        self.writer = writer
-
-    def frames(self, ev: Event) -> list[bytes]:
-        return [b"data: " + orjson.dumps(c) + b"\n\n" for c in self.writer.feed(ev)]
-
-    def error(self, err: HTTPError) -> bytes:
-        return b"data: " + orjson.dumps(_openai_error_body(err)) + b"\n\n"
-
-    def done(self) -> bytes:
-        return b"data: [DONE]\n\n"
-
-
-def _model_entry(model_id: str, display_name: str | None) -> dict[str, Any]:
-    return {
-        "id": model_id,
-        "type": "model",
-        "object": "model",
-        "display_name": display_name or model_id,
-        "created_at": "1970-01-01T00:00:00Z",
-        "created": 0,
-        "owned_by": "seam",
-    }
-
-
-def _with_id(frame: bytes, sid: str, n: int) -> bytes:
-    return b"id: " + f"{sid}:{n}".encode() + b"\n" + frame
-
-
-def _openai_error_body(e: HTTPError) -> dict[str, Any]:
-    return {"error": {"message": e.message, "type": e.error_type, "param": e.param, "code": None}}
-
-
-def _error_body(error_type: str, message: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": error_type, "message": message}}
-
-
-async def _json(send: Send, status: int, body: object, headers: Mapping[str, str] | None = None) -> None:
-    raw = orjson.dumps(body)
-    hdrs = [*_JSON, (b"content-length", str(len(raw)).encode())]
-    hdrs += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": hdrs})
-    await send({"type": "http.response.body", "body": raw})

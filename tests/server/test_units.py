@@ -246,3 +246,11 @@ def test_completion_object() -> None:
     assert out["choices"][0]["message"]["content"] == "ok"
     assert orjson.loads(out["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]) == {"a": 1}
     assert out["usage"] == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+
+
+def test_model_entries_fit_both_list_shapes() -> None:
+    from sdk.server._http import model_entry
+
+    m = model_entry("gemma", None)
+    assert m["type"] == "model" and m["object"] == "model" and m["display_name"] == "gemma"
+    assert m["owned_by"] and isinstance(m["created"], int) and m["created_at"].endswith("Z")
