@@ -1,25 +1,32 @@
 """The scheduling server: an ASGI application in front of one or more engines.
 
 It speaks the Messages API (``/v1/messages``, streaming and not, ``count_tokens``,
-``/v1/models``), so anthropic-sdk-python and this SDK's ``Client`` work against it
-unchanged, and runs :mod:`sdk.scheduler` over the engines' slots. Each upstream is
+``/v1/models``) and OpenAI's ``/v1/chat/completions`` (:mod:`._openai`), so
+anthropic-sdk-python, openai-python and this SDK's ``Client`` work against it unchanged,
+and runs :mod:`sdk.scheduler` over the engines' slots. Each upstream is
 reached with this SDK's own :class:`~sdk.Client`; all of them share the server's one
 scheduler, so admission, fairness, preemption and metrics are decided in one place:
 
 - **admission** by tier (a key's tier, or the ``priority`` the request asks for within
   the key's ``max_tier``: a ``seam-priority`` header or a ``priority`` body field, a tier
-  name or vLLM's integer) and tenant; a full queue answers 503 with ``retry-after``;
+  name or vLLM's integer) and tenant; a full queue answers 503 with ``retry-after``, a
+  tenant past its quota 429 (:mod:`._quota`);
 - **preemption**: a preemptible stream is paused for a higher tier by the client's
   stream machinery (upstream closed at a resumable point, continued by prefill when a
   slot frees); its client sees one uninterrupted stream;
 - **backpressure**: the response is written with the ASGI ``send``, which waits while
-  the client's socket does not drain; meanwhile the stream's bounded buffer fills, and
-  past ``buffer_bytes`` (or ``stall_seconds`` without a read) the upstream generation is
-  cancelled, freeing its slot, and resumed when the client reads again.
+  the client's socket does not drain (:mod:`._serve` keeps socket buffers small); the
+  stream's producer stays at most ``buffer_bytes`` ahead of what was sent, so its engine
+  stream's buffer fills and, after ``stall_seconds`` without a read, the generation is
+  cancelled, freeing its slot, and resumed when the client reads again;
+- **reattach**: the engine stream belongs to the server (a :class:`~._live.LiveStream`
+  fed by a task of the server's own), not to the connection. Every SSE event carries an
+  ``id:`` (``<stream id>:<n>``, the stream id also in the ``seam-stream-id`` header); a
+  client that lost its connection re-sends its request with ``Last-Event-ID`` and gets
+  the rest exactly once, with no new engine request.
 
-Every SSE event carries an ``id:`` (``<stream id>:<n>``); the stream id is in the
-``seam-stream-id`` response header. Upstream errors keep their status and type; their
-text never carries an upstream URL or key.
+Upstream errors keep their status and type; their text never carries an upstream URL or
+key.
 """
 
 from __future__ import annotations
