@@ -116,9 +116,14 @@ def running_server() -> Iterator[LlamaServer]:
     try:
         yield LlamaServer(url, MODEL_ALIAS, log)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate a server process, killing it if it does not exit within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

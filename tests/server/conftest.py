@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sdk.server import hash_key
-from tests.llama import LlamaServer, free_port
+from tests.llama import LlamaServer, free_port, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE = "alice-key-7f3a9c"  # interactive tenant
@@ -104,9 +104,4 @@ def served(llama_server: LlamaServer, tmp_path_factory: pytest.TempPathFactory) 
             time.sleep(0.1)
         yield Served(url, llama_server, log)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
