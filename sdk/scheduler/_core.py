@@ -376,6 +376,14 @@ class Scheduler:
         """A running request was refused for now (a 429 before its first byte): free
         its slot and put it back in line at once, ahead of its tier's new ones."""
         if ticket.state in _HOLDING:
+            # The server did not count it: give back what it took from buckets no reading
+            # has reconciled since (a reading already tells what the server counted).
+            for dim, _ in ticket._taken.items():
+                b = self._buckets.get(dim)
+                if b is not None:
+                    b.refill(now)
+                    b.give_back(ticket.cost.of(dim))
+            ticket._taken.clear()
             ticket.state = TicketState.RUNNING  # a requeue is not a preemption
             self.paused(ticket, now)
             self.resume(ticket, now)
@@ -470,7 +478,7 @@ class Scheduler:
                         if t._admit_seq > ticket._admit_seq
                     )
             else:
-                seen = ticket._taken.get(r.dimension) if ticket is not None else None
+                seen = ticket._taken.pop(r.dimension, None) if ticket is not None else None
                 unseen = b.taken - seen if seen is not None else 0.0
             b.observe(r, now, max(0.0, unseen))
         if info.retry_after is not None:

@@ -544,3 +544,19 @@ def test_an_interactive_request_that_waited_longer_goes_before_an_aged_batch_one
     s.finished(first, 40.0)
     assert s.poll(40.0).admit == (urgent,)
     assert bulk.state is TicketState.WAITING
+
+
+def test_a_refused_request_is_charged_once() -> None:
+    s = Scheduler()
+    s.rate_limit(0.0, {"x-ratelimit-limit-requests": "3", "x-ratelimit-remaining-requests": "3"})
+    a = s.submit(0.0)
+    assert s.poll(0.0).admit == (a,)
+    s.requeue(a, 0.0)  # a 429 without headers: the server did not count it
+    assert s.stats().buckets["requests"][0] == pytest.approx(3.0)
+    assert s.poll(0.0).admit == (a,)
+    b = s.submit(0.0)
+    assert s.poll(0.0).admit == (b,)
+    # a 429 with a reading: the reading says what the server counted, nothing is given back
+    s.rate_limit(0.0, {"x-ratelimit-limit-requests": "3", "x-ratelimit-remaining-requests": "0"}, ticket=b)
+    s.requeue(b, 0.0)
+    assert s.stats().buckets["requests"][0] == pytest.approx(0.0)
