@@ -720,14 +720,11 @@ class _Observer:
 
 async def _cost(params: Mapping[str, Any]) -> Cost:
     """The scheduler's cost of a request: the local input estimate plus ``max_tokens``."""
-    from ._tokens import count_tokens
-
     texts, n_messages = _texts(params)
     if sum(map(len, texts)) > _BIG_PROMPT:  # tens of milliseconds of encoding: off the event loop
-        counted = await anyio.to_thread.run_sync(lambda: sum(count_tokens(t) for t in texts if t))
+        est = await anyio.to_thread.run_sync(_count, texts, n_messages)
     else:
-        counted = sum(count_tokens(t) for t in texts if t)
-    est = counted + 4 * n_messages + 3
+        est = _count(texts, n_messages)
     mt = params.get("max_tokens")
     if mt is None:
         mt = params.get("max_completion_tokens")
@@ -779,7 +776,10 @@ def _texts(params: Mapping[str, Any]) -> tuple[list[str], int]:
 
 def _estimate(params: Mapping[str, Any]) -> int:
     """tiktoken o200k count of the request's text plus a few tokens per message."""
+    return _count(*_texts(params))
+
+
+def _count(texts: list[str], n_messages: int) -> int:
     from ._tokens import count_tokens
 
-    texts, n_messages = _texts(params)
     return sum(count_tokens(t) for t in texts if t) + 4 * n_messages + 3

@@ -393,13 +393,13 @@ class ServerApp:
                 self.metrics.rejected.labels("quota").inc()
                 raise HTTPError(429, "rate_limit_error", "this key's quota is used up for now", quota)
         up = self._pick(scope)
+        if framer is not None:  # its producer counts the upstream's load (it outlives this connection)
+            await self._stream(up, data, tier, who, receive, send, framer, quota)
+            return
         up.in_flight += 1
         try:
-            if framer is not None:
-                await self._stream(up, data, tier, who, receive, send, framer, quota)
-            else:
-                msg = await self._call(receive, up.client.create(priority=tier, tenant=who.tenant, **data))
-                await send_json(send, 200, render(msg), quota)
+            msg = await self._call(receive, up.client.create(priority=tier, tenant=who.tenant, **data))
+            await send_json(send, 200, render(msg), quota)
         finally:
             up.in_flight -= 1
 

@@ -355,3 +355,20 @@ async def test_a_tenant_over_its_quota_gets_429_with_the_headers_clients_pace_by
             await c.create(**body)
         bucket = c.scheduler.stats().buckets["requests"]
     assert bucket[1] == 2.0 and bucket[0] < 1
+
+
+async def test_a_stream_counts_once_in_its_upstreams_load(served: Served) -> None:
+    req = {"model": served.upstream.model, "max_tokens": 60, "messages": COUNT, "stream": True, **GREEDY}
+    async with (
+        httpx2.AsyncClient(base_url=served.url, timeout=60) as http,
+        http.stream("POST", "/v1/messages", json=req, headers={"x-api-key": ALICE}) as r,
+    ):
+        chunks = r.aiter_raw()
+        raw = b""
+        while raw.count(b"text_delta") < 3:
+            raw += await chunks.__anext__()
+        health = (await http.get("/health")).json()
+        async for part in chunks:  # read the rest
+            raw += part
+    assert health["upstreams"][0]["in_flight"] == 1
+    assert b"message_stop" in raw
