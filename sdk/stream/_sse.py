@@ -3,6 +3,11 @@
 Bytes in, events out; no sockets, no clocks. Lines are split on bytes at CR, LF and
 CRLF only (``str.splitlines`` would also split at U+2028 and friends, which JSON
 payloads may contain); a CR that ends one feed may meet its LF in the next.
+
+An unterminated line is kept as the list of the feeds that brought it plus their total
+length, and only a new feed is searched for a line end, so a long line costs O(its
+length) however it is split: the bytes are joined once, when the line ends (growing one
+buffer by concatenation would copy it again at every read, O(length²/read size)).
 """
 
 from __future__ import annotations
@@ -61,11 +66,12 @@ class SSEDecoder:
 
     __slots__ = (
         "_bom_done",
-        "_buf",
         "_data",
         "_data_size",
         "_event",
         "_last_id",
+        "_parts",
+        "_pending",
         "_retry",
         "_skip_lf",
         "max_event_bytes",
@@ -79,7 +85,8 @@ class SSEDecoder:
         self.max_event_bytes = max_event_bytes
         self.replaced = 0
         self.truncated_bytes = 0
-        self._buf = b""
+        self._parts: list[bytes] = []  # the unterminated line so far: no CR or LF in it
+        self._pending = 0  # its length in bytes
         self._skip_lf = False
         self._bom_done = False
         self._data: list[str] = []
@@ -106,24 +113,36 @@ class SSEDecoder:
                 chunk = chunk[1:]
                 if not chunk:
                     return []
-        buf = self._buf + chunk if self._buf else chunk
         if not self._bom_done:
-            if len(buf) < 3 and _BOM.startswith(buf):
-                self._buf = buf
+            # At most two bytes (a BOM's start) are pending here, so joining them is cheap.
+            if self._parts:
+                chunk = b"".join([*self._parts, chunk])
+                self._parts, self._pending = [], 0
+            if len(chunk) < 3 and _BOM.startswith(chunk):
+                self._parts, self._pending = [chunk], len(chunk)
                 return []
-            if buf.startswith(_BOM):
-                buf = buf[3:]
+            if chunk.startswith(_BOM):
+                chunk = chunk[3:]
             self._bom_done = True
-        end = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
         if end < 0:
-            self._buf = buf
+            if chunk:
+                self._parts.append(chunk)
+                self._pending += len(chunk)
             self._check_size()
             return []
-        if end + 1 < len(buf):
-            complete, self._buf = buf[: end + 1], buf[end + 1 :]
+        if end + 1 < len(chunk):
+            head, rest = chunk[: end + 1], chunk[end + 1 :]
         else:
-            complete, self._buf = buf, b""
-            self._skip_lf = buf[end] == 0x0D
+            head, rest = chunk, b""
+            self._skip_lf = chunk[end] == 0x0D
+        if self._parts:
+            self._parts.append(head)
+            complete = b"".join(self._parts)
+        else:
+            complete = head
+        self._parts = [rest] if rest else []
+        self._pending = len(rest)
         self._check_size()
         try:
             text = complete.decode("utf-8")
@@ -145,9 +164,9 @@ class SSEDecoder:
         ``truncated_bytes``.
         """
         out: list[ServerSentEvent] = []
-        if self._buf:
-            self.truncated_bytes += len(self._buf) + self._data_size
-            self._buf = b""
+        if self._pending:
+            self.truncated_bytes += self._pending + self._data_size
+            self._parts, self._pending = [], 0
             self._data = []
             self._data_size = 0
             self._event = ""
@@ -157,9 +176,9 @@ class SSEDecoder:
         return out
 
     def _check_size(self) -> None:
-        if len(self._buf) + self._data_size > self.max_event_bytes:
-            size = len(self._buf) + self._data_size
-            self._buf = b""
+        if self._pending + self._data_size > self.max_event_bytes:
+            size = self._pending + self._data_size
+            self._parts, self._pending = [], 0
             raise SSEEventTooLargeError(
                 f"one server-sent event is over {self.max_event_bytes} bytes ({size} so far)"
             )
