@@ -67,11 +67,12 @@ def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as e:
-        truncated = " (truncated?)" if e.pos >= len(data) - 1 else ""
+        offset, what, reason = _locate(data, e)
+        truncated = " (truncated?)" if offset >= len(data) - 1 or reason == "unexpected end of data" else ""
         raise SessionFileError(
-            f"{p}: not valid JSON at byte offset {e.pos} of {len(data)}{truncated}: {e.msg}",
+            f"{p}: not valid {what} at byte offset {offset} of {len(data)}{truncated}: {reason}",
             path=p,
-            offset=e.pos,
+            offset=offset,
         ) from None
     if not isinstance(doc, dict):
         raise SessionFileError(f"{p}: the top level is not a JSON object", path=p)
@@ -82,6 +83,21 @@ def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise SessionFileError(f"{p}: 'version' must be a positive int, got {version!r}", path=p)
     return doc
+
+
+def _locate(data: bytes, e: orjson.JSONDecodeError) -> tuple[int, str, str]:
+    """The byte offset of a parse error, what was broken there (JSON or UTF-8), and why.
+
+    orjson counts characters of the decoded text, and reports bytes that are not UTF-8
+    (a file cut inside a multi-byte character, say) at position 0 of an empty text.
+    """
+    if e.doc:
+        return len(e.doc[: e.pos].encode("utf-8", "surrogatepass")), "JSON", e.msg
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as u:
+        return u.start, "UTF-8", str(u.reason)
+    return min(e.pos, len(data)), "JSON", e.msg
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
