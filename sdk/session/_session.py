@@ -86,7 +86,7 @@ class Session:
         self.context_window = context_window
         self.reserve_output = reserve_output
         self.system = normalize_content(system) if system else ()
-        self.tools = tuple(normalize_content(tools)) if tools else ()
+        self.tools = _copy_tools(tools) if tools else ()
         self.policy: ContextPolicy = policy or DEFAULT_POLICY
         self.summarize = summarize
         self.summary_tokens = summary_tokens
@@ -449,6 +449,17 @@ class Session:
         self.version = int(doc["version"])
         self.path = p
         return self
+
+
+def _copy_tools(tools: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """Tool definitions are not content blocks (most have no ``type``): each must be a JSON
+    object; copied, so later edits by the caller cannot change the counted tokens."""
+    out = []
+    for t in tools:
+        if not isinstance(t, Mapping):
+            raise TypeError(f"a tool definition must be a mapping, got {t!r}")
+        out.append(orjson.loads(orjson.dumps(t)))
+    return tuple(out)
 
 
 def _usage_list(u: TokenUsage | None) -> list[int | None] | None:

@@ -56,3 +56,15 @@ def test_a_bad_byte_after_multibyte_text_is_located_in_bytes(tmp_path: Path) -> 
         with pytest.raises(SessionFileError) as e:
             Session.load(path)
         assert e.value.offset == at and f"not valid {what} at byte offset {at}" in str(e.value)
+
+
+def test_tool_definitions_need_no_type_and_survive_a_save(tmp_path: Path) -> None:
+    tool = {"name": "lookup", "description": "find", "input_schema": {"type": "object", "properties": {}}}
+    s = Session(None, model="m", context_window=5_000, reserve_output=100, tools=[tool])
+    s.add_user("hi")
+    assert s.request()[0]["tools"] == [tool]
+    assert s.fixed_tokens > 0
+    s.save(tmp_path / "t.json")
+    assert Session.load(tmp_path / "t.json").tools == (tool,)
+    with pytest.raises(TypeError, match="tool definition"):
+        Session(None, model="m", context_window=5_000, reserve_output=100, tools=["lookup"])  # type: ignore[list-item]
