@@ -33,6 +33,7 @@ import httpx2
 import orjson
 
 from ._backends import Backend, BackendName, MessagesBackend, OpenAIBackend, detect_backend
+from ._body import MAX_ERROR_BODY, MAX_RESPONSE_BODY, decoded_chunks, read_bounded
 from ._dispatch import Dispatcher, Flight
 from ._errors import (
     APIConnectionError,
@@ -41,9 +42,13 @@ from ._errors import (
     NotFoundError,
     OverloadedError,
     RateLimitError,
+    RedirectError,
+    ResponseTooLargeError,
     SDKError,
     api_error_from_body,
     error_from_transport,
+    register_secret,
+    release_secret,
 )
 from ._map import MapProgress, MapRun
 from ._retry import RetryBudget, RetryPolicy, retry_decision
@@ -225,6 +230,8 @@ class Client:
             env = "OPENAI_API_KEY" if self.backend_name == "openai" else "ANTHROPIC_API_KEY"
             api_key = os.environ.get(env)
         self._key = _Secret(api_key)
+        self._secrets: set[str] = set()  # registered for redaction by value; released on close
+        self._register(api_key)
         self.hosted = self.base_url == HOSTED_BASE_URL
         self.timeout = timeout if isinstance(timeout, httpx2.Timeout) else httpx2.Timeout(timeout)
         self.idle_timeout = idle_timeout
@@ -240,6 +247,7 @@ class Client:
             **self._backend.headers(None),
             **(default_headers or {}),
         }
+        self._register_headers(self._headers)
         self._own_http = http_client is None
         self._http = http_client or httpx2.AsyncClient(timeout=self.timeout, http2=http2)
         self._live: set[Stream] = set()
@@ -274,6 +282,22 @@ class Client:
         if self._own_http:
             with anyio.CancelScope(shield=True):
                 await self._http.aclose()
+        for secret in self._secrets:
+            release_secret(secret)
+        self._secrets.clear()
+
+    def _register(self, secret: str | None) -> None:
+        if secret and secret not in self._secrets and register_secret(secret):
+            self._secrets.add(secret)
+
+    def _register_headers(self, headers: Mapping[str, str]) -> None:
+        """Mask the values of the credential headers a request carries, by value."""
+        for k, v in headers.items():
+            if k.lower() in _SECRET_HEADERS and isinstance(v, str):
+                self._register(v)
+                scheme, _, token = v.partition(" ")
+                if token and scheme.lower() in ("bearer", "basic", "token"):
+                    self._register(token.strip())
 
     def _check_open(self) -> None:
         if self._closed:
@@ -334,21 +358,20 @@ class Client:
     async def _probe_slots(self) -> int | None:
         root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
         try:
-            async with self._http.stream(
-                "GET", root + "/props", headers=self._request_headers(None), timeout=5.0
-            ) as resp:
-                if resp.status_code != 200:
-                    return None
-                raw = b""
-                async for part in resp.aiter_bytes():
-                    raw += part
-                    if len(raw) > _PROBE_BYTES:
-                        return None
-            props = orjson.loads(raw)
+            with anyio.fail_after(10.0):  # however slowly its bytes come
+                return _slots_from(await self._get_small(root + "/props", _PROBE_BYTES))
         except Exception:  # no such endpoint, not JSON, not reachable: slots stay unknown
             return None
-        n = props.get("total_slots") if isinstance(props, dict) else None
-        return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 1_000_000 else None
+
+    async def _get_small(self, url: str, limit: int) -> object:
+        """A small JSON document: ``None`` unless a 200 of at most ``limit`` bytes."""
+        async with self._http.stream(
+            "GET", url, headers={**self._request_headers(None), "accept-encoding": "identity"}, timeout=5.0
+        ) as resp:
+            if resp.status_code != 200:
+                return None
+            raw, more = await read_bounded(resp, limit)
+        return None if more else orjson.loads(raw)
 
     # ---- requests ----------------------------------------------------------------------
 
@@ -361,6 +384,7 @@ class Client:
         if key:
             h.update(self._backend.headers(key))
         if extra:
+            self._register_headers(extra)
             h.update(extra)
         return h
 
@@ -390,6 +414,8 @@ class Client:
             t = timeout if isinstance(timeout, httpx2.Timeout) else httpx2.Timeout(timeout)
         elif stream and self.idle_timeout is not None:
             t = httpx2.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
+        hdrs["accept-encoding"] = "identity" if stream else "gzip, deflate"  # what _body reads
+        deadline = _deadline(t)
         self.retry_budget.deposit()
         attempt = 0
         while True:
@@ -397,7 +423,8 @@ class Client:
                 method, self._url(path), content=content, headers=hdrs, timeout=t
             )
             try:
-                response = await self._http.send(request, stream=True)
+                with anyio.fail_after(deadline):  # the head, whatever the pace of its bytes
+                    response = await self._http.send(request, stream=True)
             except Exception as e:
                 err = error_from_transport(e)
                 if err is None:
@@ -413,19 +440,16 @@ class Client:
             status = response.status_code
             if flight is not None:
                 flight.response(status, response.headers)
+            if 300 <= status < 400:
+                await response.aclose()
+                raise RedirectError(
+                    status, response.headers.get("location"), request_id=_request_id(response)
+                )
             if status < 400:
                 if not stream:
-                    try:
-                        await response.aread()
-                    except Exception as e:
-                        err = error_from_transport(e)
-                        if err is None:
-                            raise
-                        raise err from e
-                    finally:
-                        await response.aclose()
+                    return await self._whole(response, deadline)
                 return response
-            err = await self._error(response)
+            err = await self._error(response, deadline)
             delay = retry_decision(status, response.headers, attempt, self.retry, rng=self._rng)
             if flight is not None and status in (429, 529) and delay is not None:
                 attempt += 1
@@ -437,19 +461,48 @@ class Client:
             attempt += 1
             await anyio.sleep(delay)
 
-    async def _error(self, response: httpx2.Response) -> APIError:
+    @staticmethod
+    async def _whole(response: httpx2.Response, deadline: float | None) -> httpx2.Response:
+        """A non-streamed answer read whole, within ``MAX_RESPONSE_BODY`` (decompressed) and
+        the deadline, as a response whose content is in memory."""
         try:
-            raw = await response.aread()
-        except Exception:
-            raw = b""
+            with anyio.fail_after(deadline):
+                raw, more = await read_bounded(response, MAX_RESPONSE_BODY, excerpt=False)
+        except Exception as e:
+            err = error_from_transport(e)
+            if err is None:
+                raise
+            raise err from e
         finally:
             await response.aclose()
+        if more:
+            raise ResponseTooLargeError(MAX_RESPONSE_BODY)
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
+        return httpx2.Response(response.status_code, headers=headers, content=raw, request=response.request)
+
+    @staticmethod
+    async def _error(response: httpx2.Response, deadline: float | None = None) -> APIError:
+        """The typed error for an error status. At most ``MAX_ERROR_BODY`` bytes of the body
+        are read (within the deadline); a longer one is kept as a marked excerpt."""
+        raw, more = b"", False
         try:
-            body: object = orjson.loads(raw) if raw else None
-        except orjson.JSONDecodeError:
-            body = raw.decode("utf-8", "replace")
-        rid = response.headers.get("request-id") or response.headers.get("x-request-id")
-        return api_error_from_body(body, status=response.status_code, request_id=rid)
+            with anyio.move_on_after(deadline) as scope:
+                raw, more = await read_bounded(response, MAX_ERROR_BODY)
+            more = more or scope.cancelled_caught
+        except Exception:
+            more = True
+        finally:
+            await response.aclose()
+        body: object
+        if more:
+            excerpt = raw.decode("utf-8", "replace")
+            body = f"{excerpt}... (truncated: only the first {len(raw)} bytes were read)"
+        else:
+            try:
+                body = orjson.loads(raw) if raw else None
+            except orjson.JSONDecodeError:
+                body = raw.decode("utf-8", "replace")
+        return api_error_from_body(body, status=response.status_code, request_id=_request_id(response))
 
     @staticmethod
     def _params(params: dict[str, Any], extra_body: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -613,7 +666,7 @@ class Client:
 
     @staticmethod
     def _chunks(resp: httpx2.Response) -> AsyncIterator[bytes]:
-        return resp.aiter_raw()
+        return decoded_chunks(resp)
 
     async def _continuation(
         self, params: Mapping[str, Any], req: ResumeRequest
@@ -691,6 +744,26 @@ class Client:
                     )
                 )
         return out
+
+
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
+
+
+def _slots_from(props: object) -> int | None:
+    n = props.get("total_slots") if isinstance(props, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 1_000_000 else None
+
+
+def _request_id(response: httpx2.Response) -> str | None:
+    return response.headers.get("request-id") or response.headers.get("x-request-id")
+
+
+def _deadline(t: httpx2.Timeout) -> float | None:
+    """How long a response head may take to arrive (and a non-streamed body, again):
+    the connect and read timeouts together, however slowly its bytes come."""
+    if t.connect is None or t.read is None:
+        return None
+    return t.connect + t.read
 
 
 def _valid_stream_id(sid: str) -> bool:

@@ -16,9 +16,11 @@ socket, a malformed byte stream), the caller catches the same classes::
     │   ├── UnprocessableEntityError  422
     │   ├── RateLimitError            429  rate_limit_error
     │   ├── InternalServerError       5xx  api_error
-    │   └── OverloadedError           529  overloaded_error
+    │   ├── OverloadedError           529  overloaded_error
+    │   └── RedirectError             3xx  (redirects are not followed)
     ├── APIConnectionError            no usable answer: connect/read/write failed
-    │   └── APITimeoutError           ... because a timeout expired
+    │   ├── APITimeoutError           ... because a timeout expired
+    │   └── ResponseTooLargeError     ... because the body is over the client's cap
     ├── RequestRejectedError          the client's scheduler refused it before sending
     └── StreamProtocolError           the bytes or events of a stream break the protocol
         ├── SSEError                  malformed server-sent-event framing
@@ -30,14 +32,18 @@ A mid-stream ``error`` event maps by its ``type`` (an ``overloaded_error`` is an
 raised after the first byte carries ``partial``: the message accumulated so far.
 
 Secrets never reach a message or a repr: strings are passed through :func:`redact`,
-which masks API keys and authorization header values.
+which masks, by value, every secret a client was given or sent (its API key, any
+``Authorization``/``x-api-key`` header value: :func:`register_secret`), and by pattern
+anything shaped like an API key or an authorization value.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 if TYPE_CHECKING:
     from .stream._accumulate import Message
@@ -56,9 +62,11 @@ __all__ = [
     "OverloadedError",
     "PermissionDeniedError",
     "RateLimitError",
+    "RedirectError",
     "RequestRejectedError",
     "RequestTimeoutError",
     "RequestTooLargeError",
+    "ResponseTooLargeError",
     "SDKError",
     "SSEError",
     "SSEEventTooLargeError",
@@ -69,6 +77,8 @@ __all__ = [
     "error_class_for_type",
     "error_from_transport",
     "redact",
+    "register_secret",
+    "release_secret",
 ]
 
 # API keys (Anthropic "sk-ant-...", OpenAI-style "sk-...", bearer tokens) and header values.
@@ -78,8 +88,58 @@ _SECRET = re.compile(
 )
 
 
+# Secrets known by value: every API key a live client was made with or sent in a header
+# (counted: a client that closes gives back its own). A value shorter than this is not
+# masked (it would mask ordinary words, and a key that short is no secret).
+MIN_SECRET_LENGTH = 4
+_known: dict[str, int] = {}
+_known_lock = threading.Lock()
+_known_re: re.Pattern[str] | None = None
+
+
+def _forms(value: str) -> set[str]:
+    """A value and the spellings a server may echo it in: percent-encoded, JSON-escaped."""
+    forms = {value, quote(value, safe=""), value.replace("\\", "\\\\").replace('"', '\\"')}
+    return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+
+
+def register_secret(value: str | None) -> bool:
+    """Mask ``value`` wherever :func:`redact` runs, until :func:`release_secret`. Clients
+    register their own keys and the values of the credential headers they send, and
+    release them when they close. Returns whether anything was registered."""
+    global _known_re
+    if not value or len(value) < MIN_SECRET_LENGTH:
+        return False
+    with _known_lock:
+        for f in _forms(value):
+            _known[f] = _known.get(f, 0) + 1
+        _known_re = _alternation(_known)
+    return True
+
+
+def release_secret(value: str) -> None:
+    """Give back one :func:`register_secret` of ``value``."""
+    global _known_re
+    with _known_lock:
+        for f in _forms(value):
+            n = _known.get(f, 0) - 1
+            if n > 0:
+                _known[f] = n
+            else:
+                _known.pop(f, None)
+        _known_re = _alternation(_known) if _known else None
+
+
+def _alternation(values: Iterable[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
+
+
 def redact(text: str) -> str:
-    """Mask anything that looks like an API key or an authorization value."""
+    """Mask every registered secret, and anything that looks like an API key or an
+    authorization value."""
+    known = _known_re
+    if known is not None:
+        text = known.sub("***", text)
 
     def _mask(m: re.Match[str]) -> str:
         if m.group(1):
@@ -92,8 +152,10 @@ def redact(text: str) -> str:
 def _redact_value(value: object) -> object:
     if isinstance(value, str):
         return redact(value)
+    if isinstance(value, bytes):
+        return redact(value.decode("utf-8", "replace"))
     if isinstance(value, Mapping):
-        return {k: _redact_value(v) for k, v in value.items()}
+        return {redact(k) if isinstance(k, str) else k: _redact_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_redact_value(v) for v in value]
     return value
@@ -141,8 +203,8 @@ class APIError(SDKError):
     ) -> None:
         super().__init__(message, partial=partial)
         self.status = status
-        self.request_id = request_id
-        self.error_type = error_type
+        self.request_id = redact(request_id) if request_id is not None else None
+        self.error_type = redact(error_type) if error_type is not None else None
         self.body = _redact_value(body)
 
     def __str__(self) -> str:
@@ -210,12 +272,40 @@ class OverloadedError(APIError):
     """529 / ``overloaded_error``: the service is temporarily over capacity."""
 
 
+class RedirectError(APIError):
+    """The server answered with a redirect (3xx). Redirects are not followed: an API
+    key must not travel to wherever a server points. ``location`` is where it pointed."""
+
+    location: str | None
+
+    def __init__(self, status: int, location: str | None, *, request_id: str | None = None) -> None:
+        where = f" to {location!r}" if location else " without a location"
+        super().__init__(
+            f"the server answered HTTP {status}, a redirect{where}; redirects are not followed "
+            "(point base_url at the final address)",
+            status=status,
+            request_id=request_id,
+            error_type="redirect",
+        )
+        self.location = redact(location) if location is not None else None
+
+
 class APIConnectionError(SDKError):
     """The transport failed: nothing (or nothing more) could be read from the server."""
 
 
 class APITimeoutError(APIConnectionError):
-    """A connect, read, write or pool timeout expired."""
+    """A connect, read, write or pool timeout expired, or the response did not arrive
+    within its deadline (see :class:`~sdk.Client`)."""
+
+
+class ResponseTooLargeError(APIConnectionError):
+    """A non-streamed response body was over the client's cap (decompressed size).
+    ``limit`` is the cap in bytes."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the response body is over {limit} bytes (decompressed); it was not read further")
+        self.limit = limit
 
 
 class RequestRejectedError(SDKError):

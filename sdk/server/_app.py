@@ -186,7 +186,8 @@ class ServerApp:
                 router = self._router()
                 for u in self.upstreams:
                     try:
-                        r = await http.get(u.url + "/health")
+                        with anyio.fail_after(HEALTH_INTERVAL):  # however slowly it answers
+                            r = await http.get(u.url + "/health")
                         ok = r.status_code == 200
                     except Exception:
                         ok = False

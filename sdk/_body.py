@@ -1,0 +1,115 @@
+"""Reading response bodies within bounds: of size after decompression, and of time.
+
+httpx2 decompresses a whole read at once, so one 64 KiB read of a gzip bomb becomes
+64 MiB, and ``aread()`` keeps whatever the server sends. The client reads raw bytes
+instead and decodes them here, never asking a decompressor for more than it still
+wants: a non-streamed answer is read up to a cap (past it: :class:`ResponseTooLargeError`),
+an error body up to a smaller one (kept as a marked excerpt), and a stream is decoded
+in bounded pieces.
+
+Encodings read: identity, gzip (``x-gzip``) and deflate (zlib or raw), which are all the
+client asks for; any other is a clear error rather than bytes misread as text.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import AsyncIterator
+
+import httpx2
+
+from ._errors import APIConnectionError
+
+__all__ = ["MAX_ERROR_BODY", "MAX_RESPONSE_BODY", "BodyDecoder", "decoded_chunks", "read_bounded"]
+
+MAX_RESPONSE_BODY = 32 * 1024 * 1024  # a non-streamed answer (decompressed)
+MAX_ERROR_BODY = 64 * 1024  # what an error keeps of its body
+_PIECE = 64 * 1024  # the most one decode step yields from a stream
+
+
+class UnsupportedEncodingError(APIConnectionError):
+    """The response uses a content encoding the client did not ask for and cannot read."""
+
+
+class BodyDecoder:
+    """One response's content decoding, asked for at most ``limit`` bytes at a time."""
+
+    def __init__(self, encoding: str | None) -> None:
+        enc = (encoding or "identity").strip().lower()
+        self._raw_deflate = False
+        self._z: zlib._Decompress | None
+        if enc in ("", "identity"):
+            self._z = None
+        elif enc in ("gzip", "x-gzip"):
+            self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif enc == "deflate":
+            self._z = zlib.decompressobj(zlib.MAX_WBITS)
+            self._raw_deflate = True  # switched to raw deflate if the zlib header is missing
+        else:
+            raise UnsupportedEncodingError(
+                f"the response is encoded as {enc!r}, which the client cannot read"
+            )
+        self._tail = b""  # input not yet decoded (held back by a limit)
+        self._started = False
+
+    @property
+    def pending(self) -> bool:
+        """Input is held back, waiting for a call with room."""
+        return bool(self._tail)
+
+    def decode(self, data: bytes, limit: int) -> bytes:
+        """Up to ``limit`` decoded bytes from what was held back plus ``data``."""
+        if self._z is None:
+            data = self._tail + data
+            self._tail = data[limit:]
+            return data[:limit]
+        data = self._tail + data
+        try:
+            out = self._z.decompress(data, max(1, limit))
+        except zlib.error as e:
+            if self._raw_deflate and not self._started:
+                self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+                self._raw_deflate = False
+                return self.decode(data, limit)
+            raise APIConnectionError(f"the response body is not valid compressed data: {e}") from None
+        self._started = True
+        self._raw_deflate = False
+        self._tail = self._z.unconsumed_tail
+        return out
+
+
+async def read_bounded(response: httpx2.Response, limit: int, *, excerpt: bool = True) -> tuple[bytes, bool]:
+    """At most ``limit`` decoded bytes of the body and whether there was more (then, with
+    ``excerpt=False``, no bytes: the caller has no use for them). The body is not read,
+    nor decompressed, past that point; it is decoded in pieces of at most 64 KiB, so
+    memory stays near ``limit`` plus one piece."""
+    decoder = BodyDecoder(response.headers.get("content-encoding"))
+    parts: list[bytes] = []
+    size = 0
+    async for raw in response.aiter_raw():
+        data = raw
+        while True:
+            piece = decoder.decode(data, min(_PIECE, limit + 1 - size))
+            data = b""
+            parts.append(piece)
+            size += len(piece)
+            if size > limit:
+                return (b"".join(parts)[:limit] if excerpt else b""), True
+            if not (decoder.pending and piece):
+                break
+    return b"".join(parts), False
+
+
+async def decoded_chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
+    """A streamed body, decoded, in pieces of at most 64 KiB (so flow control applies to
+    what a compressed read expands to)."""
+    decoder = BodyDecoder(response.headers.get("content-encoding"))
+    async for raw in response.aiter_raw():
+        piece = decoder.decode(raw, _PIECE)
+        if piece:
+            yield piece
+        while decoder.pending:
+            piece = decoder.decode(b"", _PIECE)
+            if not piece:
+                break
+            yield piece

@@ -1,0 +1,351 @@
+"""What a hostile or broken server cannot do to the client: exhaust its memory with a
+large or compressed body, hold it past its deadline with a slow response head, pass a
+redirect off as an answer, or get the client's key echoed into an error."""
+
+from __future__ import annotations
+
+import tracemalloc
+import zlib
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sdk import (
+    APIError,
+    APITimeoutError,
+    BadRequestError,
+    Client,
+    InternalServerError,
+    RedirectError,
+    ResponseTooLargeError,
+    RetryPolicy,
+)
+from sdk._body import MAX_ERROR_BODY, MAX_RESPONSE_BODY
+
+from .fault_server import FaultServer, Reply, Request, events_for, fault_server, sse
+
+pytestmark = pytest.mark.anyio
+
+MSG = [{"role": "user", "content": "hi"}]
+NO_RETRY = RetryPolicy(max_retries=0)
+DEADLINE = 60
+
+
+def gzip_of_zeros(size: int) -> bytes:
+    """``size`` zero bytes, gzip-compressed, built without holding them (about 1/1000)."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = bytes(1 << 20)
+    parts = [z.compress(block) for _ in range(size >> 20)]
+    parts.append(z.flush())
+    return b"".join(parts)
+
+
+async def send_raw(reply: Reply, status: int, headers: dict[str, str], body: bytes) -> None:
+    head = [f"HTTP/1.1 {status} X", f"content-length: {len(body)}", "connection: close"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    await reply.stream.send(("\r\n".join(head) + "\r\n\r\n").encode())
+    for i in range(0, len(body), 65536):
+        await reply.stream.send(body[i : i + 65536])
+
+
+def client(server: FaultServer, **kw: Any) -> Client:
+    kw.setdefault("retry", NO_RETRY)
+    kw.setdefault("prefill_echo", True)
+    return Client(base_url=server.url, api_key=kw.pop("api_key", "sk-ant-hardening-0123456789"), **kw)
+
+
+# ---- bounded bodies ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_gzip_bomb_answer_is_refused_without_expanding_it() -> None:
+    bomb = gzip_of_zeros(256 << 20)  # 256 MiB of zeros in about 250 KB
+
+    async def handler(req: Request, reply: Reply) -> None:
+        await send_raw(reply, 200, {"content-type": "application/json", "content-encoding": "gzip"}, bomb)
+
+    async with fault_server(handler) as server, client(server) as c:
+        with pytest.raises(ResponseTooLargeError):  # once first: what loads once is loaded
+            await c.create(model="m", max_tokens=5, messages=MSG)
+        tracemalloc.start()
+        try:
+            with anyio.fail_after(DEADLINE), pytest.raises(ResponseTooLargeError) as e:
+                await c.create(model="m", max_tokens=5, messages=MSG)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert e.value.limit == MAX_RESPONSE_BODY
+    assert peak < 1.5 * MAX_RESPONSE_BODY  # the cap and a piece, never the 256 MiB
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_gzip_bomb_error_keeps_a_marked_excerpt() -> None:
+    bomb = gzip_of_zeros(64 << 20)
+
+    async def handler(req: Request, reply: Reply) -> None:
+        await send_raw(reply, 500, {"content-type": "application/json", "content-encoding": "gzip"}, bomb)
+
+    async with fault_server(handler) as server, client(server) as c:
+        with pytest.raises(InternalServerError):  # once first: what loads once is loaded
+            await c.create(model="m", max_tokens=5, messages=MSG)
+        tracemalloc.start()
+        try:
+            with anyio.fail_after(DEADLINE), pytest.raises(InternalServerError) as e:
+                async with c.stream(model="m", max_tokens=5, messages=MSG):
+                    pass
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    body = e.value.body
+    assert isinstance(body, str) and "truncated" in body
+    assert len(body) < MAX_ERROR_BODY + 200
+    assert peak < 16 * MAX_ERROR_BODY + (4 << 20)
+
+
+async def test_an_endless_error_body_is_read_only_up_to_the_cap() -> None:
+    sent: list[int] = []
+
+    async def handler(req: Request, reply: Reply) -> None:
+        await reply.stream.send(
+            b"HTTP/1.1 500 X\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
+        line = b"internal failure, again and again " * 30
+        while True:  # 1 GiB and more, until the client hangs up
+            await reply.chunk(line)
+            sent.append(len(line))
+
+    async with fault_server(handler) as server, client(server) as c:
+        with anyio.fail_after(DEADLINE), pytest.raises(InternalServerError) as e:
+            await c.create(model="m", max_tokens=5, messages=MSG)
+    body = e.value.body
+    assert isinstance(body, str) and body.startswith("internal failure") and "truncated" in body
+    assert len(body) < MAX_ERROR_BODY + 200
+    assert sum(sent) < 64 * MAX_ERROR_BODY  # the client stopped reading near the cap
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
+async def test_a_compressed_answer_and_stream_are_read(encoding: str) -> None:
+    def pack(data: bytes) -> bytes:
+        if encoding == "gzip":
+            return zlib.compress(data, wbits=16 + zlib.MAX_WBITS)
+        if encoding == "deflate":
+            return zlib.compress(data)
+        return zlib.compress(data, wbits=-zlib.MAX_WBITS)
+
+    wire = "gzip" if encoding == "gzip" else "deflate"
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": "squeezed"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+
+    async def handler(req: Request, reply: Reply) -> None:
+        if req.json().get("stream"):
+            body = pack(b"".join(events_for("messages", ["squ", "eezed"])))
+            await send_raw(reply, 200, {"content-type": "text/event-stream", "content-encoding": wire}, body)
+        else:
+            body = pack(orjson.dumps(answer))
+            await send_raw(reply, 200, {"content-type": "application/json", "content-encoding": wire}, body)
+
+    async with fault_server(handler) as server, client(server) as c:
+        msg = await c.create(model="m", max_tokens=5, messages=MSG)
+        assert msg.content[0].text == "squeezed"  # type: ignore[union-attr]
+        async with c.stream(model="m", max_tokens=5, messages=MSG) as s:
+            assert "".join([t async for t in s.text_deltas()]) == "squeezed"
+        assert [r.headers.get("accept-encoding") for r in server.requests] == ["gzip, deflate", "identity"]
+
+
+async def test_an_encoding_the_client_did_not_ask_for_is_a_clear_error() -> None:
+    async def handler(req: Request, reply: Reply) -> None:
+        await send_raw(
+            reply, 200, {"content-type": "application/json", "content-encoding": "br"}, b"\x1b\x00"
+        )
+
+    async with fault_server(handler) as server, client(server) as c:
+        with pytest.raises(APIError.__mro__[2]) as e:  # SDKError
+            await c.create(model="m", max_tokens=5, messages=MSG)
+    assert "'br'" in str(e.value)
+
+
+# ---- deadlines -----------------------------------------------------------------------------
+
+
+async def slow_head(req: Request, reply: Reply) -> None:
+    """The status line and headers at one byte per 0.2 s, forever."""
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n" + b"x-filler: " + b"a" * 100_000
+    for i in range(len(head)):
+        await reply.stream.send(head[i : i + 1])
+        await anyio.sleep(0.2)
+
+
+async def test_a_slow_response_head_meets_the_deadline() -> None:
+    async with fault_server(slow_head) as server, client(server, timeout=1.5, idle_timeout=1.0) as c:
+        with anyio.fail_after(DEADLINE):
+            with pytest.raises(APITimeoutError):
+                async with c.stream(model="m", max_tokens=5, messages=MSG):
+                    pass
+            with pytest.raises(APITimeoutError):
+                await c.create(model="m", max_tokens=5, messages=MSG)
+            with pytest.raises(APITimeoutError):
+                await c.models()
+
+
+async def test_a_slow_body_of_an_answer_meets_the_deadline() -> None:
+    async def handler(req: Request, reply: Reply) -> None:
+        await reply.stream.send(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n"
+        )
+        while True:
+            await reply.stream.send(b" ")
+            await anyio.sleep(0.2)
+
+    async with fault_server(handler) as server, client(server, timeout=1.5) as c:
+        with anyio.fail_after(DEADLINE), pytest.raises(APITimeoutError):
+            await c.create(model="m", max_tokens=5, messages=MSG)
+
+
+# ---- redirects -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_a_redirect_is_an_error_naming_status_and_location(status: int) -> None:
+    async def handler(req: Request, reply: Reply) -> None:
+        await reply.respond(status, None, {"location": "https://elsewhere.example/v1/messages"})
+
+    async with fault_server(handler) as server, client(server, retry=RetryPolicy()) as c:
+        with pytest.raises(RedirectError) as e:
+            await c.create(model="m", max_tokens=5, messages=MSG)
+        assert e.value.status == status
+        assert e.value.location == "https://elsewhere.example/v1/messages"
+        assert str(status) in str(e.value) and "elsewhere.example" in str(e.value)
+        with pytest.raises(RedirectError):
+            async with c.stream(model="m", max_tokens=5, messages=MSG):
+                pass
+        assert len(server.requests) == 2  # neither followed nor retried
+
+
+# ---- the key, by value ---------------------------------------------------------------------
+
+
+def _everything(e: BaseException) -> str:
+    parts = [str(e), repr(e), repr(getattr(e, "body", None)), repr(getattr(e, "request_id", None))]
+    parts += [repr(getattr(e, "error_type", None)), repr(getattr(e, "location", None))]
+    return "\n".join(parts)
+
+
+def echoing(where: str):  # type: ignore[no-untyped-def]
+    async def handler(req: Request, reply: Reply) -> None:
+        key = req.headers.get("x-api-key") or req.headers.get("authorization", "").removeprefix("Bearer ")
+        if where == "message":
+            await reply.respond(
+                400,
+                {
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": f"bad key {key}!"},
+                    "echo": {key: [key, f"...{key}..."]},
+                },
+                {"request-id": f"req-{key}"},
+            )
+        elif where == "header":
+            await reply.respond(401, {"error": {"type": "authentication_error"}}, {"request-id": key})
+        elif where == "redirect":
+            await reply.respond(302, None, {"location": f"https://x.example/?key={key}"})
+        else:  # mid-stream error event
+            await reply.start()
+            await reply.chunk(
+                sse(
+                    "message_start",
+                    {
+                        "type": "message_start",
+                        "message": {
+                            "id": "m",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": "m",
+                            "content": [],
+                            "usage": {"input_tokens": 1, "output_tokens": 0},
+                        },
+                    },
+                )
+            )
+            await reply.chunk(
+                sse(
+                    "error",
+                    {
+                        "type": "error",
+                        "error": {"type": "invalid_request_error", "message": f"your key {key} is revoked"},
+                    },
+                )
+            )
+            await reply.end()
+
+    return handler
+
+
+KEYS = st.text(
+    alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=8, max_size=40
+).filter(lambda k: k.strip() == k)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("where", ["message", "header", "redirect", "stream"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "plainkeywithoutprefix12345",  # a llama-server --api-key
+        "Zx9!@#$%^&*()_+-=[]{}|;:,.<>?",
+        'quote"and\\backslash-key',
+        "AKIAIOSFODNN7EXAMPLE",
+        "0123456789",
+        "x" * 200,
+    ],
+)
+async def test_the_key_never_appears_in_an_error(key: str, where: str) -> None:
+    async with fault_server(echoing(where)) as server, client(server, api_key=key) as c:
+        with pytest.raises(APIError) as e:
+            async with c.stream(model="m", max_tokens=5, messages=MSG) as s:
+                async for _ in s:
+                    pass
+    assert server.requests[0].headers["x-api-key"] == key  # it was sent, and echoed
+    assert key not in _everything(e.value)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=KEYS)
+async def test_keys_of_any_shape_are_redacted_by_value(key: str) -> None:
+    async with fault_server(echoing("message")) as server:
+        base = server.url + "/v1"
+        async with Client(base_url=base, backend="openai", api_key=key, retry=NO_RETRY) as c:
+            with pytest.raises(BadRequestError) as e:
+                await c.create(model="m", max_tokens=5, messages=MSG)
+    assert key not in _everything(e.value)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_key_sent_in_an_extra_header_is_redacted_too() -> None:
+    key = "proxy-key-that-has-no-known-shape"
+    async with fault_server(echoing("message")) as server, client(server, api_key=None) as c:
+        with pytest.raises(BadRequestError) as e:
+            await c.create(model="m", max_tokens=5, messages=MSG, extra_headers={"x-api-key": key})
+    assert key not in _everything(e.value)
+
+
+def test_secrets_are_counted_per_registration() -> None:
+    from sdk._errors import redact, register_secret, release_secret
+
+    key = "shared-key-of-two-clients"
+    assert register_secret(key) and register_secret(key)
+    release_secret(key)
+    assert key not in redact(f"echo {key}")  # the other client still holds it
+    release_secret(key)
+    assert key in redact(f"echo {key}")  # released: ordinary text again
+    assert not register_secret("abc")  # too short to be a secret: ordinary words stay
