@@ -26,6 +26,7 @@ from ..chunking import chunk
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream
 from ._policy import DEFAULT_POLICY, ContextPolicy, FitReport
 from ._render import render_messages
+from ._schema import DocumentError, check_document
 from ._store import SessionFileError, read_document, save_document
 from ._turns import MESSAGE_OVERHEAD, TokenUsage, Turn, TurnLog, block_tokens, normalize_content
 
@@ -399,12 +400,20 @@ class Session:
     def load(
         cls, path: str | os.PathLike[str], client: SessionClient | None = None, **options: Any
     ) -> Session:
-        """Restore a saved session (no text is re-tokenized); ``options`` as for ``Session``."""
+        """Restore a saved session (no text is re-tokenized); ``options`` as for ``Session``.
+
+        Every value of the file is checked before any is used: a missing value or one of
+        the wrong type raises :class:`SessionFileError` naming its place in the document.
+        """
         p = os.fspath(path)
         doc = read_document(p)
-        where = "session"
         try:
-            s = doc["session"]
+            check_document(doc)
+        except DocumentError as e:
+            raise SessionFileError(f"{p}: bad {e.where}: {e.problem}", path=p, where=e.where) from None
+        s = doc["session"]
+        where = "session"
+        try:  # the types are right; what is left are values that do not fit together
             self = cls(
                 client,
                 model=s["model"],
@@ -418,34 +427,32 @@ class Session:
                 **options,
             )
             self.scale = float(s["scale"])
-            self.summary = (int(s["summary"][0]), str(s["summary"][1])) if s["summary"] else None
+            self.summary = (s["summary"][0], s["summary"][1]) if s["summary"] else None
             for i, t in enumerate(doc["turns"]):
                 where = f"turns[{i}]"
                 self.log.append(
                     t["role"],
                     t["content"],
-                    pinned=bool(t["pinned"]),
+                    pinned=t["pinned"],
                     usage=_usage_of(t["usage"]),
                     request_estimate=t["request_estimate"],
                     estimate=t["estimate"],
                 )
-            where = "session"
-            self.log.epoch = int(s["epoch"])
-            if s["last_fit"]:
-                cut, turns, epoch, marker = s["last_fit"]
-                self.last_report = FitReport((), (), 0, 0, 0, int(cut), int(turns), int(epoch), False, marker)
-            where = "pending"
-            pd = doc["pending"]
-            if pd is not None:
-                self.pending = PendingAnswer(
-                    int(pd["after"]),
-                    str(pd["text"]),
-                    _usage_of(pd["usage"]) or TokenUsage(),
-                    int(pd["requests"]),
-                    pd["request_estimate"],
-                )
-        except (KeyError, TypeError, ValueError, IndexError) as e:
-            raise SessionFileError(f"{p}: bad {where}: {type(e).__name__}: {e}", path=p) from None
+        except ValueError as e:
+            raise SessionFileError(f"{p}: bad {where}: {e}", path=p, where=where) from None
+        self.log.epoch = s["epoch"]
+        if s["last_fit"]:
+            cut, turns, epoch, marker = s["last_fit"]
+            self.last_report = FitReport((), (), 0, 0, 0, cut, turns, epoch, False, marker)
+        pd = doc["pending"]
+        if pd is not None:
+            self.pending = PendingAnswer(
+                pd["after"],
+                pd["text"],
+                _usage_of(pd["usage"]) or TokenUsage(),
+                pd["requests"],
+                pd["request_estimate"],
+            )
         self.version = int(doc["version"])
         self.path = p
         return self

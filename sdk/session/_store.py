@@ -39,12 +39,16 @@ except ImportError:  # pragma: no cover - not POSIX: the rename is still atomic
 
 class SessionFileError(SDKError):
     """A session file cannot be read: ``path`` names it, ``offset`` is the byte where it
-    breaks (``None`` when the JSON parses but its content is wrong)."""
+    breaks (``None`` when the JSON parses but its content is wrong), ``where`` the place
+    in the document of a value that is missing or of the wrong type (``turns[3].usage``)."""
 
-    def __init__(self, message: str, *, path: str, offset: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, path: str, offset: int | None = None, where: str | None = None
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.offset = offset
+        self.where = where
 
 
 class SessionConflict(SDKError):
@@ -77,7 +81,7 @@ def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise SessionFileError(f"{p}: the top level is not a JSON object", path=p)
     schema = doc.get("schema")
-    if schema != SCHEMA_VERSION:
+    if type(schema) is not int or schema != SCHEMA_VERSION:  # 1.0 == True == 1 in Python
         raise SessionFileError(f"{p}: schema {schema!r} is not the supported schema {SCHEMA_VERSION}", path=p)
     version = doc.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import orjson
 
 from .._tokens import DEFAULT_ENCODING, count_tokens
+from ._schema import DocumentError, check_block
 
 __all__ = ["MESSAGE_OVERHEAD", "TokenUsage", "Turn", "TurnKind", "TurnLog", "block_tokens"]
 
@@ -128,10 +129,15 @@ def normalize_content(content: str | Sequence[Mapping[str, Any]]) -> tuple[dict[
     if isinstance(content, str):
         return ({"type": "text", "text": content},)
     blocks = []
-    for b in content:
+    for i, b in enumerate(content):
         if not isinstance(b, Mapping) or not isinstance(b.get("type"), str):
             raise TypeError(f"a content block must be a mapping with a 'type' string, got {b!r}")
-        blocks.append(orjson.loads(orjson.dumps(b)))  # deep copy, and proof it serializes
+        copy = orjson.loads(orjson.dumps(b))  # deep copy, and proof it serializes
+        try:
+            check_block(copy, f"content[{i}]")  # what a saved session is checked against on load
+        except DocumentError as e:
+            raise TypeError(f"bad content block: {e}") from None
+        blocks.append(copy)
     if not blocks:
         raise ValueError("a turn needs at least one content block")
     return tuple(blocks)

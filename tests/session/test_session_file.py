@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
+from sdk._errors import SDKError
 from sdk.session import PendingAnswer, Session, SessionFileError, TokenUsage
+from sdk.session._turns import block_tokens
 
 
 def rich_session() -> Session:
@@ -68,3 +73,136 @@ def test_tool_definitions_need_no_type_and_survive_a_save(tmp_path: Path) -> Non
     assert Session.load(tmp_path / "t.json").tools == (tool,)
     with pytest.raises(TypeError, match="tool definition"):
         Session(None, model="m", context_window=5_000, reserve_output=100, tools=["lookup"])  # type: ignore[list-item]
+
+
+# ---- values of the wrong type ----------------------------------------------------------
+
+SUBSTITUTES: list[Any] = [None, True, 0, 7, 1.5, "abc", [], [1, 2, 3, 4], {}, {"type": "text"}]
+
+
+def _kind(v: Any) -> str:
+    return "bool" if isinstance(v, bool) else type(v).__name__
+
+
+def _nodes(v: Any, where: str = "") -> Iterator[tuple[str, tuple[str | int, ...]]]:
+    """Every value of a document with its path, spelled as SessionFileError.where spells it."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield from _nodes_at(x, f"{where}.{k}" if where else k, (k,))
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from _nodes_at(x, f"{where}[{i}]", (i,))
+
+
+def _nodes_at(v: Any, where: str, key: tuple[str | int, ...]) -> Iterator[tuple[str, tuple[str | int, ...]]]:
+    yield where, key
+    for w, k in _nodes(v, where):
+        yield w, key + k
+
+
+def _mutated(doc: Any, key: tuple[str | int, ...], value: Any) -> Any:
+    copy = orjson.loads(orjson.dumps(doc))
+    target = copy
+    for k in key[:-1]:
+        target = target[k]
+    target[key[-1]] = value
+    return copy
+
+
+def _use_everything(s: Session, tmp_path: Path) -> None:
+    """What a program does with a loaded session; only the SDK's own errors may come out."""
+    try:
+        s.request()
+        s.request(prefill="and")
+        _ = s.usage.total_input, s.budget, s.summary
+        for t in s.turns:
+            _ = t.text, t.tool_use_ids, t.tool_result_ids, t.role
+            _ = [block_tokens(b, s.log.encoding) for b in t.content]
+            _ = t.usage.total_input if t.usage else None
+        if s.pending is not None:
+            _ = s.pending.usage.total_input, s.pending.text + ""
+        again = tmp_path / "again.json"
+        again.write_bytes(orjson.dumps(dict(s.to_document(), schema=1, version=1)))
+        assert Session.load(again).to_document() == s.to_document()
+        s.discard_pending()
+        s.add_user("more")
+        s.request()
+    except SDKError:
+        pass
+
+
+def test_every_value_of_the_wrong_type_fails_on_load_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    rich_session().save(path)
+    doc = orjson.loads(path.read_bytes())
+    rejected = accepted = 0
+    for where, key in _nodes(doc):
+        original = doc
+        for k in key:
+            original = original[k]
+        for value in SUBSTITUTES:
+            if _kind(value) == _kind(original):
+                continue
+            path.write_bytes(orjson.dumps(_mutated(doc, key, value)))
+            try:
+                s = Session.load(path)
+            except SessionFileError as e:
+                rejected += 1
+                if key[0] not in ("schema", "version"):
+                    assert e.where is not None and where.startswith(e.where), (where, value, e)
+                    assert f"bad {e.where}" in str(e) and str(path) in str(e)
+                continue
+            accepted += 1  # a nullable field set to null, a free-form value (a tool's input)...
+            _use_everything(s, tmp_path)  # ...and then nothing fails with a bare TypeError
+    assert rejected > 500 and accepted > 0, (rejected, accepted)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "where"),
+    [
+        (("turns", 3, "usage"), "abc", "turns[3].usage"),
+        (("turns", 3, "usage", 1), "2", "turns[3].usage[1]"),
+        (("turns", 3, "usage"), [1, 2, 3], "turns[3].usage"),
+        (("turns", 1, "content", 1, "input"), "{}", "turns[1].content[1].input"),
+        (("turns", 2, "content", 0, "content", 0, "text"), 5, "turns[2].content[0].content[0].text"),
+        (("turns", 0, "pinned"), 1, "turns[0].pinned"),
+        (("session", "scale"), "1.0", "session.scale"),
+        (("session", "scale"), 0.0, "session.scale"),
+        (("session", "encoding"), "no_such_encoding", "session.encoding"),
+        (("session", "last_fit", 3), 1, "session.last_fit[3]"),
+        (("pending", "text"), None, "pending.text"),
+        (("turns", 0, "role"), "robot", "turns[0].role"),
+    ],
+)
+def test_a_wrong_value_is_named_by_its_place(
+    tmp_path: Path, key: tuple[str | int, ...], value: Any, where: str
+) -> None:
+    path = tmp_path / "chat.json"
+    rich_session().save(path)
+    doc = orjson.loads(path.read_bytes())
+    path.write_bytes(orjson.dumps(_mutated(doc, key, value)))
+    with pytest.raises(SessionFileError) as e:
+        Session.load(path)
+    assert e.value.where == where and f"bad {where}: " in str(e.value)
+
+
+@pytest.mark.parametrize("schema", [1.0, True, "1", [1], None])
+def test_only_the_integer_schema_is_accepted(tmp_path: Path, schema: Any) -> None:
+    path = tmp_path / "chat.json"
+    rich_session().save(path)
+    doc = orjson.loads(path.read_bytes())
+    path.write_bytes(orjson.dumps(dict(doc, schema=schema)))
+    with pytest.raises(SessionFileError, match="is not the supported schema 1"):
+        Session.load(path)
+    path.write_bytes(orjson.dumps(dict(doc, version=1.0)))
+    with pytest.raises(SessionFileError, match="'version' must be a positive int"):
+        Session.load(path)
+
+
+def test_a_block_that_could_not_be_loaded_cannot_enter_the_log() -> None:
+    s = Session(None, model="m", context_window=5_000, reserve_output=100)
+    with pytest.raises(TypeError, match=r"content\[0\]\.text"):
+        s.add_user([{"type": "text", "text": 5}])
+    with pytest.raises(TypeError, match=r"content\[0\]\.content"):
+        s.add_tool_result("t", 5)  # type: ignore[arg-type]
+    assert len(s.turns) == 0
