@@ -338,22 +338,27 @@ class MessageStream:
         """Cancel a read that brought nothing but pings for ``limit`` seconds.
 
         It wakes four times per ``limit`` and compares a counter, so the hot path pays no
-        clock read or timer per event; the timeout fires between ``limit`` and 1.25 x
-        ``limit`` after the last progress.
+        clock read or timer per event. The timeout fires between ``limit`` and 1.25 x
+        ``limit`` after the last progress, plus however late the event loop runs the
+        watch (wakes are set at absolute times from the last progress seen, so a late
+        wake does not push the next ones back: on a starved CPU the lateness of one wake
+        is added, not of four).
         """
         step = limit / 4
         seen = -1
         since = anyio.current_time()
+        k = 0
         while True:
-            await anyio.sleep(step)
+            k += 1
+            await anyio.sleep_until(since + k * step)
             now = anyio.current_time()
             buf, reader = self._buf, self._reader
             if self._progress != seen or reader is None or buf is None or buf.paused:
-                seen, since = self._progress, now  # progress, no read going on, or our pause
+                seen, since, k = self._progress, now, 0  # progress, no read going on, or our pause
             elif now - since >= limit:
                 self._idle_fired = True
                 reader.cancel()
-                since = now
+                since, k = now, 0
 
     async def _pump(self, upstream: Upstream, splice: _Splicer | None) -> None:
         """Read one upstream into the buffer. Never raises: failures go to the consumer."""

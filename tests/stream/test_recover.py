@@ -256,3 +256,35 @@ def test_idle_timeout_validation() -> None:
 
 async def _ready(value: Any) -> Any:
     return value
+
+
+def _mock_clock_backend() -> Any:
+    import trio.testing
+
+    return pytest.param(
+        ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)}), id="trio-mockclock"
+    )
+
+
+@pytest.mark.parametrize("anyio_backend", [_mock_clock_backend()])
+async def test_the_idle_timeout_fires_between_its_limit_and_a_quarter_more() -> None:
+    """On a virtual clock (no CPU starvation), for the last progress at every phase of
+    the watch's wake-ups, the timeout fires within [limit, 1.25 x limit] of it."""
+    limit = 1.0
+    for phase in range(20):
+        script = Script()
+        first = each(text_events(PIECES))[:4]
+        body: list[bytes | BaseException | float | None] = [
+            *first[:-1],
+            0.6 + phase * 0.0137,
+            first[-1],
+            None,
+        ]
+        got: list[float] = []
+        stream = MessageStream(lambda s=script, b=body: _ready(s.upstream(b)), idle_timeout=limit)
+        with anyio.fail_after(60), pytest.raises(APITimeoutError):
+            async with stream:
+                async for _ in stream:
+                    got.append(anyio.current_time())  # the last is the last progress
+        waited = anyio.current_time() - got[-1]
+        assert limit <= waited <= 1.25 * limit + 1e-9, (phase, waited)
