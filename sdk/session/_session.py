@@ -381,8 +381,13 @@ class Session:
         }
 
     def save(self, path: str | os.PathLike[str] | None = None) -> int:
-        """Write the session atomically; raises SessionConflict if the file is newer."""
-        target = os.fspath(path) if path is not None else self.path
+        """Write the session atomically; raises SessionConflict if the file is newer.
+
+        ``path`` is resolved once (absolute, symbolic links followed) and kept in
+        ``self.path``: every spelling of one file is the same file, and a link stays a
+        link (the file it points to is what is replaced).
+        """
+        target = os.path.realpath(os.fspath(path)) if path is not None else self.path
         if target is None:
             raise SessionError("no path: pass one to save() the first time")
         base = self.version if target == self.path else self._version_at(target)
@@ -454,7 +459,7 @@ class Session:
                 pd["request_estimate"],
             )
         self.version = int(doc["version"])
-        self.path = p
+        self.path = os.path.realpath(p)  # resolved once, as save() does
         return self
 
 

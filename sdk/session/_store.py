@@ -105,8 +105,12 @@ def _locate(data: bytes, e: orjson.JSONDecodeError) -> tuple[int, str, str]:
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` by ``data`` all at once (temp file, fsync, rename, fsync of the dir)."""
-    p = os.path.abspath(os.fspath(path))
+    """Replace ``path`` by ``data`` all at once (temp file, fsync, rename, fsync of the dir).
+
+    A symbolic link is written through: the file it points to is replaced and the link
+    stays (renaming over the link itself would turn it into a separate file).
+    """
+    p = os.path.realpath(os.fspath(path))
     directory, name = os.path.split(p)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     try:
@@ -157,7 +161,9 @@ def save_document(path: str | os.PathLike[str], doc: dict[str, Any], base_versio
     and :class:`SessionFileError` when it is unreadable (it is left as it is: it may be
     someone's data).
     """
-    p = os.path.abspath(os.fspath(path))
+    # One file, one name: the lock, the temp files and the rename all use the resolved path,
+    # so writers reaching the file by different spellings or links exclude each other.
+    p = os.path.realpath(os.fspath(path))
     with _locked(p):
         on_disk = 0
         if os.path.exists(p):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import orjson
 import pytest
 
 from sdk._errors import SDKError
-from sdk.session import PendingAnswer, Session, SessionFileError, TokenUsage
+from sdk.session import PendingAnswer, Session, SessionConflict, SessionFileError, TokenUsage, write_atomic
 from sdk.session._turns import block_tokens
 
 
@@ -206,3 +207,49 @@ def test_a_block_that_could_not_be_loaded_cannot_enter_the_log() -> None:
     with pytest.raises(TypeError, match=r"content\[0\]\.content"):
         s.add_tool_result("t", 5)  # type: ignore[arg-type]
     assert len(s.turns) == 0
+
+
+# ---- one file, several names -----------------------------------------------------------
+
+
+def test_saving_through_a_symlink_keeps_the_link_and_one_file(tmp_path: Path) -> None:
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    link.symlink_to("real.json")  # relative, as links usually are
+    a = rich_session()
+    assert a.save(link) == 1  # the link dangles: the file it names is created
+    assert link.is_symlink() and real.is_file() and not real.is_symlink()
+    assert a.save(real) == 2  # the same file by its other name: no conflict
+    b = Session.load(link)
+    b.add_user("written through the link")
+    assert b.save() == 3
+    assert link.is_symlink() and os.readlink(link) == "real.json"
+    assert Session.load(real).to_document() == Session.load(link).to_document() == b.to_document()
+    assert Session.load(real).turns[-1].text == "written through the link"
+    with pytest.raises(SessionConflict):  # a is behind: the two names are one file
+        a.save(link)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "real.json", "real.json.lock"]
+
+
+def test_write_atomic_writes_through_a_link(tmp_path: Path) -> None:
+    (tmp_path / "target").write_bytes(b"old")
+    (tmp_path / "name").symlink_to(tmp_path / "target")
+    write_atomic(tmp_path / "name", b"new")
+    assert (tmp_path / "name").is_symlink() and (tmp_path / "target").read_bytes() == b"new"
+
+
+def test_spellings_of_one_path_are_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").symlink_to("a", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    s = rich_session()
+    spellings = ["a/x.json", str(tmp_path / "a" / "x.json"), "a/../a/x.json", "./a//x.json", "b/x.json"]
+    assert [s.save(p) for p in spellings] == [1, 2, 3, 4, 5]
+    t = Session.load("b/x.json")
+    t.add_user("more")
+    assert t.save("a/x.json") == 6
+    monkeypatch.chdir(tmp_path / "a")
+    assert t.save() == 7  # the path was resolved once, not against a later working directory
+    assert t.path == os.path.realpath(tmp_path / "a" / "x.json")
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["x.json", "x.json.lock"]
+    with pytest.raises(SessionConflict):  # a genuinely other session's file still conflicts
+        rich_session().save("../b/x.json")
