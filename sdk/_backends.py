@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import orjson
 
+from . import _jsonexact
 from ._errors import StreamProtocolError
 from .stream import (
     AnthropicEventDecoder,
@@ -194,7 +195,7 @@ class OpenAIBackend(Backend):
                 continue
             raw = _s(fn.get("arguments"))
             try:
-                parsed, err = (orjson.loads(raw) if raw else {}), None
+                parsed, err = (_jsonexact.loads(raw) if raw else {}), None
             except orjson.JSONDecodeError as e:
                 parsed, err = None, str(e)
             blocks.append(ToolUseBlock(_s(call.get("id")), _s(fn.get("name")), parsed, raw, err))

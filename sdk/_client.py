@@ -32,6 +32,7 @@ import anyio
 import httpx2
 import orjson
 
+from . import _jsonexact
 from ._backends import Backend, BackendName, MessagesBackend, OpenAIBackend, detect_backend
 from ._body import MAX_ERROR_BODY, MAX_RESPONSE_BODY, decoded_chunks, read_bounded
 from ._dispatch import Dispatcher, Flight
@@ -807,7 +808,7 @@ async def _cost(params: Mapping[str, Any]) -> Cost:
 
 def _json(resp: httpx2.Response) -> dict[str, Any]:
     try:
-        body = orjson.loads(resp.content)
+        body = _jsonexact.loads(resp.content)
     except orjson.JSONDecodeError:
         raise APIError("the response is not JSON", status=resp.status_code, body=resp.text[:2000]) from None
     if not isinstance(body, dict):

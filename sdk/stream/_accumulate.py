@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from .. import _jsonexact
 from .._errors import APIError, StreamProtocolError, api_error_from_body
 from ._events import (
     CitationsDelta,
@@ -147,7 +148,7 @@ class OpenBlock:
             if not raw.strip():
                 return ToolUseBlock(start.id, start.name, start.input, raw, None, start.type)
             try:
-                value = orjson.loads(raw)
+                value = _jsonexact.loads(raw)
             except orjson.JSONDecodeError as e:
                 return ToolUseBlock(start.id, start.name, None, raw, f"invalid JSON: {e}", start.type)
             return ToolUseBlock(start.id, start.name, value, raw, None, start.type)

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from .. import _jsonexact
 from .._errors import StreamProtocolError
 from ._fast import fast_new
 from ._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
@@ -343,7 +344,7 @@ def parse_anthropic_event(sse: ServerSentEvent) -> Event:
     if kind == "ping" and not sse.data.strip():
         return PingEvent()
     try:
-        payload = orjson.loads(sse.data)
+        payload = _jsonexact.loads(sse.data)
     except orjson.JSONDecodeError:
         if kind in _KNOWN:
             raise StreamProtocolError(f"event {kind!r} carries invalid JSON", event=sse) from None

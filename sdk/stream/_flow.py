@@ -124,12 +124,14 @@ class StreamStatistics:
 
 
 class _End:
-    """The current upstream ended normally (``stalled``: because the policy cancelled it)."""
+    """The current upstream ended normally (``stalled``: because the policy cancelled it,
+    or ``preempted``: the scheduler did)."""
 
-    __slots__ = ("stalled",)
+    __slots__ = ("preempted", "stalled")
 
-    def __init__(self, stalled: bool) -> None:
+    def __init__(self, stalled: bool, preempted: bool = False) -> None:
         self.stalled = stalled
+        self.preempted = preempted
 
 
 Item = list[Event] | BaseException | _End

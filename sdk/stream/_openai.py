@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from .. import _jsonexact
 from .._errors import StreamProtocolError
 from ._events import (
     ContentBlockDeltaEvent,
@@ -230,7 +231,7 @@ class OpenAIEventDecoder:
                 out += self.translator.done()
                 continue
             try:
-                chunk = orjson.loads(data)
+                chunk = _jsonexact.loads(data)
             except orjson.JSONDecodeError:
                 raise StreamProtocolError("chunk is not valid JSON", event=sse) from None
             if not isinstance(chunk, dict):

@@ -19,6 +19,7 @@ consumer or a cancelled task closes the response under a shielded scope.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from types import TracebackType
@@ -52,6 +53,7 @@ from ._events import (
     Usage,
 )
 from ._flow import FlowBuffer, FlowControl, StallPolicy, StreamStatistics, _End
+from ._resume import RepeatFilter, ResumeCause
 
 __all__ = ["EventDecoder", "MessageStream", "ResumeHook", "ResumeRequest", "StreamObserver", "Upstream"]
 
@@ -73,7 +75,11 @@ class Upstream:
     ``replayable``: the server keeps this stream and can continue it after any event it
     sent (SSE ids and ``Last-Event-ID``), so it may be cut anywhere, even inside a tool
     input. ``replay``: this body is such a continuation: the events after the last one
-    received, of the same message, so nothing is spliced.
+    received, of the same message, so nothing is spliced. ``continues``: this body is the
+    previous one's bytes from where they stopped (llama-server's ``from=<byte>``), so it
+    is fed to the same decoder. ``cancel``: stops the generation on the server when the
+    body is left before the message ended (a server that keeps streams keeps generating
+    after a disconnect; closing the connection is not enough there).
     """
 
     chunks: AsyncIterator[bytes]
@@ -81,6 +87,8 @@ class Upstream:
     repeat: str = ""
     replayable: bool = False
     replay: bool = False
+    continues: bool = False
+    cancel: Callable[[], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +101,8 @@ class ResumeRequest:
     ``output_tokens`` is a lower bound of the tokens already generated: the larger of the
     output the server reported and the text deltas handed out (many servers report
     output only at the end), so a continuation can lower ``max_tokens`` by it.
+    ``cause`` is why the stream broke; ``received_bytes`` how many bytes of the current
+    body (and the bodies it continues) were fed to the decoder, for a byte-offset replay.
     """
 
     message: Message
@@ -101,6 +111,8 @@ class ResumeRequest:
     state: MessageState
     output_tokens: int = 0
     last_event_id: str = ""
+    cause: ResumeCause = ResumeCause.DROPPED
+    received_bytes: int = 0
 
 
 ResumeHook = Callable[[ResumeRequest], Awaitable[Upstream]]
@@ -135,7 +147,8 @@ class _Splicer:
         self.usage = Usage()
         self.open_index = state.open.index if state.open is not None else None
         self.offset = state.next_index
-        self.repeat = repeat
+        self.repeat = RepeatFilter((repeat,))
+        self.held_at = -1  # the block index of text the repeat filter holds back
         self.joined = False  # the continuation's first text block merged into the open one
 
     def _map(self, index: int) -> int:
@@ -146,6 +159,14 @@ class _Splicer:
     def __call__(self, events: list[Event]) -> list[Event]:
         out: list[Event] = []
         for ev in events:
+            if self.held_at >= 0 and not (
+                isinstance(ev, ContentBlockDeltaEvent) and isinstance(ev.delta, TextDelta)
+            ):
+                # the text held back as a possible repeat was not one: hand it out first
+                held = self.repeat.flush()
+                if held:
+                    out.append(ContentBlockDeltaEvent(self.held_at, TextDelta(held)))
+                self.held_at = -1
             if isinstance(ev, MessageStartEvent):
                 self.usage = ev.usage
                 out.append(MessageDeltaEvent(None, None, self.base_usage.plus(ev.usage)))
@@ -176,7 +197,7 @@ class _Splicer:
                 out.append(ContentBlockStartEvent(self._map(ev.index), ev.block))
             elif isinstance(ev, ContentBlockDeltaEvent):
                 idx = self._map(ev.index)
-                if isinstance(ev.delta, TextDelta) and self.repeat:
+                if isinstance(ev.delta, TextDelta) and not self.repeat.done:
                     out += self._text(idx, ev.delta.text)
                 else:
                     out.append(ContentBlockDeltaEvent(idx, ev.delta))
@@ -187,15 +208,11 @@ class _Splicer:
         return out
 
     def _text(self, index: int, text: str) -> list[Event]:
-        if self.repeat:
-            n = 0
-            while n < len(text) and n < len(self.repeat) and text[n] == self.repeat[n]:
-                n += 1
-            if n < len(self.repeat) and n < len(text):
-                self.repeat = ""  # it did not come back: keep everything
-            else:
-                self.repeat = self.repeat[n:]
-                text = text[n:]
+        """Text of the continuation, less what it repeats of the prefill (held back while
+        it may still be a repeat; handed out whole if it turns out not to be one)."""
+        if not self.repeat.done:
+            text = self.repeat.feed(text)
+            self.held_at = -1 if self.repeat.done else index
         return [ContentBlockDeltaEvent(index, TextDelta(text))] if text else []
 
 
@@ -253,6 +270,8 @@ class MessageStream:
         self._replayable = False  # the current upstream can be continued after any event
         self._upstream_done = False  # the upstream sent the whole message
         self._last_event_id = ""  # the SSE id of the last event received
+        self._decoder_now: EventDecoder | None = None  # the current body's decoder
+        self._fed = 0  # bytes of the current body (and those it continues) fed to it
 
     @property
     def state(self) -> MessageState:
@@ -364,7 +383,10 @@ class MessageStream:
         """Read one upstream into the buffer. Never raises: failures go to the consumer."""
         buf = self._buf
         assert buf is not None
-        decoder = self._decoder()
+        decoder = self._decoder_now
+        if decoder is None or not upstream.continues:
+            decoder = self._decoder_now = self._decoder()
+            self._fed = 0
         observer = self._observer
         pending = 0
         resumable = True  # between blocks or inside a text block: a prefill can continue it
@@ -383,6 +405,7 @@ class MessageStream:
                         end = self._preempted(buf)  # this read is dropped: the resume regenerates it
                         return
                     events = decoder.feed(chunk)
+                    self._fed += len(chunk)
                     pending += len(chunk)
                     if not events:
                         continue
@@ -462,6 +485,16 @@ class MessageStream:
                 except Exception as e:  # closing a broken connection may fail; report it
                     if isinstance(end, _End) and not end.stalled:
                         end = error_from_transport(e) or e
+                # We left the body (a stall cut, a preemption, the idle timeout, an abort, the
+                # consumer gone): a server that keeps streams would go on generating. A broken
+                # or cut-short body is not ours to cancel: a replay may continue it.
+                left = (
+                    end is None or isinstance(end, APITimeoutError) or (isinstance(end, _End) and end.stalled)
+                )
+                left = left or (isinstance(end, _End) and scope.cancelled_caught)
+                if upstream.cancel is not None and not finished and left:
+                    with contextlib.suppress(Exception):  # best effort: else the server's own timeout
+                        await upstream.cancel()  # a server that keeps streams: stop it there
             if isinstance(end, _End) and observer is not None:
                 if end.stalled:
                     observer.released()
@@ -475,7 +508,7 @@ class MessageStream:
         self._preempt_asked = False
         buf.preemptions += 1
         buf.note("preempt")
-        return _End(stalled=True)
+        return _End(stalled=True, preempted=True)
 
     def __aiter__(self) -> MessageStream:
         return self
@@ -514,7 +547,7 @@ class MessageStream:
                 self._batch, self._pos = item, 0
             elif isinstance(item, _End):
                 if item.stalled:
-                    await self._continue()
+                    await self._continue(why=ResumeCause.PREEMPTED if item.preempted else ResumeCause.STALLED)
                 elif self._state.stopped:
                     self._done = True
                     raise StopAsyncIteration
@@ -552,11 +585,12 @@ class MessageStream:
     async def _recover(self, cause: SDKError) -> None:
         """Continue after ``cause``: a prefilled continuation, or before the first event
         the same request again (there is nothing to splice yet)."""
-        await self._continue(cause)
+        why = ResumeCause.TIMEOUT if isinstance(cause, APITimeoutError) else ResumeCause.DROPPED
+        await self._continue(cause, why)
 
-    async def _continue(self, cause: SDKError | None = None) -> None:
+    async def _continue(self, cause: SDKError | None = None, why: ResumeCause = ResumeCause.DROPPED) -> None:
         if self._state.started:
-            await self._resume_upstream()
+            await self._resume_upstream(why)
             return
         tg = self._tg
         assert tg is not None
@@ -571,7 +605,7 @@ class MessageStream:
             raise err from cause
         tg.start_soon(self._pump, upstream, None)
 
-    async def _resume_upstream(self) -> None:
+    async def _resume_upstream(self, why: ResumeCause) -> None:
         hook, buf, tg = self._resume, self._buf, self._tg
         assert hook is not None and buf is not None and tg is not None
         self._attempts += 1
@@ -584,6 +618,8 @@ class MessageStream:
             state,
             max(reported, self._deltas),
             self._last_event_id,
+            why,
+            self._fed,
         )
         try:
             upstream = await hook(request)

@@ -288,3 +288,21 @@ async def test_the_idle_timeout_fires_between_its_limit_and_a_quarter_more() -> 
                     got.append(anyio.current_time())  # the last is the last progress
         waited = anyio.current_time() - got[-1]
         assert limit <= waited <= 1.25 * limit + 1e-9, (phase, waited)
+
+
+def test_a_repeat_that_diverges_late_loses_nothing() -> None:
+    """A continuation that starts like the expected repeat and then differs: the text
+    held back while it might have been a repeat is handed out, not dropped."""
+    from sdk.stream import MessageState
+    from sdk.stream._events import ContentBlockDeltaEvent, ContentBlockStopEvent, TextDelta
+    from sdk.stream._stream import _Splicer
+
+    splice = _Splicer(MessageState(), "abcdef")
+    got = splice([ContentBlockDeltaEvent(0, TextDelta("ab")), ContentBlockDeltaEvent(0, TextDelta("cX"))])
+    got += splice([ContentBlockStopEvent(0)])
+    text = "".join(e.delta.text for e in got if isinstance(e, ContentBlockDeltaEvent))  # type: ignore[union-attr]
+    assert text == "abcX"
+    splice = _Splicer(MessageState(), "abc")
+    got = splice([ContentBlockDeltaEvent(0, TextDelta("ab"))]) + splice([ContentBlockStopEvent(0)])
+    text = "".join(e.delta.text for e in got if isinstance(e, ContentBlockDeltaEvent))  # type: ignore[union-attr]
+    assert text == "ab"  # a prefix of the repeat, then the end: it was real text
