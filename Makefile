@@ -4,13 +4,16 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Headless Chromium renders `seam chunk --html` pages in the CLI tests (Debian's package;
+# installed when missing and we are root, as on a fresh CI machine).
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: demo test lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,server,serve]'
+	$(PY) -m pip install --quiet -e '.[dev,server,serve,cli]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -22,8 +25,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict sdk
 
-test: lint typecheck
+test: lint typecheck $(CHROMIUM)
 	$(VENV)/bin/pytest -q
+
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq >/dev/null && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; \
+	else \
+		echo "chromium is missing (apt-get install chromium as root); the HTML rendering tests will be skipped"; \
+	fi
 
 bench: $(STAMP)
 	$(PY) bench/chunking.py

@@ -1,0 +1,390 @@
+"""The ``seam`` commands: option parsing, output streams and exit statuses.
+
+The work itself is in the sibling modules (``_chunk``, ``_html``, ``_chat``, ``_bench``);
+this module only turns options into their arguments. Exit statuses are the same for
+every command: 0 success, 1 a request to a server failed, 2 a usage or I/O error
+(Click's own status for bad options), 3 ``seam chunk`` found an oversize chunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from .._backends import BackendName
+from .._errors import SDKError
+from .._tokens import DEFAULT_ENCODING, known_encodings
+from ..chunking import Chunker
+
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_OVERSIZE", "EXIT_USAGE", "app", "main"]
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # a request to a server failed (connection, API error)
+EXIT_USAGE = 2  # bad options, a path that does not exist, a file that cannot be read or written
+EXIT_OVERSIZE = 3  # seam chunk: some chunk is over the budget (one indivisible unit)
+
+app = typer.Typer(
+    name="seam",
+    help="seam-sdk on the command line: chunk and count files, chat with a session, serve, benchmark.",
+    no_args_is_help=True,
+    add_completion=False,
+    # Tracebacks with local variables could print a key or a prompt: keep Python's own.
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+bench_app = typer.Typer(help="Benchmarks against a running server.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+class Kind(str, enum.Enum):
+    auto = "auto"
+    text = "text"
+    markdown = "markdown"
+    code = "code"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class Backend(str, enum.Enum):
+    messages = "messages"
+    openai = "openai"
+
+
+def _encoding(value: str) -> str:
+    if value not in known_encodings():
+        raise typer.BadParameter(f"unknown encoding {value!r}; known: {', '.join(known_encodings())}")
+    return value
+
+
+def _backend(b: Backend | None) -> BackendName | None:
+    if b is None:
+        return None
+    return "openai" if b is Backend.openai else "messages"
+
+
+def _sampling(temperature: float | None, top_k: int | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if temperature is not None:
+        out["temperature"] = temperature
+    if top_k is not None:
+        out["top_k"] = top_k
+    return out
+
+
+Paths = Annotated[
+    list[str], typer.Argument(help="Files and folders (folders are walked; .gitignore is obeyed).")
+]
+Encoding = Annotated[
+    str,
+    typer.Option("--encoding", "--tokenizer", callback=_encoding, help="tiktoken encoding to count with."),
+]
+BaseURL = Annotated[
+    str | None,
+    typer.Option(
+        help="Server root (default: ANTHROPIC_BASE_URL, else the hosted API); "
+        "a path ending in /v1 means OpenAI-compatible."
+    ),
+]
+BackendOpt = Annotated[
+    Backend | None, typer.Option(help="Wire protocol (default: chosen from the base URL).")
+]
+Model = Annotated[
+    str | None, typer.Option(help="Model name (default: SEAM_MODEL, else the server's first model).")
+]
+Temperature = Annotated[float | None, typer.Option(help="Sampling temperature, sent as given.")]
+TopK = Annotated[int | None, typer.Option(help="top_k, sent as given (llama-server, vLLM, the hosted API).")]
+
+
+@app.command()
+def chunk(
+    paths: Paths,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", "-n", min=1, help="Token budget of every chunk.")
+    ] = 512,
+    kind: Annotated[Kind, typer.Option(help="Rules to cut by; auto decides per file.")] = Kind.auto,
+    encoding: Encoding = DEFAULT_ENCODING,
+    jsonl: Annotated[
+        bool, typer.Option("--jsonl", help="Write one JSON object per chunk to standard output.")
+    ] = False,
+    html: Annotated[
+        Path | None, typer.Option(help="Write a self-contained HTML page showing every chunk.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary table.")] = False,
+) -> None:
+    """Cut files at safe seams within a token budget; print a summary (and chunks, a page).
+
+    Exit status: 0, or 3 when a chunk is oversize (a single unit over the budget), 2 for
+    a path that does not exist or cannot be read."""
+    from ._chunk import chunk_files, oversize_lines, summary_table, write_jsonl
+
+    out = Console(highlight=False)
+    err = Console(stderr=True, highlight=False)
+    chunker = Chunker(max_tokens, encoding=encoding)
+    summary, files = chunk_files(
+        paths,
+        chunker,
+        kind=kind.value,
+        console=err,
+        on_file=(lambda fc: write_jsonl(sys.stdout, fc)) if jsonl else None,
+    )
+    status = EXIT_OK
+    for s in summary.skipped:
+        err.print(f"[yellow]skipped[/yellow] {escape(s.shown)}: {escape(s.reason)}")
+        if not s.reason.startswith(("binary", "not UTF-8")):
+            status = EXIT_USAGE
+    if not quiet:
+        (err if jsonl else out).print(summary_table(summary, max_tokens=max_tokens, encoding=encoding))
+        for line in oversize_lines(files):
+            err.print(f"[red]oversize[/red] {escape(line)}")
+    if html is not None:
+        from ._html import render_html
+
+        try:
+            html.write_text(
+                render_html(files, summary, max_tokens=max_tokens, encoding=encoding), encoding="utf-8"
+            )
+        except OSError as e:
+            err.print(f"[red]cannot write {escape(str(html))}:[/red] {escape(e.strerror or str(e))}")
+            raise typer.Exit(EXIT_USAGE) from None
+        if not quiet:
+            err.print(f"wrote {escape(str(html))}")
+    if status == EXIT_OK and summary.oversize:
+        status = EXIT_OVERSIZE
+    raise typer.Exit(status)
+
+
+@app.command()
+def count(
+    paths: Paths,
+    encoding: Encoding = DEFAULT_ENCODING,
+    server: Annotated[
+        str | None,
+        typer.Option(help="Count with this server's count_tokens (each file as one user message)."),
+    ] = None,
+    backend: BackendOpt = None,
+    model: Model = None,
+) -> None:
+    """Count the tokens of files: locally with tiktoken, or through a server."""
+    from ._chunk import count_local, count_table
+
+    out = Console(highlight=False)
+    err = Console(stderr=True, highlight=False)
+    counts, skipped = count_local(paths, encoding)
+    status = EXIT_OK
+    for s in skipped:
+        err.print(f"[yellow]skipped[/yellow] {escape(s.shown)}: {escape(s.reason)}")
+        if not s.reason.startswith(("binary", "not UTF-8")):
+            status = EXIT_USAGE
+    if server is not None:
+        try:
+            counts = anyio.run(
+                _count_through, server, _backend(backend), model, [c.shown for c in counts], paths
+            )
+        except SDKError as e:
+            err.print(f"[red]counting through {escape(server)} failed:[/red] {escape(str(e))}")
+            raise typer.Exit(EXIT_ERROR) from None
+    out.print(count_table(counts))
+    raise typer.Exit(status)
+
+
+async def _count_through(
+    server: str, backend: BackendName | None, model: str | None, shown: list[str], paths: list[str]
+) -> list[Any]:
+    from .._client import Client
+    from ._chunk import FileCount
+    from ._files import SourceFile, find_files, read_text
+
+    keep = set(shown)
+    done = []
+    async with Client(base_url=server, backend=backend) as c:
+        name = model or os.environ.get("SEAM_MODEL") or await _first_model(c)
+        for f in find_files(paths):
+            if isinstance(f, SourceFile) and f.shown in keep and isinstance(text := read_text(f), str):
+                n = await c.count_tokens(model=name, messages=[{"role": "user", "content": text}])
+                done.append(FileCount(f.shown, len(text), n.input_tokens, n.source))
+    return done
+
+
+async def _first_model(client: Any) -> str:
+    models = await client.models()
+    if not models:
+        raise SDKError("the server lists no models; pass --model")
+    return str(models[0].id)
+
+
+@app.command()
+def chat(
+    base_url: BaseURL = None,
+    backend: BackendOpt = None,
+    model: Model = None,
+    session: Annotated[
+        str | None,
+        typer.Option(help="Session file: created if missing, resumed if present, saved after every turn."),
+    ] = None,
+    priority: Annotated[str, typer.Option(help="Scheduling tier of the requests.")] = "interactive",
+    stats: Annotated[
+        bool, typer.Option("--stats", help="Show stream statistics after every answer.")
+    ] = False,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Most tokens per answer.")] = 256,
+    context_window: Annotated[int, typer.Option(min=2, help="The model's context window, in tokens.")] = 4096,
+    system: Annotated[str | None, typer.Option(help="System prompt of a new session.")] = None,
+    temperature: Temperature = None,
+    top_k: TopK = None,
+) -> None:
+    """An interactive streaming chat kept in a session file.
+
+    Each answer streams as it comes; after it, the context report says which turns went
+    into the request. /stats shows the last answer's stream statistics; /quit or EOF ends."""
+    from ._chat import ChatExit, ChatOptions, run_chat
+
+    err = Console(stderr=True, highlight=False)
+    if max_tokens >= context_window:
+        err.print("--max-tokens must be below --context-window")
+        raise typer.Exit(EXIT_USAGE)
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  (line editing and history for input())
+    opts = ChatOptions(
+        base_url=base_url,
+        backend=_backend(backend),
+        model=model,
+        session=session,
+        priority=priority,
+        stats=stats,
+        max_tokens=max_tokens,
+        context_window=context_window,
+        system=system,
+        sampling=_sampling(temperature, top_k),
+    )
+    try:
+        status = anyio.run(run_chat, opts, Console(highlight=False), err)
+    except ChatExit as e:
+        err.print(f"[red]{escape(str(e))}[/red]")
+        raise typer.Exit(e.status) from None
+    except ValueError as e:  # an unknown tier
+        err.print(f"[red]{escape(str(e))}[/red]")
+        raise typer.Exit(EXIT_USAGE) from None
+    except SDKError as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}")
+        raise typer.Exit(EXIT_ERROR) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    raise typer.Exit(status)
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def serve(ctx: typer.Context) -> None:
+    """Start the scheduling server (python -m sdk.server): --upstream URL [--port 8000] [--config FILE] ...
+
+    Every option goes to the server unchanged; seam serve --help lists them."""
+    try:
+        from ..server.__main__ import main as server_main
+    except ImportError as e:
+        Console(stderr=True).print(f"the server needs the serve extra (pip install 'seam-sdk[serve]'): {e}")
+        raise typer.Exit(EXIT_USAGE) from None
+    raise typer.Exit(server_main(list(ctx.args)))
+
+
+@bench_app.command()
+def latency(
+    base_url: BaseURL = None,
+    backend: BackendOpt = None,
+    model: Model = None,
+    requests: Annotated[int, typer.Option(min=1, help="Requests to send.")] = 40,
+    concurrency: Annotated[int, typer.Option(min=1, help="Most requests in flight from this client.")] = 8,
+    priority_mix: Annotated[
+        str, typer.Option(help="Tiers and their shares of the requests.")
+    ] = "interactive=0.2,batch=0.8",
+    max_tokens: Annotated[int, typer.Option(min=1, help="Most tokens per answer.")] = 16,
+    interval: Annotated[
+        float, typer.Option(min=0.0, help="Seconds between request starts (0: all at once).")
+    ] = 0.0,
+    plot: Annotated[
+        Path | None, typer.Option(help="Write a PNG chart: TTFT per request over time, by tier.")
+    ] = None,
+    temperature: Temperature = None,
+    top_k: TopK = None,
+) -> None:
+    """Send a workload of mixed priorities; print TTFT/TPOT/ITL/E2EL p50/p90/p99 per tier."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ._bench import BenchOptions, latency_table, parse_mix, plot_latency, run_latency
+
+    out = Console(highlight=False)
+    err = Console(stderr=True, highlight=False)
+    try:
+        mix = parse_mix(priority_mix)
+    except ValueError as e:
+        err.print(f"--priority-mix: {escape(str(e))}")
+        raise typer.Exit(EXIT_USAGE) from None
+    opts = BenchOptions(
+        base_url=base_url,
+        backend=_backend(backend),
+        model=model,
+        requests=requests,
+        concurrency=concurrency,
+        mix=mix,
+        max_tokens=max_tokens,
+        interval=interval,
+        sampling=_sampling(temperature, top_k),
+    )
+    progress = Progress(
+        TextColumn("requests"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+    with progress:
+        task = progress.add_task("requests", total=requests)
+        try:
+            result = anyio.run(lambda: run_latency(opts, on_done=lambda: progress.advance(task)))
+        except ValueError as e:  # an unknown tier
+            err.print(f"--priority-mix: {escape(str(e))}")
+            raise typer.Exit(EXIT_USAGE) from None
+        except SDKError as e:
+            err.print(f"[red]error:[/red] {escape(str(e))}")
+            raise typer.Exit(EXIT_ERROR) from None
+    order = [t.name for t in sorted(_default_tiers(), key=lambda t: t.rank)]
+    out.print(latency_table(result, order))
+    for line in result.errors[:10]:
+        err.print(f"[red]failed[/red] {escape(line)}")
+    if plot is not None:
+        try:
+            plot_latency(result, plot, order)
+        except OSError as e:
+            err.print(f"[red]cannot write {escape(str(plot))}:[/red] {escape(e.strerror or str(e))}")
+            raise typer.Exit(EXIT_USAGE) from None
+        err.print(f"wrote {escape(str(plot))}")
+    raise typer.Exit(EXIT_ERROR if result.errors else EXIT_OK)
+
+
+def _default_tiers() -> list[Any]:
+    from ..scheduler import Scheduler
+
+    return list(Scheduler().tiers)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``seam`` console script (and ``python -m sdk``); returns the exit status."""
+    try:
+        app(args=argv, prog_name="seam")
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            return EXIT_OK
+        return code if isinstance(code, int) else EXIT_ERROR
+    return EXIT_OK

@@ -1,0 +1,226 @@
+"""``seam chat``: an interactive streaming chat whose conversation lives in a file.
+
+The conversation is an :class:`sdk.Session`: each line typed is a user turn, the answer
+streams as it comes, and after each turn the session reports what went into the
+request (turns kept, turns left out to fit the window). With ``--session FILE`` the
+session is saved after every turn (and its cursor every few deltas while an answer
+streams), so a chat started again with the same file continues where it stopped; an
+answer cut off by a crash is completed first, each character once.
+
+The session is given a thin wrapper of the client that remembers the last stream it
+opened, so the chat can show that request's statistics (TTFT, tokens/s, pauses,
+resumes) without the session having to know about them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.markup import escape
+
+from .._backends import BackendName
+from .._client import Client, Stream
+from .._errors import SDKError
+from ..session import ContextOverflow, FitReport, Session, SessionConflict, SessionError, SessionFileError
+from ..stream import Message
+
+__all__ = ["ChatOptions", "run_chat"]
+
+HELP = (
+    "Type a message (it is sent as a user turn); /stats shows the last answer's stream "
+    "statistics; /quit or EOF ends."
+)
+
+
+class _Recorder:
+    """The client as the session sees it, keeping the last :class:`Stream` it opened."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.last: Stream | None = None
+
+    @property
+    def hosted(self) -> bool:
+        return self.client.hosted
+
+    @property
+    def prefill_echo(self) -> bool | None:
+        return self.client.prefill_echo
+
+    def stream(self, **request: Any) -> AbstractAsyncContextManager[Stream]:
+        s = self.client.stream(**request)
+        self.last = s
+        return s
+
+    async def create(self, **request: Any) -> Message:
+        return await self.client.create(**request)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatOptions:
+    base_url: str | None
+    backend: BackendName | None
+    model: str | None
+    session: str | None
+    priority: str
+    stats: bool
+    max_tokens: int
+    context_window: int
+    system: str | None
+    sampling: Mapping[str, Any]
+
+
+class ChatExit(Exception):
+    """Ends the chat with an exit status and a message for standard error."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def report_line(rep: FitReport) -> str:
+    left = f"left out {len(rep.elided)} ({rep.elided_tokens} tokens)" if rep.elided else "left out 0"
+    return f"[context] kept {len(rep.kept)} turns, {left}; {rep.tokens} of {rep.budget} tokens"
+
+
+def stats_line(s: Stream) -> str:
+    m = s.metrics()
+    st = s.statistics()
+    ttft = f"{m.ttft * 1000:.0f} ms" if m.ttft is not None else "-"
+    tps = f"{m.tokens_per_second:.1f}" if m.tokens_per_second is not None else "-"
+    return (
+        f"[stats] TTFT {ttft}, {tps} tokens/s, {m.output_tokens} tokens in {m.e2el:.2f} s, "
+        f"queued {m.queue_time * 1000:.0f} ms; pauses {st.pauses}, resumes {st.resumes}, "
+        f"preemptions {st.preemptions}, stall cancels {st.cancels}"
+    )
+
+
+async def _pick_model(client: Client, wanted: str | None) -> str:
+    if wanted:
+        return wanted
+    env = os.environ.get("SEAM_MODEL")
+    if env:
+        return env
+    try:
+        models = await client.models()
+    except SDKError as e:
+        raise ChatExit(1, f"cannot list the server's models ({e}); pass --model") from None
+    if not models:
+        raise ChatExit(1, "the server lists no models; pass --model")
+    return models[0].id
+
+
+def _load(opts: ChatOptions, rec: _Recorder, model: str | None, out: Console) -> Session | None:
+    """The saved session (``None`` if there is none yet)."""
+    if not opts.session or not os.path.exists(opts.session):
+        return None
+    try:
+        s = Session.load(opts.session, rec)
+    except SessionFileError as e:
+        raise ChatExit(2, f"cannot load the session: {e}") from None
+    if model:
+        s.model = model
+    out.print(f"[dim]resumed {escape(opts.session)}: {len(s.log)} turns (version {s.version})[/dim]")
+    for t in list(s.log)[-6:]:
+        who = "you> " if t.role == "user" else "model> "
+        text = t.text.strip().replace("\n", " ")
+        out.print(f"[dim]{who}{escape(text[:200])}{'…' if len(text) > 200 else ''}[/dim]")
+    return s
+
+
+async def run_chat(opts: ChatOptions, out: Console, err: Console) -> int:
+    async with Client(base_url=opts.base_url, backend=opts.backend) as client:
+        rec = _Recorder(client)
+        session = _load(opts, rec, opts.model, out)
+        if session is None:
+            model = await _pick_model(client, opts.model)
+            session = Session(
+                rec,
+                model=model,
+                context_window=opts.context_window,
+                reserve_output=opts.max_tokens,
+                system=opts.system,
+            )
+            if opts.session:
+                _save(session, opts.session)
+                out.print(f"[dim]new session {escape(opts.session)} (model {escape(model)})[/dim]")
+        out.print(f"[dim]{escape(HELP)}[/dim]")
+        params = {"max_tokens": opts.max_tokens, "priority": opts.priority, **opts.sampling}
+        save_every = 16 if session.path else None
+        if session.pending is not None:
+            out.print("[dim]an answer was cut off; continuing it:[/dim]")
+            await _turn(session, rec, None, params, save_every, opts, out, err)
+        while True:
+            try:
+                line = await anyio.to_thread.run_sync(input, "you> ")
+            except EOFError:
+                out.print()
+                break
+            line = line.strip()
+            if not line:
+                continue
+            if line in ("/quit", "/exit", "/q"):
+                break
+            if line == "/help":
+                out.print(HELP)
+                continue
+            if line == "/stats":
+                out.print(escape(stats_line(rec.last)) if rec.last is not None else "no answer yet")
+                continue
+            await _turn(session, rec, line, params, save_every, opts, out, err)
+        if session.path:
+            _save(session, session.path)
+    return 0
+
+
+async def _turn(
+    session: Session,
+    rec: _Recorder,
+    line: str | None,
+    params: Mapping[str, Any],
+    save_every: int | None,
+    opts: ChatOptions,
+    out: Console,
+    err: Console,
+) -> None:
+    try:
+        opened = (
+            session.stream(line, save_every=save_every, **params)
+            if line is not None
+            else session.resume(save_every=save_every, **params)
+        )
+        out.file.write("model> ")
+        async with opened as r:
+            async for text in r.text_deltas():
+                out.file.write(text)
+                out.file.flush()
+        out.file.write("\n")
+    except ContextOverflow as e:
+        err.print(f"[red]too long for the window:[/red] {escape(str(e))}")
+        return
+    except SDKError as e:
+        out.file.write("\n")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
+        if session.pending is not None and session.path:
+            err.print("[dim]the part received is saved; the answer continues at the next start[/dim]")
+            _save(session, session.path)
+        return
+    if r.report is not None:
+        out.print(f"[dim]{escape(report_line(r.report))}[/dim]")
+    if opts.stats and rec.last is not None:
+        out.print(f"[dim]{escape(stats_line(rec.last))}[/dim]")
+    if session.path:
+        _save(session, session.path)
+
+
+def _save(session: Session, path: str) -> None:
+    try:
+        session.save(path)
+    except (SessionConflict, SessionError, OSError) as e:
+        raise ChatExit(2, f"cannot save the session to {path}: {e}") from None
