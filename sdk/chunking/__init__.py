@@ -5,6 +5,8 @@
 ['第一句。', '第二句。']
 """
 
+from sdk._tokens import TokenizerError
+
 from . import _markdown  # noqa: F401  (importing it registers kind="markdown")
 from ._api import Chunker, chunk
 from ._code import GrammarUnavailable, UnknownLanguage, detect_language, languages
@@ -24,6 +26,7 @@ __all__ = [
     "JSONTokenizer",
     "Section",
     "Splitter",
+    "TokenizerError",
     "UnknownLanguage",
     "chunk",
     "detect_kind",

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from sdk._tokens import get_encoding, token_byte_lengths
+from sdk._tokens import encoder, token_byte_lengths
 
 from ._junctions import ADDITIVE, next_additive, prev_additive
 from ._types import Section
@@ -42,9 +42,10 @@ class Sizer:
     __slots__ = ("_encode", "_lengths", "additive", "max_token_chars", "name")
 
     def __init__(self, encoding: str) -> None:
-        enc = get_encoding(encoding)
         self.name = encoding
-        self._encode = enc.encode_ordinary
+        # Exact like tiktoken's encode_ordinary, and safe on any input (long runs of
+        # whitespace make tiktoken itself panic).
+        self._encode = encoder(encoding).encode
         # No token holds more characters than bytes, so a range longer than
         # ``budget * max_token_chars`` characters cannot fit and need not be counted.
         self._lengths = token_byte_lengths(encoding)
