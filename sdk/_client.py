@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
+import secrets
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
+from urllib.parse import quote
 
 import anyio
 import httpx2
@@ -40,6 +42,8 @@ from ._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
+    BadRequestError,
+    IncompleteStreamError,
     NotFoundError,
     OverloadedError,
     RateLimitError,
@@ -64,8 +68,18 @@ from .stream import (
     StreamStatistics,
     Upstream,
 )
+from .stream._resume import (
+    PrefillRefusals,
+    ResumeMode,
+    continuation,
+    plan_resume,
+    refusal_reason,
+    refuses_prefill,
+)
 
 __all__ = ["Client", "ModelInfo", "Stream", "TokenCount"]
+
+CONVERSATION_HEADER = "x-conversation-id"  # llama-server keeps a stream under it
 
 HOSTED_BASE_URL = "https://api.anthropic.com"
 _PROBE_BYTES = 1 << 16
@@ -260,6 +274,8 @@ class Client:
         if on_metrics is not None:
             self._dispatch.hooks.append(on_metrics)
         self._slots_known = self.hosted or sched.slots is not None
+        self._conversations = False  # the server keeps streams by conversation id (llama-server)
+        self._refusals = PrefillRefusals()  # models that refused an assistant prefill
         self._slots_probe: anyio.Event | None = None
 
     def __repr__(self) -> str:
@@ -357,10 +373,11 @@ class Client:
             probe.set()
 
     async def _probe_slots(self) -> int | None:
-        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
         try:
             with anyio.fail_after(10.0):  # however slowly its bytes come
-                return _slots_from(await self._get_small(root + "/props", _PROBE_BYTES))
+                n = _slots_from(await self._get_small(self._root() + "/props", _PROBE_BYTES))
+                self._conversations = n is not None  # llama-server: it keeps streams by conversation
+                return n
         except Exception:  # no such endpoint, not JSON, not reachable: slots stay unknown
             return None
 
@@ -375,9 +392,6 @@ class Client:
         return None if more else orjson.loads(raw)
 
     # ---- requests ----------------------------------------------------------------------
-
-    def _url(self, path: str) -> str:
-        return self.base_url + path
 
     def _request_headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         h = dict(self._headers)
@@ -399,6 +413,7 @@ class Client:
         timeout: TimeoutArg = None,
         stream: bool = False,
         flight: Flight | None = None,
+        root: bool = False,
     ) -> httpx2.Response:
         """Send with retries until the response headers are in; raise the typed error for
         an error status. With ``stream`` the body is left unread for the caller. With a
@@ -421,7 +436,11 @@ class Client:
         attempt = 0
         while True:
             request = self._http.build_request(
-                method, self._url(path), content=content, headers=hdrs, timeout=t
+                method,
+                (self._root() if root else self.base_url) + path,
+                content=content,
+                headers=hdrs,
+                timeout=t,
             )
             try:
                 with anyio.fail_after(deadline):  # the head, whatever the pace of its bytes
@@ -571,6 +590,15 @@ class Client:
         stall = stall or self.stall
         held: list[Flight] = []
         kept: list[str] = []  # the stream id, where the server keeps the stream for a reattach
+        conv: list[str] = []  # llama-server's conversation id of the current engine request
+
+        def conversation_headers() -> Mapping[str, str] | None:
+            """A fresh conversation id per engine request where the server keeps streams
+            by conversation (llama-server), so a dropped connection can be replayed."""
+            if not self._conversations:
+                return extra_headers
+            conv[:] = [secrets.token_hex(12)]
+            return {**(extra_headers or {}), CONVERSATION_HEADER: conv[0]}
 
         async def post(
             flight: Flight, body: Mapping[str, Any], headers: Mapping[str, str] | None
@@ -600,14 +628,30 @@ class Client:
                 flight = await self._flight(
                     params, tier, tenant, preempt=inner.preempt if resumable else None, held=held
                 )
-            resp = await post(flight, body, extra_headers)
-            return Upstream(self._chunks(resp), resp.aclose, replayable=keep(resp))
+            resp = await post(flight, body, conversation_headers())
+            return Upstream(
+                self._chunks(resp),
+                resp.aclose,
+                replayable=keep(resp),
+                cancel=self._conversation_cancel(conv[0]) if conv else None,
+            )
 
         async def resume(req: ResumeRequest) -> Upstream:
+            """After a break: replay where the server keeps the stream, else a continuation
+            by prefill, else (a model that refuses a prefill) the partial message in an
+            ``IncompleteStreamError``. The plan is :func:`sdk.stream._resume.plan_resume`'s."""
             flight = held[0]
             await flight.admit()  # after a stall or a preemption: wait for a slot again
-            if kept and req.last_event_id.startswith(kept[0] + ":"):
-                # The server keeps this stream: the rest after the last event, exactly once.
+            model = params.get("model")
+            seam = bool(kept) and req.last_event_id.startswith(kept[0] + ":")
+            plan = plan_resume(
+                req.cause,
+                replay=seam or bool(conv),
+                replay_frees_slot=seam,
+                prefill_refused=model in self._refusals,
+            )
+            if plan.mode is ResumeMode.REPLAY and seam:
+                # This SDK's server keeps the stream: the rest after the last event, exactly once.
                 try:
                     resp = await post(
                         flight, body, {**(extra_headers or {}), "last-event-id": req.last_event_id}
@@ -616,11 +660,40 @@ class Client:
                     kept.clear()  # expired there: continue by prefill instead
                 else:
                     return Upstream(self._chunks(resp), resp.aclose, replayable=True, replay=True)
-            cont, sent = await self._continuation(params, req)
-            resp = await post(flight, backend.body(cont, stream=True), extra_headers)
-            echo = await self._echoes_prefill()
-            repeat = sent if echo else req.prefill[len(req.prefill.rstrip()) :]
-            return Upstream(self._chunks(resp), resp.aclose, repeat, replayable=keep(resp))
+            elif plan.mode is ResumeMode.REPLAY:
+                # llama-server keeps the conversation's stream: its bytes from where ours stopped.
+                replayed = await self._replay_conversation(conv[0], req.received_bytes, timeout)
+                if replayed is not None:
+                    return Upstream(
+                        self._chunks(replayed),
+                        replayed.aclose,
+                        replay=True,
+                        continues=True,
+                        cancel=self._conversation_cancel(conv[0]),
+                    )
+            if conv:
+                await self._conversation_cancel(conv[0])()  # whatever is left of it stops generating
+                conv.clear()
+            if model in self._refusals:
+                raise IncompleteStreamError(refusal_reason(model), partial=req.message)
+            echo = await self.echoes_prefill()
+            cont = continuation(
+                {**params, **self.resume_extra_body}, req.prefill, echo=echo, used_tokens=req.output_tokens
+            )
+            try:
+                resp = await post(flight, backend.body(cont.params, stream=True), conversation_headers())
+            except BadRequestError as e:
+                if not refuses_prefill(e):
+                    raise
+                self._refusals.add(model)  # remembered: the next break fails at once
+                raise IncompleteStreamError(refusal_reason(model, e), partial=req.message) from e
+            return Upstream(
+                self._chunks(resp),
+                resp.aclose,
+                cont.repeat,
+                replayable=keep(resp),
+                cancel=self._conversation_cancel(conv[0]) if conv else None,
+            )
 
         inner = MessageStream(
             open_,
@@ -669,35 +742,41 @@ class Client:
     def _chunks(resp: httpx2.Response) -> AsyncIterator[bytes]:
         return decoded_chunks(resp)
 
-    async def _continuation(
-        self, params: Mapping[str, Any], req: ResumeRequest
-    ) -> tuple[dict[str, Any], str]:
-        """The original request plus the text so far as a trailing assistant prefill
-        (extending the caller's own prefill if the request ended with one)."""
-        cont = dict(params)
-        cont.update(self.resume_extra_body)
-        messages = list(cont.get("messages", ()))
-        echo = await self._echoes_prefill()
-        text = req.prefill if echo else req.prefill.rstrip()  # the hosted API refuses trailing space
-        if not text and not (messages and messages[-1].get("role") == "assistant"):
-            return cont, ""  # nothing to prefill: the same request again
-        if messages and messages[-1].get("role") == "assistant":
-            last = messages.pop()
-            own = last.get("content")
-            own = (
-                own
-                if isinstance(own, str)
-                else "".join(b.get("text", "") for b in own or () if b.get("type") == "text")
+    async def _replay_conversation(
+        self, conversation: str, offset: int, timeout: TimeoutArg
+    ) -> httpx2.Response | None:
+        """llama-server's kept stream of ``conversation`` from byte ``offset`` (``None``
+        where it is not kept: expired, or a server without conversation streams)."""
+        try:
+            resp = await self._send(
+                "GET",
+                f"/v1/stream?conv_id={quote(conversation)}&from={offset}",
+                timeout=timeout,
+                stream=True,
+                root=True,
             )
-            text = own + text
-        messages.append({"role": "assistant", "content": text})
-        cont["messages"] = messages
-        used = req.output_tokens  # reported output or text deltas handed out, the larger
-        if isinstance(cont.get("max_tokens"), int) and used:
-            cont["max_tokens"] = max(1, cont["max_tokens"] - used)
-        return cont, text
+        except (NotFoundError, BadRequestError, APIError):
+            return None
+        return resp
 
-    async def _echoes_prefill(self) -> bool:
+    def _conversation_cancel(self, conversation: str) -> Callable[[], Awaitable[None]]:
+        """Stops llama-server's generation for ``conversation`` (``DELETE /v1/stream``): a
+        kept stream goes on generating after its connection closes."""
+
+        async def cancel() -> None:
+            url = self._root() + f"/v1/stream?conv_id={quote(conversation)}"
+            with anyio.fail_after(5.0):
+                resp = await self._http.delete(url, headers=self._request_headers(None), timeout=5.0)
+            await resp.aclose()
+
+        return cancel
+
+    def _root(self) -> str:
+        return self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+
+    async def echoes_prefill(self) -> bool:
+        """Whether the server repeats an assistant prefill at the start of its answer
+        (llama-server does): ``prefill_echo`` if given, else learnt once from the model list."""
         if self.prefill_echo is None:
             try:
                 models = await self.models()

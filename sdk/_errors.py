@@ -335,7 +335,9 @@ class SSEEventTooLargeError(SSEError):
 
 
 class IncompleteStreamError(StreamProtocolError):
-    """The body ended cleanly but before the protocol's final event (``message_stop``)."""
+    """The stream ended before the protocol's final event (``message_stop``) and could not
+    be resumed; ``partial`` is what arrived, the message says why (for example a model
+    that refuses the assistant prefill a continuation needs)."""
 
 
 _BY_STATUS: dict[int, type[APIError]] = {

@@ -49,9 +49,8 @@ class _Recorder:
     def hosted(self) -> bool:
         return self.client.hosted
 
-    @property
-    def prefill_echo(self) -> bool | None:
-        return self.client.prefill_echo
+    async def echoes_prefill(self) -> bool:
+        return await self.client.echoes_prefill()
 
     def stream(self, **request: Any) -> AbstractAsyncContextManager[Stream]:
         s = self.client.stream(**request)

@@ -12,9 +12,10 @@ elision marker), saves atomically with compare-and-swap, and resumes an answer c
 off mid-stream from what the consumer already has.
 """
 
+from ..stream._resume import RepeatFilter
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream, StreamLike
 from ._policy import ContextOverflow, ContextPolicy, DefaultPolicy, FitReport, elision_marker
-from ._render import RepeatFilter, render_messages
+from ._render import render_messages
 from ._session import DocumentReport, Session
 from ._store import SessionConflict, SessionFileError, read_document, write_atomic
 from ._turns import TokenUsage, Turn, TurnKind, TurnLog

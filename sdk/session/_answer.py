@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from .._errors import SDKError
+from .._errors import BadRequestError, IncompleteStreamError, SDKError
 from .._tokens import count_tokens
 from ..stream import (
     ContentBlockDeltaEvent,
@@ -26,8 +26,8 @@ from ..stream import (
     TextDelta,
     wire_blocks,
 )
+from ..stream._resume import RepeatFilter, continuation, refusal_reason, refuses_prefill
 from ._policy import FitReport
-from ._render import RepeatFilter
 from ._turns import TokenUsage
 
 if TYPE_CHECKING:
@@ -56,12 +56,15 @@ class StreamLike(Protocol):
 
 
 class SessionClient(Protocol):
-    """The client as the session uses it (``sdk.Client`` is one).
+    """The client as the session uses it (``sdk.Client`` is one): ``hosted`` (the hosted
+    Anthropic API, which takes ``cache_control`` breakpoints), ``echoes_prefill()``
+    (whether the server repeats an assistant prefill at the start of its answer, for
+    continuing a pending answer), ``stream`` and ``create``."""
 
-    Optional attributes read with ``getattr``: ``hosted`` (bool: the hosted Anthropic
-    API, which takes ``cache_control`` breakpoints) and ``prefill_echo`` (bool or
-    ``None``: whether the server repeats an assistant prefill at the start of its answer).
-    """
+    @property
+    def hosted(self) -> bool: ...
+
+    async def echoes_prefill(self) -> bool: ...
 
     def stream(self, **request: Any) -> AbstractAsyncContextManager[StreamLike]: ...
 
@@ -105,27 +108,20 @@ class SessionStream:
         pending = s.pending
         assert pending is not None
         self._prefix = pending.text
-        prefill = ""
-        if pending.text:
-            echo = (
-                s.echoes_prefill if s.echoes_prefill is not None else getattr(s.client, "prefill_echo", None)
-            )
-            stripped = pending.text.rstrip()  # the hosted API refuses a prefill ending in white space
-            prefill = pending.text if echo else stripped
-            ws = pending.text[len(stripped) :]
-            if echo is None:
-                self._filter = RepeatFilter((pending.text, stripped + ws, ws))
-            else:
-                self._filter = RepeatFilter((prefill,) if echo else (ws,))
         try:
-            report = s.fit(prefill=prefill)
+            report = s.fit(prefill=pending.text)
             report = await s._summarize_if_needed(report)
             s.last_report = report
             self.report = report
-            params = s._params(report, prefill, self._extra)
-            if prefill:
+            params = s._params(report, "", self._extra)
+            if pending.text:  # an answer cut short: continued by prefill (sdk.stream._resume)
+                echo = s.echoes_prefill
+                if echo is None:
+                    echo = await s._client().echoes_prefill()
                 used = count_tokens(pending.text, s.log.encoding)
-                params["max_tokens"] = max(1, int(params["max_tokens"]) - used)
+                cont = continuation(params, pending.text, echo=echo, used_tokens=used)
+                params = cont.params
+                self._filter = RepeatFilter((cont.repeat,))
             s.pending = replace(
                 pending,
                 requests=pending.requests + 1,
@@ -134,7 +130,14 @@ class SessionStream:
                 else report.tokens,
             )
             self._cm = s._client().stream(**params)
-            self._inner = await self._cm.__aenter__()
+            try:
+                self._inner = await self._cm.__aenter__()
+            except BadRequestError as e:
+                if not (pending.text and refuses_prefill(e)):
+                    raise
+                raise IncompleteStreamError(
+                    refusal_reason(params.get("model"), e) + "; the text so far stays in session.pending"
+                ) from e
         except BaseException:
             if not pending.text:  # nothing received: no answer pends; the log ends with the question
                 s.pending = None

@@ -1,4 +1,4 @@
-"""From a fit to request messages, and the repeat filter for resumed answers.
+"""From a fit to request messages.
 
 Rendering merges neighbouring turns of the same role into one message (chat templates
 such as Gemma's refuse two user messages in a row; the Messages API merges them
@@ -15,7 +15,7 @@ from typing import Any
 from ._policy import FitReport
 from ._turns import TurnLog
 
-__all__ = ["CACHE_CONTROL", "RepeatFilter", "render_messages"]
+__all__ = ["CACHE_CONTROL", "render_messages"]
 
 CACHE_CONTROL: Mapping[str, str] = {"type": "ephemeral"}
 
@@ -68,44 +68,3 @@ def render_messages(
                 content = messages[m]["content"]
                 content[-1] = _mark(content[-1])
     return sys_out, messages
-
-
-class RepeatFilter:
-    """Drops, once, text a resumed stream repeats at its start.
-
-    ``candidates`` are the texts the server may repeat (the whole prefill when it echoes
-    it, the trailing white space a prefill had to drop). Text is held back while it is
-    still a proper prefix of some candidate; the longest candidate it starts with is
-    dropped, and anything else is let through unchanged.
-    """
-
-    def __init__(self, candidates: Sequence[str]) -> None:
-        self._cands = sorted({c for c in candidates if c}, key=len, reverse=True)
-        self._held = ""
-        self.dropped = ""
-        self.done = not self._cands
-
-    def feed(self, text: str) -> str:
-        if self.done:
-            return text
-        buf = self._held + text
-        if any(len(c) > len(buf) and c.startswith(buf) for c in self._cands):
-            self._held = buf  # could still be a repeat: wait for more
-            return ""
-        self.done = True
-        self._held = ""
-        for c in self._cands:
-            if buf.startswith(c):
-                self.dropped = c
-                return buf[len(c) :]
-        return buf
-
-    def flush(self) -> str:
-        """At the end of the stream: held text that is a whole candidate was a repeat;
-        anything else held was real text after all."""
-        out, self._held = self._held, ""
-        self.done = True
-        if out in self._cands:
-            self.dropped = out
-            return ""
-        return out

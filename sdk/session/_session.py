@@ -194,7 +194,7 @@ class Session:
     def _use_breakpoints(self) -> bool:
         if self.cache_breakpoints is not None:
             return self.cache_breakpoints
-        return bool(getattr(self.client, "hosted", False))
+        return self.client is not None and self.client.hosted
 
     def _client(self) -> SessionClient:
         if self.client is None:

@@ -68,6 +68,9 @@ class FakeClient:
         self.active = 0
         self.max_active = 0
 
+    async def echoes_prefill(self) -> bool:
+        return bool(self.prefill_echo)
+
     def stream(self, **request: Any) -> FakeStream:
         self.requests.append(request)
         reply = self.script(request)
