@@ -24,6 +24,7 @@ from .._backends import BackendName
 from .._errors import SDKError
 from .._tokens import DEFAULT_ENCODING, known_encodings
 from ..chunking import Chunker
+from ._chunk import FileCount
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_OVERSIZE", "EXIT_USAGE", "app", "main"]
 
@@ -59,6 +60,15 @@ class Backend(str, enum.Enum):
     openai = "openai"
 
 
+def _console(*, stderr: bool = False) -> Console:
+    """Messages are not wrapped (soft wrap: a path stays whole); a table written to a
+    file or pipe gets 200 columns rather than rich's 80, so no column is cut short."""
+    c = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not c.is_terminal and "COLUMNS" not in os.environ:
+        c.width = 200
+    return c
+
+
 def _encoding(value: str) -> str:
     if value not in known_encodings():
         raise typer.BadParameter(f"unknown encoding {value!r}; known: {', '.join(known_encodings())}")
@@ -82,6 +92,9 @@ def _sampling(temperature: float | None, top_k: int | None) -> dict[str, Any]:
 
 Paths = Annotated[
     list[str], typer.Argument(help="Files and folders (folders are walked; .gitignore is obeyed).")
+]
+Hidden = Annotated[
+    bool, typer.Option("--hidden", help="Also walk hidden files and folders (names starting with '.').")
 ]
 Encoding = Annotated[
     str,
@@ -119,6 +132,7 @@ def chunk(
         Path | None, typer.Option(help="Write a self-contained HTML page showing every chunk.")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary table.")] = False,
+    hidden: Hidden = False,
 ) -> None:
     """Cut files at safe seams within a token budget; print a summary (and chunks, a page).
 
@@ -126,13 +140,14 @@ def chunk(
     a path that does not exist or cannot be read."""
     from ._chunk import chunk_files, oversize_lines, summary_table, write_jsonl
 
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    out = _console()
+    err = _console(stderr=True)
     chunker = Chunker(max_tokens, encoding=encoding)
     summary, files = chunk_files(
         paths,
         chunker,
         kind=kind.value,
+        hidden=hidden,
         console=err,
         on_file=(lambda fc: write_jsonl(sys.stdout, fc)) if jsonl else None,
     )
@@ -172,13 +187,14 @@ def count(
     ] = None,
     backend: BackendOpt = None,
     model: Model = None,
+    hidden: Hidden = False,
 ) -> None:
     """Count the tokens of files: locally with tiktoken, or through a server."""
     from ._chunk import count_local, count_table
 
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
-    counts, skipped = count_local(paths, encoding)
+    out = _console()
+    err = _console(stderr=True)
+    counts, skipped = count_local(paths, encoding, hidden=hidden)
     status = EXIT_OK
     for s in skipped:
         err.print(f"[yellow]skipped[/yellow] {escape(s.shown)}: {escape(s.reason)}")
@@ -186,9 +202,8 @@ def count(
             status = EXIT_USAGE
     if server is not None:
         try:
-            counts = anyio.run(
-                _count_through, server, _backend(backend), model, [c.shown for c in counts], paths
-            )
+            shown = [c.shown for c in counts]
+            counts = anyio.run(lambda: _count_through(server, _backend(backend), model, shown, paths, hidden))
         except SDKError as e:
             err.print(f"[red]counting through {escape(server)} failed:[/red] {escape(str(e))}")
             raise typer.Exit(EXIT_ERROR) from None
@@ -197,17 +212,21 @@ def count(
 
 
 async def _count_through(
-    server: str, backend: BackendName | None, model: str | None, shown: list[str], paths: list[str]
-) -> list[Any]:
+    server: str,
+    backend: BackendName | None,
+    model: str | None,
+    shown: list[str],
+    paths: list[str],
+    hidden: bool,
+) -> list[FileCount]:
     from .._client import Client
-    from ._chunk import FileCount
     from ._files import SourceFile, find_files, read_text
 
     keep = set(shown)
     done = []
     async with Client(base_url=server, backend=backend) as c:
         name = model or os.environ.get("SEAM_MODEL") or await _first_model(c)
-        for f in find_files(paths):
+        for f in find_files(paths, hidden=hidden):
             if isinstance(f, SourceFile) and f.shown in keep and isinstance(text := read_text(f), str):
                 n = await c.count_tokens(model=name, messages=[{"role": "user", "content": text}])
                 done.append(FileCount(f.shown, len(text), n.input_tokens, n.source))
@@ -246,7 +265,7 @@ def chat(
     into the request. /stats shows the last answer's stream statistics; /quit or EOF ends."""
     from ._chat import ChatExit, ChatOptions, run_chat
 
-    err = Console(stderr=True, highlight=False)
+    err = _console(stderr=True)
     if max_tokens >= context_window:
         err.print("--max-tokens must be below --context-window")
         raise typer.Exit(EXIT_USAGE)
@@ -265,7 +284,7 @@ def chat(
         sampling=_sampling(temperature, top_k),
     )
     try:
-        status = anyio.run(run_chat, opts, Console(highlight=False), err)
+        status = anyio.run(run_chat, opts, _console(), err)
     except ChatExit as e:
         err.print(f"[red]{escape(str(e))}[/red]")
         raise typer.Exit(e.status) from None
@@ -321,8 +340,8 @@ def latency(
 
     from ._bench import BenchOptions, latency_table, parse_mix, plot_latency, run_latency
 
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    out = _console()
+    err = _console(stderr=True)
     try:
         mix = parse_mix(priority_mix)
     except ValueError as e:

@@ -103,13 +103,14 @@ def chunk_files(
     chunker: Chunker,
     *,
     kind: str = "auto",
+    hidden: bool = False,
     console: Console,
     on_file: Callable[[FileChunks], None] | None = None,
 ) -> tuple[Summary, list[FileChunks]]:
     """Chunk every file under ``paths``; ``on_file`` sees each file's chunks as they come."""
     summary = Summary()
     found: list[SourceFile] = []
-    for item in find_files(paths):
+    for item in find_files(paths, hidden=hidden):
         if isinstance(item, Skipped):
             summary.skipped.append(item)
         else:
@@ -179,7 +180,7 @@ def summary_table(summary: Summary, *, max_tokens: int, encoding: str) -> Table:
     )
     for name in ("kind", "language"):
         table.add_column(name)
-    for name in ("files", "chunks", "tokens", "tokens/chunk", "oversize", "cut inside"):
+    for name in ("files", "chunks", "tokens", "mean", "oversize", "cut inside"):
         table.add_column(name, justify="right")
     for (kind, lang), row in sorted(summary.rows.items()):
         table.add_row(
@@ -234,11 +235,11 @@ class FileCount:
 
 
 def count_local(
-    paths: Sequence[str | os.PathLike[str]], encoding: str
+    paths: Sequence[str | os.PathLike[str]], encoding: str, *, hidden: bool = False
 ) -> tuple[list[FileCount], list[Skipped]]:
     counts: list[FileCount] = []
     skipped: list[Skipped] = []
-    for item in find_files(paths):
+    for item in find_files(paths, hidden=hidden):
         text = item if isinstance(item, Skipped) else read_text(item)
         if isinstance(text, Skipped):
             skipped.append(text)

@@ -1,6 +1,7 @@
 """Which files a command reads: paths and folders walked in order, ``.gitignore`` obeyed.
 
-A folder is walked top-down in sorted order; ``.git`` is never entered, and every
+A folder is walked top-down in sorted order; ``.git`` is never entered, hidden files
+and folders (names starting with ``.``) are left out unless asked for, and every
 ``.gitignore`` on the way applies to what is below it (the deepest file that has a
 say wins, as in git; an ignored folder is not entered, so nothing inside it can be
 re-included). The ``.gitignore`` files of the folders above a named folder apply too,
@@ -93,13 +94,15 @@ def _shown(path: Path) -> str:
         return path.as_posix()
 
 
-def find_files(paths: Sequence[str | os.PathLike[str]]) -> Iterator[SourceFile | Skipped]:
+def find_files(
+    paths: Sequence[str | os.PathLike[str]], *, hidden: bool = False
+) -> Iterator[SourceFile | Skipped]:
     """Every file under ``paths`` in order (each file once), or why a path was left out."""
     seen: set[Path] = set()
     for given in paths:
         p = Path(given).absolute()
         if p.is_dir():
-            yield from _walk(p, seen)
+            yield from _walk(p, seen, hidden)
         elif p.is_file():
             if p not in seen:
                 seen.add(p)
@@ -108,7 +111,7 @@ def find_files(paths: Sequence[str | os.PathLike[str]]) -> Iterator[SourceFile |
             yield Skipped(os.fspath(given), "no such file or folder")
 
 
-def _walk(root: Path, seen: set[Path]) -> Iterator[SourceFile | Skipped]:
+def _walk(root: Path, seen: set[Path], hidden: bool) -> Iterator[SourceFile | Skipped]:
     base = _ancestor_ignores(root)
     stack: list[tuple[Path, list[_Ignore]]] = [(root, base)]
     while stack:
@@ -123,6 +126,8 @@ def _walk(root: Path, seen: set[Path]) -> Iterator[SourceFile | Skipped]:
             continue
         subdirs: list[Path] = []
         for e in entries:
+            if not hidden and e.name.startswith("."):
+                continue
             path = Path(e.path)
             if e.is_dir(follow_symlinks=False):
                 if e.name != ".git" and not _ignored(ignores, path, True):
