@@ -24,7 +24,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from sdk.stream import AnthropicEventDecoder, MessageState, apply
+from sdk.stream import AnthropicEventDecoder, MessageState
+from sdk.stream._accumulate import apply
 
 CHUNK = 4096
 

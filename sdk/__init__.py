@@ -39,7 +39,16 @@ from ._retry import RetryBudget, RetryPolicy
 from ._tokens import EncodingUnavailable, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
 from .scheduler import RequestMetrics, Scheduler, Tier, TierMetrics
-from .session import ContextOverflow, FitReport, Session, SessionConflict, SessionFileError
+from .session import ContextOverflow, FitReport, Session, SessionConflict, SessionError, SessionFileError
+from .stream import (
+    FlowControl,
+    Message,
+    StallPolicy,
+    StreamStatistics,
+    TextBlock,
+    ToolUseBlock,
+    Usage,
+)
 
 __all__ = [
     "APIConnectionError",
@@ -56,11 +65,13 @@ __all__ = [
     "ContextOverflowError",
     "EncodingUnavailable",
     "FitReport",
+    "FlowControl",
     "IncompleteStreamError",
     "InternalServerError",
     "MapProgress",
     "MapResult",
     "MapRun",
+    "Message",
     "ModelInfo",
     "NotFoundError",
     "OverloadedError",
@@ -80,13 +91,19 @@ __all__ = [
     "Scheduler",
     "Session",
     "SessionConflict",
+    "SessionError",
     "SessionFileError",
+    "StallPolicy",
     "Stream",
     "StreamProtocolError",
+    "StreamStatistics",
+    "TextBlock",
     "Tier",
     "TierMetrics",
     "TokenCount",
+    "ToolUseBlock",
     "UnprocessableEntityError",
+    "Usage",
     "chunk",
     "count_tokens",
     "get_encoding",

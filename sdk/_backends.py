@@ -33,17 +33,16 @@ from ._errors import StreamProtocolError
 from .stream import (
     AnthropicEventDecoder,
     ContentBlock,
-    EventDecoder,
     Message,
     OpenAIEventDecoder,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
     Usage,
-    openai_usage,
-    parse_block,
 )
-from .stream._openai import FINISH_REASONS
+from .stream._events import parse_block
+from .stream._openai import FINISH_REASONS, openai_usage
+from .stream._stream import EventDecoder
 
 __all__ = ["Backend", "BackendName", "MessagesBackend", "OpenAIBackend", "detect_backend"]
 

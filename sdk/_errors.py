@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 if TYPE_CHECKING:
-    from .stream._accumulate import Message
+    from ._models import Message
 
 __all__ = [
     "APIConnectionError",

@@ -39,7 +39,8 @@ from anyio.abc import TaskGroup
 
 from ._backends import MessagesBackend
 from .scheduler import RequestMetrics, Tier
-from .stream import Message, message_to_wire
+from .stream import Message
+from .stream._accumulate import message_to_wire
 
 if TYPE_CHECKING:
     from ._client import Client, Stream

@@ -51,7 +51,8 @@ from .._errors import (
     StreamProtocolError,
 )
 from ..scheduler import RequestMetrics, Scheduler, Tier, UnknownTierError
-from ..stream import FlowControl, StallPolicy, message_to_wire
+from ..stream import FlowControl, StallPolicy
+from ..stream._accumulate import message_to_wire
 from ._config import Keyring, Principal, ServerConfig
 from ._http import (
     ERROR_TYPES,

@@ -9,7 +9,8 @@ from typing import Any, Protocol
 import anyio
 import orjson
 
-from ..stream import Event, event_to_wire, sse_frame
+from ..stream import Event
+from ..stream._wire import event_to_wire, sse_frame
 from ._openai import ChunkWriter
 
 __all__ = [

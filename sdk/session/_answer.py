@@ -17,15 +17,8 @@ import anyio
 
 from .._errors import BadRequestError, IncompleteStreamError, SDKError
 from .._tokens import count_tokens
-from ..stream import (
-    ContentBlockDeltaEvent,
-    Event,
-    Message,
-    MessageDeltaEvent,
-    MessageStartEvent,
-    TextDelta,
-    wire_blocks,
-)
+from ..stream import ContentBlockDeltaEvent, Event, Message, MessageDeltaEvent, MessageStartEvent, TextDelta
+from ..stream._accumulate import wire_blocks
 from ..stream._resume import RepeatFilter, continuation, refusal_reason, refuses_prefill
 from ._policy import FitReport
 from ._turns import TokenUsage
@@ -159,7 +152,7 @@ class SessionStream:
                 msg = await self._inner.final_message()
                 if msg.stop_reason is not None and self._filter.done:
                     self._complete(msg)
-            if self._save_every is not None and s.path is not None:
+            if self._save_every is not None and s.store is not None:
                 await anyio.to_thread.run_sync(s.save)
         return suppress
 
@@ -231,7 +224,7 @@ class SessionStream:
         assert pending is not None
         s.pending = replace(pending, text=pending.text + text)
         self._deltas += 1
-        if self._save_every and s.path is not None and self._deltas % self._save_every == 0:
+        if self._save_every and s.store is not None and self._deltas % self._save_every == 0:
             await anyio.to_thread.run_sync(s.save)
 
     async def text_deltas(self) -> AsyncIterator[str]:

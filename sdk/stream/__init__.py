@@ -8,13 +8,7 @@ is injected by the client.
 
 from ._accumulate import (
     Message,
-    MessageHeader,
     MessageState,
-    OpenBlock,
-    apply,
-    error_from_event,
-    message_to_wire,
-    wire_blocks,
 )
 from ._events import (
     AnthropicEventDecoder,
@@ -42,15 +36,17 @@ from ._events import (
     UnknownDelta,
     UnknownEvent,
     Usage,
-    parse_anthropic_event,
-    parse_block,
 )
 from ._flow import FlowControl, FlowNote, StallPolicy, StreamStatistics
-from ._openai import OpenAIChunkTranslator, OpenAIEventDecoder, openai_usage
-from ._partial_json import JSONPrefix, partial_value
+from ._openai import (
+    OpenAIEventDecoder,
+)
 from ._sse import ServerSentEvent, SSEDecoder
-from ._stream import EventDecoder, MessageStream, ResumeHook, ResumeRequest, StreamObserver, Upstream
-from ._wire import delta_to_wire, event_to_wire, sse_frame
+from ._stream import (
+    MessageStream,
+    ResumeRequest,
+    Upstream,
+)
 
 __all__ = [
     "AnthropicEventDecoder",
@@ -62,30 +58,23 @@ __all__ = [
     "Delta",
     "ErrorEvent",
     "Event",
-    "EventDecoder",
     "FlowControl",
     "FlowNote",
     "InputJSONDelta",
-    "JSONPrefix",
     "Message",
     "MessageDeltaEvent",
-    "MessageHeader",
     "MessageStartEvent",
     "MessageState",
     "MessageStopEvent",
     "MessageStream",
-    "OpenAIChunkTranslator",
     "OpenAIEventDecoder",
-    "OpenBlock",
     "PingEvent",
     "RedactedThinkingBlock",
-    "ResumeHook",
     "ResumeRequest",
     "SSEDecoder",
     "ServerSentEvent",
     "SignatureDelta",
     "StallPolicy",
-    "StreamObserver",
     "StreamStatistics",
     "TextBlock",
     "TextDelta",
@@ -97,15 +86,4 @@ __all__ = [
     "UnknownEvent",
     "Upstream",
     "Usage",
-    "apply",
-    "delta_to_wire",
-    "error_from_event",
-    "event_to_wire",
-    "message_to_wire",
-    "openai_usage",
-    "parse_anthropic_event",
-    "parse_block",
-    "partial_value",
-    "sse_frame",
-    "wire_blocks",
 ]

@@ -18,6 +18,7 @@ import orjson
 
 from .. import _jsonexact
 from .._errors import APIError, StreamProtocolError, api_error_from_body
+from .._models import Message
 from ._events import (
     CitationsDelta,
     ContentBlock,
@@ -73,28 +74,6 @@ def _join(part: _Part | None) -> str:
         part = part.prev
     parts.reverse()
     return "".join(parts)
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """The accumulated message (final, or a snapshot of an unfinished one)."""
-
-    id: str
-    model: str
-    role: str
-    content: tuple[ContentBlock, ...]
-    stop_reason: str | None
-    stop_sequence: str | None
-    usage: Usage
-
-    @property
-    def text(self) -> str:
-        """All text blocks joined."""
-        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
-
-    @property
-    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
-        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,6 @@ from sdk.stream import (
     ContentBlockStartEvent,
     ContentBlockStopEvent,
     InputJSONDelta,
-    JSONPrefix,
     MessageDeltaEvent,
     MessageStartEvent,
     MessageState,
@@ -29,9 +28,9 @@ from sdk.stream import (
     TextDelta,
     ToolUseBlock,
     Usage,
-    apply,
-    partial_value,
 )
+from sdk.stream._accumulate import apply
+from sdk.stream._partial_json import JSONPrefix, partial_value
 
 from .recorded import anthropic, full_anthropic_events, pieces
 from .test_anthropic import fold

@@ -24,9 +24,8 @@ from sdk.stream import (
     UnknownDelta,
     UnknownEvent,
     Usage,
-    apply,
-    error_from_event,
 )
+from sdk.stream._accumulate import apply, error_from_event
 
 from .helpers import raises_three_ways, three_ways
 from .recorded import (

@@ -11,14 +11,14 @@ from sdk.stream import (
     MessageDeltaEvent,
     MessageStartEvent,
     MessageStopEvent,
-    OpenAIChunkTranslator,
     OpenAIEventDecoder,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
     Usage,
-    error_from_event,
 )
+from sdk.stream._accumulate import error_from_event
+from sdk.stream._openai import OpenAIChunkTranslator
 
 from .helpers import raises_three_ways, three_ways
 from .recorded import TEXT, full_openai_chunks, openai, openai_chunk, sse, tool_input

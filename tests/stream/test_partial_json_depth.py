@@ -15,7 +15,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, TypeVar
 
-from sdk.stream import JSONPrefix, partial_value
+from sdk.stream._partial_json import JSONPrefix, partial_value
 
 T = TypeVar("T")
 

@@ -10,15 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdk.stream import (
-    AnthropicEventDecoder,
-    OpenAIEventDecoder,
-    TextBlock,
-    ThinkingBlock,
-    ToolUseBlock,
-    event_to_wire,
-    sse_frame,
-)
+from sdk.stream import AnthropicEventDecoder, OpenAIEventDecoder, TextBlock, ThinkingBlock, ToolUseBlock
+from sdk.stream._wire import event_to_wire, sse_frame
 
 from .helpers import three_ways
 from .recorded import anthropic, block_start, block_stop, delta, msg_delta, msg_start, openai, openai_chunk

@@ -1,0 +1,159 @@
+"""The values every layer shares: a message, its content blocks and its token usage.
+
+The bottom layer: it imports nothing from the rest of the SDK, so errors, streams,
+sessions, the client and the server can all speak of a :class:`Message` without
+importing one another. :mod:`sdk.stream` builds these values from events; sessions
+store them; errors carry the partial one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ContentBlock",
+    "Message",
+    "RedactedThinkingBlock",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolUseBlock",
+    "UnknownBlock",
+    "Usage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts; ``None`` means "not reported", not zero."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+
+    def merged(self, newer: Usage) -> Usage:
+        """Cumulative counts: every field the newer report carries replaces the old one."""
+        return Usage(
+            self.input_tokens if newer.input_tokens is None else newer.input_tokens,
+            self.output_tokens if newer.output_tokens is None else newer.output_tokens,
+            self.cache_creation_input_tokens
+            if newer.cache_creation_input_tokens is None
+            else newer.cache_creation_input_tokens,
+            self.cache_read_input_tokens
+            if newer.cache_read_input_tokens is None
+            else newer.cache_read_input_tokens,
+        )
+
+    def plus(self, other: Usage) -> Usage:
+        """Sum of two reports (a resumed stream bills its own segment)."""
+
+        def add(a: int | None, b: int | None) -> int | None:
+            return b if a is None else a if b is None else a + b
+
+        return Usage(
+            add(self.input_tokens, other.input_tokens),
+            add(self.output_tokens, other.output_tokens),
+            add(self.cache_creation_input_tokens, other.cache_creation_input_tokens),
+            add(self.cache_read_input_tokens, other.cache_read_input_tokens),
+        )
+
+    def to_wire(self) -> dict[str, int]:
+        """The reported counts as the Messages API writes them (unreported ones left out)."""
+        out: dict[str, int] = {}
+        if self.input_tokens is not None:
+            out["input_tokens"] = self.input_tokens
+        if self.output_tokens is not None:
+            out["output_tokens"] = self.output_tokens
+        if self.cache_creation_input_tokens is not None:
+            out["cache_creation_input_tokens"] = self.cache_creation_input_tokens
+        if self.cache_read_input_tokens is not None:
+            out["cache_read_input_tokens"] = self.cache_read_input_tokens
+        return out
+
+    @staticmethod
+    def from_wire(raw: object) -> Usage:
+        if not isinstance(raw, Mapping):
+            return Usage()
+
+        def num(key: str) -> int | None:
+            v = raw.get(key)
+            return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+        return Usage(
+            num("input_tokens"),
+            num("output_tokens"),
+            num("cache_creation_input_tokens"),
+            num("cache_read_input_tokens"),
+        )
+
+
+# ---- content blocks (as they start; the accumulator fills them) -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str = ""
+    citations: tuple[Mapping[str, Any], ...] = ()
+    type: str = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    """A tool call. ``input_json`` is the raw text; ``input`` its parse (``None`` with
+    ``input_error`` set when the model produced invalid JSON: nothing is thrown away).
+    ``type`` is ``tool_use``, ``server_tool_use`` or ``mcp_tool_use``."""
+
+    id: str
+    name: str
+    input: Any = None
+    input_json: str = ""
+    input_error: str | None = None
+    type: str = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    thinking: str = ""
+    signature: str = ""
+    type: str = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedThinkingBlock:
+    data: str
+    type: str = "redacted_thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownBlock:
+    """A block type this SDK does not model (server tool results, ...), kept verbatim."""
+
+    type: str
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+ContentBlock = TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock | UnknownBlock
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """The accumulated message (final, or a snapshot of an unfinished one)."""
+
+    id: str
+    model: str
+    role: str
+    content: tuple[ContentBlock, ...]
+    stop_reason: str | None
+    stop_sequence: str | None
+    usage: Usage
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
