@@ -8,16 +8,20 @@
 A :class:`Session` logs every turn with its token accounting, asks a
 :class:`ContextPolicy` which turns go into each request (the :class:`DefaultPolicy`
 keeps system, pinned and newest turns and replaces the oldest by one reported
-elision marker), saves atomically with compare-and-swap, and resumes an answer cut
-off mid-stream from what the consumer already has.
+elision marker), saves atomically with compare-and-swap to a :class:`SessionStore`
+(a file, SQLite, or Valkey/Redis: :func:`open_store`), and resumes an answer cut off
+mid-stream, in this process or another, from what the consumer already has.
 """
 
 from ..stream._resume import RepeatFilter
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream, StreamLike
 from ._policy import ContextOverflow, ContextPolicy, DefaultPolicy, FitReport, elision_marker
+from ._redis import RedisStore
 from ._render import render_messages
 from ._session import DocumentReport, Session
+from ._sqlite import SQLiteStore
 from ._store import SessionConflict, SessionFileError, read_document, write_atomic
+from ._stores import FileStore, SessionNotFound, SessionStore, SessionStoreError, open_store
 from ._turns import TokenUsage, Turn, TurnKind, TurnLog
 
 __all__ = [
@@ -25,14 +29,20 @@ __all__ = [
     "ContextPolicy",
     "DefaultPolicy",
     "DocumentReport",
+    "FileStore",
     "FitReport",
     "PendingAnswer",
+    "RedisStore",
     "RepeatFilter",
+    "SQLiteStore",
     "Session",
     "SessionClient",
     "SessionConflict",
     "SessionError",
     "SessionFileError",
+    "SessionNotFound",
+    "SessionStore",
+    "SessionStoreError",
     "SessionStream",
     "StreamLike",
     "TokenUsage",
@@ -40,6 +50,7 @@ __all__ = [
     "TurnKind",
     "TurnLog",
     "elision_marker",
+    "open_store",
     "read_document",
     "render_messages",
     "write_atomic",

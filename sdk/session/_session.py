@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import anyio
 import orjson
@@ -27,7 +27,8 @@ from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream
 from ._policy import DEFAULT_POLICY, ContextPolicy, FitReport
 from ._render import render_messages
 from ._schema import DocumentError, check_document
-from ._store import SessionFileError, read_document, save_document
+from ._store import SessionFileError
+from ._stores import FileStore, SessionStore, resolve
 from ._turns import MESSAGE_OVERHEAD, TokenUsage, Turn, TurnLog, block_tokens, normalize_content
 
 __all__ = ["DocumentReport", "Session"]
@@ -99,7 +100,10 @@ class Session:
         )
         self.scale = 1.0
         self.version = 0
-        self.path: str | None = None
+        self.store: SessionStore | None = None  # where it was last loaded or saved
+        self.session_id: str | None = None
+        self.path: str | None = None  # the file, when the store is a FileStore
+        self._location: str | None = None
         self.pending: PendingAnswer | None = None
         self.last_report: FitReport | None = None
         self.summary: tuple[int, str] | None = None  # (cut it covers, text)
@@ -380,38 +384,118 @@ class Session:
             },
         }
 
-    def save(self, path: str | os.PathLike[str] | None = None) -> int:
-        """Write the session atomically; raises SessionConflict if the file is newer.
+    def save(
+        self, target: str | os.PathLike[str] | SessionStore | None = None, session_id: str | None = None
+    ) -> int:
+        """Write the session atomically; raises SessionConflict if the store holds a newer
+        version (another writer saved since this session was loaded or saved).
 
-        ``path`` is resolved once (absolute, symbolic links followed) and kept in
-        ``self.path``: every spelling of one file is the same file, and a link stays a
-        link (the file it points to is what is replaced).
+        ``save(path)`` writes a session file; ``save(store_or_url, session_id)`` writes to
+        any store (:func:`~sdk.session.open_store`); ``save()`` writes where the session was
+        last loaded or saved. A file path is resolved once (absolute, symbolic links
+        followed) and kept in ``self.path``: every spelling of one file is the same file,
+        and a link stays a link (the file it points to is what is replaced). A new place
+        that already holds a session is never written over.
         """
-        target = os.path.realpath(os.fspath(path)) if path is not None else self.path
         if target is None:
-            raise SessionError("no path: pass one to save() the first time")
-        base = self.version if target == self.path else self._version_at(target)
-        self.version = save_document(target, self.to_document(), base)
-        self.path = target
+            if self.store is None or self.session_id is None:
+                raise SessionError("no path: pass one to save() the first time")
+            store, sid = self.store, self.session_id if session_id is None else session_id
+        else:
+            store, sid = resolve(target, session_id)
+        here = store.location(sid)
+        base = self.version if here == self._location else self._version_at(store, sid)
+        self.version = store.save(sid, self.to_document(), base)
+        self._place(store, sid)
         return self.version
 
-    def _version_at(self, target: str) -> int:
-        # A new path: a file already there is another session's; never write over it blindly.
-        if os.path.exists(target):
+    async def asave(
+        self, target: str | os.PathLike[str] | SessionStore | None = None, session_id: str | None = None
+    ) -> int:
+        """:meth:`save` in a worker thread (stores block on disks and sockets)."""
+        return await anyio.to_thread.run_sync(self.save, target, session_id)
+
+    def _version_at(self, store: SessionStore, session_id: str) -> int:
+        # A new place: a session already there is another one; never write over it blindly.
+        if store.version(session_id):
             return 0
         return self.version
 
+    def _place(self, store: SessionStore, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+        self._location = store.location(session_id)
+        self.path = store.path_of(session_id) if isinstance(store, FileStore) else None
+
+    @overload
     @classmethod
     def load(
         cls, path: str | os.PathLike[str], client: SessionClient | None = None, **options: Any
-    ) -> Session:
+    ) -> Session: ...
+
+    @overload
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str] | SessionStore,
+        session_id: str,
+        client: SessionClient | None = None,
+        **options: Any,
+    ) -> Session: ...
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | SessionStore, *args: Any, **options: Any) -> Session:
         """Restore a saved session (no text is re-tokenized); ``options`` as for ``Session``.
 
-        Every value of the file is checked before any is used: a missing value or one of
-        the wrong type raises :class:`SessionFileError` naming its place in the document.
+        ``Session.load(path, client)`` reads a session file; ``Session.load(store_or_url,
+        session_id, client)`` any store (``"sqlite:///chats.db"``,
+        ``"redis://host:6379/0"``, a directory, a :class:`SessionStore`). Every value of
+        the document is checked before any is used: a missing value or one of the wrong
+        type raises :class:`SessionFileError` naming its place in the document.
         """
-        p = os.fspath(path)
-        doc = read_document(p)
+        if len(args) > 2:
+            raise TypeError(f"Session.load takes at most 3 positional arguments ({len(args) + 1} given)")
+        if args and not isinstance(args[0], str):  # Session.load(path, client)
+            args = (None, *args)
+            if len(args) > 2:
+                raise TypeError("Session.load(path, client) takes no session id after the client")
+        named = {"session_id": options.pop("session_id", None), "client": options.pop("client", None)}
+        for name, value in zip(named, args):
+            if named[name] is not None:
+                raise TypeError(f"Session.load got {name} twice")
+            named[name] = value
+        session_id, client = named["session_id"], named["client"]
+        store, sid = resolve(path, session_id)
+        self = cls.from_document(store.load(sid), client, where=store.where(sid), **options)
+        self._place(store, sid)
+        return self
+
+    @classmethod
+    async def aload(
+        cls,
+        store: str | os.PathLike[str] | SessionStore,
+        session_id: str | None = None,
+        client: SessionClient | None = None,
+        **options: Any,
+    ) -> Session:
+        """:meth:`load` in a worker thread (stores block on disks and sockets)."""
+
+        def load() -> Session:
+            if session_id is None:
+                if isinstance(store, SessionStore):
+                    raise TypeError("a session id is needed with a store")
+                return cls.load(store, client, **options)
+            return cls.load(store, session_id, client, **options)
+
+        return await anyio.to_thread.run_sync(load)
+
+    @classmethod
+    def from_document(
+        cls, doc: dict[str, Any], client: SessionClient | None = None, *, where: str = "", **options: Any
+    ) -> Session:
+        """A session from a stored document (as a store's ``load`` returns it); ``where``
+        names it in errors. The session has no place to save to until :meth:`save` names one."""
+        p = where
         try:
             check_document(doc)
         except DocumentError as e:
@@ -459,7 +543,6 @@ class Session:
                 pd["request_estimate"],
             )
         self.version = int(doc["version"])
-        self.path = os.path.realpath(p)  # resolved once, as save() does
         return self
 
 

@@ -1,4 +1,4 @@
-"""Session files: atomic, versioned, compare-and-swap.
+"""Session documents and files: atomic, versioned, compare-and-swap.
 
 A save writes a temporary file in the same directory, fsyncs it, renames it over the
 target and fsyncs the directory, so a reader (or a process killed at any instant)
@@ -6,6 +6,10 @@ sees either the old file or the new one, never a mix. Every file carries the sch
 version and a session version that grows by one per save; a writer whose session is
 older than the file on disk gets :class:`SessionConflict` instead of overwriting newer
 data. The check and the rename happen under an advisory lock on ``<file>.lock``.
+
+Every store (:mod:`sdk.session._stores`) keeps the same bytes: :func:`encode_document`
+writes them and :func:`decode_document` reads them back with the same checks, so a
+session moves between a file, SQLite and Valkey/Redis unchanged.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -24,6 +28,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "SessionConflict",
     "SessionFileError",
+    "decode_document",
+    "encode_document",
     "read_document",
     "save_document",
     "write_atomic",
@@ -52,13 +58,30 @@ class SessionFileError(SDKError):
 
 
 class SessionConflict(SDKError):
-    """The file holds a newer version than the session being saved (another writer won)."""
+    """The store holds a newer version than the session being saved (another writer won).
 
-    def __init__(self, message: str, *, path: str, on_disk: int, ours: int) -> None:
+    ``path`` says where: the file, or the store's URL (without credentials) and the
+    session id; ``session_id`` is the id in its store."""
+
+    def __init__(
+        self, message: str, *, path: str, on_disk: int, ours: int, session_id: str | None = None
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.on_disk = on_disk
         self.ours = ours
+        self.session_id = session_id
+
+
+def conflict(where: str, on_disk: int, ours: int, session_id: str | None = None) -> SessionConflict:
+    return SessionConflict(
+        f"{where} holds version {on_disk}, newer than this session's {ours}; "
+        f"load it and apply the change again",
+        path=where,
+        on_disk=on_disk,
+        ours=ours,
+        session_id=session_id,
+    )
 
 
 def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -66,6 +89,11 @@ def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = os.fspath(path)
     with open(p, "rb") as f:
         data = f.read()
+    return decode_document(data, p)
+
+
+def decode_document(data: bytes, p: str) -> dict[str, Any]:
+    """Parse and check the envelope of stored session bytes (``p`` names where they are)."""
     if not data:
         raise SessionFileError(f"{p}: empty file (byte offset 0)", path=p, offset=0)
     try:
@@ -169,18 +197,17 @@ def save_document(path: str | os.PathLike[str], doc: dict[str, Any], base_versio
         if os.path.exists(p):
             on_disk = int(read_document(p)["version"])
         if on_disk > base_version:
-            raise SessionConflict(
-                f"{p} holds version {on_disk}, newer than this session's {base_version}; "
-                f"load it and apply the change again",
-                path=p,
-                on_disk=on_disk,
-                ours=base_version,
-            )
+            raise conflict(p, on_disk, base_version)
         _remove_leftovers(p)
         version = max(on_disk, base_version) + 1
-        out = dict(doc, schema=SCHEMA_VERSION, version=version)
-        data = orjson.dumps(out)
-        if orjson.loads(data) != out:  # never replace a good file by one we cannot read back
-            raise ValueError("the session does not survive a JSON round trip")
-        write_atomic(p, data)
+        write_atomic(p, encode_document(doc, version))
     return version
+
+
+def encode_document(doc: Mapping[str, Any], version: int) -> bytes:
+    """The bytes every store keeps for ``doc`` saved as ``version``."""
+    out = dict(doc, schema=SCHEMA_VERSION, version=version)
+    data = orjson.dumps(out)
+    if orjson.loads(data) != out:  # never replace a good document by one we cannot read back
+        raise ValueError("the session does not survive a JSON round trip")
+    return data

@@ -1,0 +1,179 @@
+"""Sessions in Valkey or Redis: many workers on many machines.
+
+Each session is one hash, ``<prefix><session id>``, with the fields ``version`` and
+``document`` (the same bytes as a session file). A save is one Lua script, which the
+server runs atomically: it reads the stored version, refuses when it is newer than the
+writer's, else writes the document and its version together. A client killed mid-save
+either sent the whole script or nothing, so the server always holds a whole version.
+How long a save survives the server itself is the server's setting (``appendonly yes``
+with ``appendfsync always`` for every save; the default fsyncs every second).
+
+The URL's credentials go to the client and nowhere else: ``url`` (used in messages)
+has none, and error messages are scrubbed of the password.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import re
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from ._store import SessionFileError, conflict, decode_document, encode_document
+from ._stores import SessionNotFound, SessionStore, SessionStoreError, _check_base, check_session_id
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["RedisStore"]
+
+DEFAULT_PREFIX = "seam:session:"
+
+# KEYS[1] the session; ARGV: base version, new version, document. Returns -1 when
+# written, else the stored version (newer than the base).
+_SAVE = """
+local stored = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if stored > tonumber(ARGV[1]) then return stored end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'document', ARGV[3])
+return -1
+"""
+
+# KEYS[1] the session; ARGV[1] the version the caller holds, or -1 for any. Returns 1
+# when deleted, 0 when there was nothing, else minus the stored (newer) version.
+_DELETE = """
+local stored = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if stored == 0 then return 0 end
+local held = tonumber(ARGV[1])
+if held >= 0 and stored > held then return -stored end
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
+
+class RedisStore(SessionStore):
+    """Sessions in a Valkey or Redis server, through the ``redis`` client package.
+
+    ``RedisStore("redis://:password@host:6379/0")`` (``valkey://`` and ``valkeys://``
+    are the same as ``redis://`` and ``rediss://``; ``?prefix=app:`` in the URL or
+    ``prefix=`` sets the key prefix), or ``RedisStore(client=redis.Redis(...))``.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        prefix: str | None = None,
+        client: redis.Redis | None = None,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        try:
+            import redis as redis_module
+        except ImportError:  # pragma: no cover - the optional extra is missing
+            raise ImportError(
+                "the Valkey/Redis session store needs the redis client: pip install 'seam-sdk[redis]'"
+            ) from None
+        self._password: str | None = None
+        if client is not None:
+            if url is not None:
+                raise TypeError("pass a URL or a client, not both")
+            kw = client.get_connection_kwargs()
+            self._password = kw.get("password")
+            self._client = client
+            self.url = f"redis://{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"
+        elif url is not None:
+            parts = urlsplit(url)
+            scheme = {"valkey": "redis", "valkeys": "rediss"}.get(parts.scheme.lower(), parts.scheme.lower())
+            query = parse_qsl(parts.query, keep_blank_values=True)
+            for k, v in query:
+                if k == "prefix" and prefix is None:
+                    prefix = v
+            rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+            if parts.password is not None:
+                self._password = unquote(parts.password)
+            self._password = dict(query).get("password", self._password)
+            self._client = redis_module.Redis.from_url(
+                urlunsplit((scheme, parts.netloc, parts.path, rest, "")),
+                socket_connect_timeout=connect_timeout,
+            )
+            host = parts.hostname or "localhost"
+            port = f":{parts.port}" if parts.port else ""
+            self.url = urlunsplit((parts.scheme.lower(), f"{host}{port}", parts.path, "", ""))
+        else:
+            raise TypeError("pass a URL or a client")
+        self.prefix = DEFAULT_PREFIX if prefix is None else prefix
+        self._redis_error = redis_module.RedisError
+        self._save = self._client.register_script(_SAVE)
+        self._delete = self._client.register_script(_DELETE)
+
+    def where(self, session_id: str) -> str:
+        return f"{self.url} key {self.prefix}{session_id}"
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """The client's errors, translated in this one place (and scrubbed of the password)."""
+        try:
+            yield
+        except self._redis_error as e:
+            text = f"{type(e).__name__}: {e}"
+            if self._password:
+                text = text.replace(self._password, "***")
+            raise SessionStoreError(f"{self.url}: {text}") from None
+
+    def _key(self, session_id: str) -> bytes:
+        return (self.prefix + check_session_id(session_id)).encode("utf-8", "surrogatepass")
+
+    def load(self, session_id: str) -> dict[str, Any]:
+        key = self._key(session_id)
+        with self._errors():
+            version, data = cast("list[bytes | None]", self._client.hmget(key, ["version", "document"]))
+        where = self.where(session_id)
+        if data is None:
+            raise SessionNotFound(f"{where}: no such session", path=where, session_id=session_id)
+        doc = decode_document(bytes(data), where)
+        if version is None or int(version) != doc["version"]:
+            raise SessionFileError(
+                f"{where}: the hash's version {version!r} is not its document's {doc['version']}", path=where
+            )
+        return doc
+
+    def save(self, session_id: str, document: Mapping[str, Any], base_version: int) -> int:
+        key = self._key(session_id)
+        version = _check_base(base_version) + 1
+        data = encode_document(document, version)
+        with self._errors():
+            stored = int(self._save(keys=[key], args=[base_version, version, data]))
+        if stored >= 0:
+            raise conflict(self.where(session_id), stored, base_version, session_id)
+        return version
+
+    def version(self, session_id: str) -> int:
+        key = self._key(session_id)
+        with self._errors():
+            v = self._client.hget(key, "version")
+        return 0 if v is None else int(v)
+
+    def delete(self, session_id: str, *, version: int | None = None) -> bool:
+        key = self._key(session_id)
+        held = -1 if version is None else _check_base(version)
+        with self._errors():
+            result = int(self._delete(keys=[key], args=[held]))
+        if result < 0:
+            assert version is not None
+            raise conflict(self.where(session_id), -result, version, session_id)
+        return result == 1
+
+    def close(self) -> None:
+        with self._errors():
+            self._client.close()
+
+    def list(self) -> builtins.list[str]:
+        pattern = re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix) + "*"
+        out = []
+        with self._errors():
+            for key in self._client.scan_iter(match=pattern, count=1000):
+                name = bytes(key).decode("utf-8", "surrogatepass")[len(self.prefix) :]
+                with contextlib.suppress(TypeError, ValueError):
+                    out.append(check_session_id(name))
+        return sorted(out)
