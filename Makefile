@@ -7,13 +7,16 @@ STAMP := $(VENV)/.installed
 # Headless Chromium renders `seam chunk --html` pages in the CLI tests (Debian's package;
 # installed when missing and we are root, as on a fresh CI machine).
 CHROMIUM := /usr/bin/chromium
+# The session store tests start a real Redis server (Debian's; Valkey is not packaged
+# for Debian 12): installed when missing and we are root.
+REDIS_SERVER := /usr/bin/redis-server
 
 .PHONY: demo test lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,server,serve,cli]'
+	$(PY) -m pip install --quiet -e '.[dev,server,serve,cli,redis]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -25,7 +28,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict sdk
 
-test: lint typecheck $(CHROMIUM)
+test: lint typecheck $(CHROMIUM) $(REDIS_SERVER)
 	$(VENV)/bin/pytest -q
 
 $(CHROMIUM):
@@ -34,6 +37,14 @@ $(CHROMIUM):
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; \
 	else \
 		echo "chromium is missing (apt-get install chromium as root); the HTML rendering tests will be skipped"; \
+	fi
+
+$(REDIS_SERVER):
+	@if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq >/dev/null && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null; \
+	else \
+		echo "redis-server is missing (apt-get install redis-server as root); the session store tests will fail"; \
 	fi
 
 bench: $(STAMP)
