@@ -78,15 +78,34 @@ class BodyDecoder:
         return out
 
 
+def _preread(response: httpx2.Response) -> bytes | None:
+    """The body, where it was read before the client saw the response (a transport
+    built with ``content=``, as httpx2's ``MockTransport`` is): httpx2 has decoded it."""
+    try:
+        return response.content
+    except httpx2.ResponseNotRead:
+        return None
+
+
+async def _raw(response: httpx2.Response) -> AsyncIterator[bytes]:
+    data = _preread(response)
+    if data is not None:
+        yield data
+        return
+    async for raw in response.aiter_raw():
+        yield raw
+
+
 async def read_bounded(response: httpx2.Response, limit: int, *, excerpt: bool = True) -> tuple[bytes, bool]:
     """At most ``limit`` decoded bytes of the body and whether there was more (then, with
     ``excerpt=False``, no bytes: the caller has no use for them). The body is not read,
     nor decompressed, past that point; it is decoded in pieces of at most 64 KiB, so
     memory stays near ``limit`` plus one piece."""
-    decoder = BodyDecoder(response.headers.get("content-encoding"))
+    pre = _preread(response)
+    decoder = BodyDecoder(None if pre is not None else response.headers.get("content-encoding"))
     parts: list[bytes] = []
     size = 0
-    async for raw in response.aiter_raw():
+    async for raw in _raw(response):
         data = raw
         while True:
             piece = decoder.decode(data, min(_PIECE, limit + 1 - size))
@@ -103,8 +122,9 @@ async def read_bounded(response: httpx2.Response, limit: int, *, excerpt: bool =
 async def decoded_chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
     """A streamed body, decoded, in pieces of at most 64 KiB (so flow control applies to
     what a compressed read expands to)."""
-    decoder = BodyDecoder(response.headers.get("content-encoding"))
-    async for raw in response.aiter_raw():
+    pre = _preread(response)
+    decoder = BodyDecoder(None if pre is not None else response.headers.get("content-encoding"))
+    async for raw in _raw(response):
         piece = decoder.decode(raw, _PIECE)
         if piece:
             yield piece

@@ -8,7 +8,12 @@ an assistant prefill. Transport exceptions become SDK errors only through
 :func:`sdk._errors.error_from_transport`.
 
 Configuration: ``api_key`` (else ``ANTHROPIC_API_KEY``; ``OPENAI_API_KEY`` for the
-``openai`` backend), ``base_url`` (else ``ANTHROPIC_BASE_URL``, else the hosted API).
+``openai`` backend), ``base_url`` (else ``ANTHROPIC_BASE_URL``, else the hosted API; for
+``backend="openai"``, ``OPENAI_BASE_URL``, else ``https://api.openai.com/v1``).
+
+Logging: the ``sdk`` logger records each response (method, path, status, request id,
+attempt) at DEBUG, and retries, re-queues and resume decisions at INFO; never a key or a
+message body.
 The backend is named (``backend="messages"`` or ``"openai"``) or detected once from the
 base URL (:func:`~sdk._backends.detect_backend`).
 
@@ -21,6 +26,7 @@ tier by default) may be paused for a higher tier and resumed by continuation.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import secrets
@@ -79,9 +85,12 @@ from .stream._resume import (
 
 __all__ = ["Client", "ModelInfo", "Stream", "TokenCount"]
 
+log = logging.getLogger("sdk")
+
 CONVERSATION_HEADER = "x-conversation-id"  # llama-server keeps a stream under it
 
 HOSTED_BASE_URL = "https://api.anthropic.com"
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 _PROBE_BYTES = 1 << 16
 STREAM_ID_HEADER = "seam-stream-id"  # a scheduling server (sdk.server) keeps the stream: reattach by id
 _BIG_PROMPT = 200_000  # characters: above this the cost estimate runs in a worker thread
@@ -235,7 +244,15 @@ class Client:
         on_metrics: MetricsHook | None = None,
         metrics_window: int = 1000,
     ) -> None:
-        base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or HOSTED_BASE_URL
+        if http_client is not None and not isinstance(http_client, httpx2.AsyncClient):
+            raise TypeError(
+                f"http_client must be an httpx2.AsyncClient, not {type(http_client).__module__}."
+                f"{type(http_client).__qualname__} (httpx and httpx2 clients are not interchangeable)"
+            )
+        if backend == "openai":
+            base = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+        else:
+            base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or HOSTED_BASE_URL
         self.base_url = base.rstrip("/")
         self.backend_name: BackendName = backend or detect_backend(self.base_url)
         self._backend: Backend = (
@@ -431,6 +448,7 @@ class Client:
         elif stream and self.idle_timeout is not None:
             t = httpx2.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
         hdrs["accept-encoding"] = "identity" if stream else "gzip, deflate"  # what _body reads
+        backend_path = self._backend.create_path
         deadline = _deadline(t)
         self.retry_budget.deposit()
         attempt = 0
@@ -458,6 +476,14 @@ class Client:
                 await anyio.sleep(delay)
                 continue
             status = response.status_code
+            log.debug(
+                "%s %s -> %d (request id %s, attempt %d)",
+                method,
+                path,
+                status,
+                _request_id(response),
+                attempt + 1,
+            )
             if flight is not None:
                 flight.response(status, response.headers)
             if 300 <= status < 400:
@@ -470,14 +496,18 @@ class Client:
                     return await self._whole(response, deadline)
                 return response
             err = await self._error(response, deadline)
+            if status == 404 and method == "POST" and path == backend_path:
+                err.message = _not_found_hint(err.message, self.base_url + path, self.backend_name)
             delay = retry_decision(status, response.headers, attempt, self.retry, rng=self._rng)
             if flight is not None and status in (429, 529) and delay is not None:
+                log.info("%s %s: %d, back in the scheduler's queue for %.2f s", method, path, status, delay)
                 attempt += 1
                 flight.requeue(hold=delay)  # back in line; every admission waits out the delay
                 await flight.admit()
                 continue
             if delay is None or not self.retry_budget.withdraw():
                 raise err
+            log.info("%s %s: %d, retry %d in %.2f s", method, path, status, attempt + 1, delay)
             attempt += 1
             await anyio.sleep(delay)
 
@@ -650,6 +680,7 @@ class Client:
                 replay_frees_slot=seam,
                 prefill_refused=model in self._refusals,
             )
+            log.info("resuming a stream (attempt %d): %s", req.attempt, plan.reason)
             if plan.mode is ResumeMode.REPLAY and seam:
                 # This SDK's server keeps the stream: the rest after the last event, exactly once.
                 try:
@@ -827,6 +858,15 @@ class Client:
 
 
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
+
+
+def _not_found_hint(message: str, url: str, backend: str) -> str:
+    other = "messages" if backend == "openai" else "openai"
+    shape = "ends in /vN" if backend == "openai" else "does not end in /vN"
+    return (
+        f"{message} (POST {url} with backend={backend!r}: the base URL {shape}; if this server "
+        f"speaks the other API, pass backend={other!r} or a base URL that points at it)"
+    )
 
 
 def _slots_from(props: object) -> int | None:

@@ -207,6 +207,11 @@ class APIError(SDKError):
         self.error_type = redact(error_type) if error_type is not None else None
         self.body = _redact_value(body)
 
+    @property
+    def status_code(self) -> int | None:
+        """The HTTP status (as the official SDKs name it); ``None`` for an error event."""
+        return self.status
+
     def __str__(self) -> str:
         parts = [self.message]
         if self.status is not None:

@@ -20,6 +20,7 @@ consumer or a cancelled task closes the response under a shielded scope.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from types import TracebackType
@@ -54,6 +55,8 @@ from ._events import (
 )
 from ._flow import FlowBuffer, FlowControl, StallPolicy, StreamStatistics, _End
 from ._resume import RepeatFilter, ResumeCause
+
+log = logging.getLogger("sdk.stream")
 
 __all__ = ["EventDecoder", "MessageStream", "ResumeHook", "ResumeRequest", "StreamObserver", "Upstream"]
 
@@ -444,6 +447,9 @@ class MessageStream:
                     if not ok:
                         buf.cancels += 1
                         buf.note("cancel")
+                        log.info(
+                            "stream stalled: the consumer stopped reading; the upstream request is cancelled"
+                        )
                         end = _End(stalled=True)
                         return
                 tail = decoder.flush()
@@ -508,6 +514,7 @@ class MessageStream:
         self._preempt_asked = False
         buf.preemptions += 1
         buf.note("preempt")
+        log.info("stream preempted for a higher tier; it continues when re-admitted")
         return _End(stalled=True, preempted=True)
 
     def __aiter__(self) -> MessageStream:
