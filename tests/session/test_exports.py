@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 import sdk.session
-from sdk.session import _answer, _policy, _render, _session, _store, _turns
+from sdk.session import _answer, _policy, _redis, _render, _session, _sqlite, _store, _stores, _turns
 
 
 def test_public_names_are_sorted_and_resolvable() -> None:
-    for mod in (sdk.session, _answer, _policy, _render, _session, _store, _turns):
+    for mod in (sdk.session, _answer, _policy, _redis, _render, _session, _sqlite, _store, _stores, _turns):
         assert list(mod.__all__) == sorted(mod.__all__), mod.__name__
         for name in mod.__all__:
             assert hasattr(mod, name), f"{mod.__name__}.{name}"
@@ -19,5 +19,7 @@ def test_errors_belong_to_the_sdk_tree() -> None:
         sdk.session.SessionConflict,
         sdk.session.SessionFileError,
         sdk.session.SessionError,
+        sdk.session.SessionNotFound,
+        sdk.session.SessionStoreError,
     ):
         assert issubclass(cls, SDKError)
