@@ -32,6 +32,7 @@ __all__ = [
     "encoder",
     "get_encoding",
     "known_encodings",
+    "pattern",
     "token_byte_lengths",
 ]
 
@@ -104,6 +105,14 @@ class TokenizerError(RuntimeError):
 def known_encodings() -> tuple[str, ...]:
     """Names :func:`get_encoding` can build offline."""
     return tuple(sorted(_SPECS))
+
+
+def pattern(name: str) -> str:
+    """The pre-tokenizer regex of encoding ``name`` (as tiktoken pins it)."""
+    spec = _SPECS.get(name)
+    if spec is None:
+        raise ValueError(f"unknown encoding {name!r}; known encodings: {', '.join(known_encodings())}")
+    return spec.pat_str
 
 
 def _tiktoken_cache_path(url: str) -> str | None:
@@ -307,7 +316,7 @@ class Encoder:
 @functools.cache
 def encoder(name: str = DEFAULT_ENCODING) -> Encoder:
     """The safe, exact :class:`Encoder` for ``name`` (built once per process)."""
-    return Encoder(name, get_encoding(name), _SPECS[name].pat_str)
+    return Encoder(name, get_encoding(name), pattern(name))
 
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
