@@ -440,13 +440,17 @@ class CodeSplitter:
 
 _GRAPHEME = regex.compile(r"\X")
 _WINDOW = 64
+_ZWJ = "\u200d"
 
 
 def _cluster_end(text: str, p: int) -> int:
-    """``p`` if a grapheme cluster starts there, else the end of the cluster around it.
+    """``p`` if a part may start there, else the first position after it where one may.
 
     Tokens may end inside a cluster (a comment that keeps the CR of a CRLF, an
-    identifier before a combining mark); parts are moved to whole clusters.
+    identifier before a combining mark); parts are moved to whole clusters. Nor does
+    a part start right after a zero-width joiner, the rule prose cuts keep too (it asks
+    to join what follows: emoji sequences, Indic half-forms), though a token may end
+    there (``a\u200d - b``): the edge moves past the cluster that follows.
     """
     before, at = text[p - 1], text[p]
     if before == "\r":
@@ -454,10 +458,15 @@ def _cluster_end(text: str, p: int) -> int:
     if before < "\x80" and at < "\x80":
         return p
     lo = max(0, p - _WINDOW, text.rfind("\n", max(0, p - _WINDOW), p) + 1)
+    edge = p
     for m in _GRAPHEME.finditer(text, lo, p + _WINDOW):
         if m.end() > p:
-            return p if m.start() >= p else m.end()
-    return p
+            edge = p if m.start() >= p else m.end()
+            break
+    n = len(text)
+    while edge < n and text[edge - 1] == _ZWJ:
+        edge = _GRAPHEME.match(text, edge).end()  # type: ignore[union-attr]
+    return edge
 
 
 def _snap(text: str, parts: list[Section]) -> list[Section]:

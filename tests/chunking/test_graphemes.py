@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sdk.chunking import chunk
+from tests.chunking import examples
+from tests.invariants import check_chunks
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "GraphemeBreakTest.txt"
 
@@ -45,3 +50,67 @@ def test_no_cut_where_the_standard_forbids(budget: int) -> None:
         if cuts & no_break:
             failures.append(line)
     assert failures == []
+
+
+# -- characters that join the grapheme before them (or the one after) -------------------
+
+# One strategy per class of joining code point: UAX #29 Extend (combining marks,
+# variation selectors, emoji modifiers), ZWJ, SpacingMark, Prepend, plus the Indic
+# virama and regional indicators.
+JOINERS = st.one_of(
+    st.just("\u200d"),
+    st.characters(categories=["Mn", "Me"]),  # type: ignore[list-item]
+    st.characters(categories=["Mc"]),  # type: ignore[list-item]
+    st.sampled_from(["\ufe0e", "\ufe0f", "\U000e0100", "\U000e01ef"]),  # variation selectors
+    st.sampled_from([chr(c) for c in range(0x1F3FB, 0x1F400)]),  # emoji modifiers
+    st.sampled_from(["\u0600", "\u0605", "\u06dd", "\u0d4e", "\U000111c2"]),  # Prepend
+    st.sampled_from(["\u094d", "\u0903", "\u093e", "\u0e33", "\U0001f1ef", "\U0001f1f5"]),
+)
+CODE_ATOMS = st.sampled_from(
+    [
+        *"xab1=-+*/(){}[];:,.'\"#",
+        " ",
+        "  ",
+        "\n",
+        "\t",
+        "क",
+        "👍",
+        "👨",
+        "def ",
+        "return ",
+        "const ",
+        "// c\n",
+    ]
+)
+JOINED_CODE = st.lists(st.one_of(CODE_ATOMS, JOINERS), max_size=40).map("".join)
+KINDS = st.sampled_from(
+    [("code", "python"), ("code", "javascript"), ("text", None), ("markdown", None), ("json", None)]
+)
+
+
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=JOINED_CODE, kind=KINDS, budget=st.integers(1, 6))
+def test_no_cut_inside_a_cluster_or_after_a_joiner(
+    text: str, kind: tuple[str, str | None], budget: int
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # broken JSON and code fall back with a warning
+        chunks = chunk(text, max_tokens=budget, kind=kind[0], language=kind[1])
+    check_chunks(text, chunks, budget)  # every chunk starts a grapheme cluster
+    assert not [c.text for c in chunks[:-1] if c.text.endswith("\u200d")]
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("x = a\u200d - b\n", "python"),
+        ("x = a\u200d - b;\n", "javascript"),
+        ("x = \u0915\u094d\u200d - b\n", "python"),  # Devanagari half-form before "-"
+        ("y = x\u200d\u200d-1\n", "python"),
+    ],
+)
+def test_code_never_ends_a_chunk_with_a_joiner(text: str, language: str) -> None:
+    for budget in range(1, 6):
+        chunks = chunk(text, max_tokens=budget, kind="code", language=language)
+        check_chunks(text, chunks, budget)
+        assert not [c.text for c in chunks[:-1] if c.text.endswith("\u200d")], budget
