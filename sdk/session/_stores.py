@@ -32,7 +32,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ._answer import SessionError
-from ._store import SessionFileError, read_document, save_document
+from ._store import SessionConflict, SessionFileError, read_document, save_document
 
 __all__ = [
     "FileStore",
@@ -150,7 +150,8 @@ class SessionStore(abc.ABC):
 
 
 class FileStore(SessionStore):
-    """One JSON file per session: ``<directory>/<session id><suffix>``.
+    """One JSON file per session: ``<directory>/<session id><suffix>`` (the directory is
+    made on the first save).
 
     The files are exactly those of ``Session.save(path)``; the directory is resolved
     once (absolute, links followed), so changing the working directory later does not
@@ -201,8 +202,13 @@ class FileStore(SessionStore):
 
     def save(self, session_id: str, document: Mapping[str, Any], base_version: int) -> int:
         path = self.path_of(session_id)
+        if self._single is None:
+            os.makedirs(self.directory, exist_ok=True)
         try:
             return save_document(path, dict(document), _check_base(base_version))
+        except SessionConflict as e:
+            e.session_id = session_id
+            raise
         except SessionFileError as e:
             raise self._named(e, path, session_id) from None
 
@@ -234,7 +240,9 @@ class FileStore(SessionStore):
         return True
 
     def list(self) -> builtins.list[str]:
-        out = []
+        out: builtins.list[str] = []
+        if not os.path.isdir(self.directory):
+            return out
         with os.scandir(self.directory) as entries:
             for e in entries:
                 name = e.name

@@ -45,8 +45,7 @@ STORES = ["file", "sqlite", "redis"]
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A URL naming an empty store of each kind (each test its own)."""
     if request.param == "file":
-        (tmp_path / "sessions").mkdir()
-        return (tmp_path / "sessions").as_uri()
+        return (tmp_path / "sessions").as_uri()  # made by the first save
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'sessions.db'}"  # an absolute path: four slashes
     base = request.getfixturevalue("redis_url")
