@@ -1,31 +1,35 @@
-"""The seam-sdk demo: the four fixes, end to end, against a real self-hosted server.
+"""The seam-sdk demo: the four fixes, end to end, with the ``seam`` command line.
 
-1. Chunking: every file under corpora/ (prose in many scripts, code, JSON, Markdown,
-   mixed), cut at safe seams within exact budgets; a table of files, chunk counts, token
-   totals, and every oversize chunk; the contract is checked as it goes.
+1. Chunking: ``seam chunk`` over corpora/ (prose in many scripts, code, JSON,
+   Markdown, mixed), cut at safe seams within exact budgets: the summary table and a
+   self-contained HTML page showing every chunk; the contract (chunks tile each file,
+   counts exact, within budget) is checked at three budgets as it goes.
 2. Streams: llama.cpp's llama-server (Gemma 3 270M on the CPU) started on a free
    loopback port; one answer streamed through each backend (Messages API and
    OpenAI-compatible); a slow reader with a small buffer (the reader pauses, memory stays
    bounded); a reader that stops long enough for the stall policy to free the server's
    slot and resume later, with nothing lost or repeated.
-3. Sessions: a conversation longer than the window, fitted on purpose with every
-   elision reported; saved atomically and loaded back.
+3. Sessions: ``seam chat`` with a session file and a small window, two turns; started
+   again it resumes the conversation, and when the window fills it says which turns it
+   left out.
 4. Scheduling: a batch ``map`` over the server's two slots while interactive requests
-   arrive (they go first, pausing a batch stream when they must), per-tier latency;
-   then the scheduling server (``python -m sdk.server``) in front of llama-server, with
-   anthropic-sdk-python streaming through it unchanged and its Prometheus metrics.
+   arrive (they go first, pausing a batch stream when they must), with the per-tier
+   latency table; ``seam bench latency`` with its chart; then ``seam serve`` (the
+   scheduling server) in front of llama-server, with anthropic-sdk-python streaming
+   through it unchanged and its Prometheus metrics.
 
 The model is Gemma 3 270M *base*: it continues text rather than following instructions,
 so the prompts here are text to continue (a list to extend, a sentence to finish).
 
-``python examples/demo.py --chunks-only`` runs part 1 only (no server needed).
+``python examples/demo.py --chunks-only`` runs part 1 only (no server needed). What the
+demo writes (the HTML page, the session file, the chart) goes to build/demo/.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -34,54 +38,74 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sdk import Client, Session, count_tokens
-from sdk.chunking import Chunker, detect_kind
+from rich.console import Console
+
+from sdk import Client, count_tokens
+from sdk.chunking import Chunker
+from sdk.cli._bench import latency_table, prompt
 from sdk.stream import FlowControl, StallPolicy
 
-ROOT = Path(__file__).resolve().parent.parent / "corpora"
+REPO = Path(__file__).resolve().parent.parent
+ROOT = REPO / "corpora"
+OUT = REPO / "build" / "demo"
 GREEDY = {"temperature": 0, "top_k": 1, "cache_prompt": False, "seed": 7}
+SAMPLING = ["--temperature", "0", "--top-k", "1"]
+TIERS = ["interactive", "default", "batch"]
 
 
-def chunk_corpus(budgets: list[int]) -> int:
+def seam(*args: str, stdin: str | None = None, shown: list[str] | None = None) -> int:
+    """Run ``seam ARGS`` as a user would (``python -m sdk``), showing the command first."""
+    print("\n$ seam " + " ".join(shown if shown is not None else args), flush=True)
+    done = subprocess.run([sys.executable, "-m", "sdk", *args], cwd=REPO, input=stdin, text=True)
+    return done.returncode
+
+
+def check_corpus(budgets: list[int]) -> int:
+    """The chunking contract over every file at each budget: tiles, exact counts, within budget."""
     files = sorted(p for p in ROOT.rglob("*") if p.is_file() and "_snapshots" not in p.parts)
-    chunkers = {b: Chunker(b) for b in budgets}
-    header = f"{'file':48} {'kind':9} {'chars':>8} " + " ".join(f"{f'@{b}':>14}" for b in budgets)
-    print(header)
-    print("-" * len(header))
     problems = 0
-    notes: list[str] = []
+    oversize = 0
     started = time.perf_counter()
-    for path in files:
-        text = path.read_text(encoding="utf-8")
-        name = str(path.relative_to(ROOT))
-        kind, _why = detect_kind(text, filename=path.name)
-        cells = []
-        for budget, chunker in chunkers.items():
+    for budget in budgets:
+        chunker = Chunker(budget)
+        for path in files:
+            text = path.read_text(encoding="utf-8")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 chunks = chunker.chunk(text, kind="auto", filename=path.name)
-            cells.append(f"{len(chunks):>5}ch {sum(c.tokens for c in chunks):>6}t")
             if "".join(c.text for c in chunks) != text:
                 problems += 1
-                notes.append(f"  !! {name} @{budget}: chunks do not tile the file")
+                print(f"  !! {path.relative_to(ROOT)} @{budget}: chunks do not tile the file")
             for c in chunks:
+                oversize += c.oversize
                 if c.tokens != count_tokens(c.text) or (c.tokens > budget and not c.oversize):
                     problems += 1
-                    notes.append(f"  !! {name} @{budget}: bad count at offset {c.start}")
-                if c.oversize:
-                    notes.append(
-                        f"  oversize {name} @{budget}: offset {c.start}, {c.tokens} tokens, {c.text[:24]!r}"
-                    )
-        print(f"{name:48} {kind:9} {len(text):>8} " + " ".join(f"{cell:>14}" for cell in cells))
-    print()
-    print("\n".join(notes) if notes else "No oversize chunks.")
+                    print(f"  !! {path.relative_to(ROOT)} @{budget}: bad count at offset {c.start}")
     elapsed = time.perf_counter() - started
-    print(f"{len(files)} files x {len(budgets)} budgets in {elapsed:.2f}s; {problems} problems.")
+    print(
+        f"\nContract checked: {len(files)} files x budgets {', '.join(map(str, budgets))} "
+        f"in {elapsed:.1f} s: "
+        f"every file tiled exactly, every count exact; {oversize} oversize chunks (single units); "
+        f"{problems} problems."
+    )
     return problems
 
 
+def chunking(budgets: list[int]) -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    page = OUT / "chunks.html"
+    folders = [
+        str(p.relative_to(REPO)) for p in sorted(ROOT.iterdir()) if p.is_dir() and p.name != "_snapshots"
+    ]
+    status = seam("chunk", *folders, "--max-tokens", "256", "--html", str(page.relative_to(REPO)))
+    if status not in (0, 3):  # 3: some chunk is one unit over the budget (reported above)
+        return 1
+    print(f"Open {page} in a browser: every chunk is a coloured span; hover one for its size and offsets.")
+    return check_corpus(budgets)
+
+
 async def streams(url: str, model: str) -> None:
-    ask = [{"role": "user", "content": "Name three primary colors, one per line."}]
+    ask = [{"role": "user", "content": "Here is a list of primary colors:\n1. Red\n2."}]
     for backend, base in (("messages", url), ("openai", url + "/v1")):
         async with Client(base_url=base, backend=backend) as c:
             async with c.stream(model=model, max_tokens=40, messages=ask, **GREEDY) as s:
@@ -100,7 +124,7 @@ async def streams(url: str, model: str) -> None:
     print("\n[slow reader] 1 KiB buffer, 0.15 s per event:")
     async with Client(base_url=url, backend="messages") as c:
         flow = FlowControl(high_water_bytes=1024)
-        story = [{"role": "user", "content": "Write a short story about a lighthouse keeper."}]
+        story = [{"role": "user", "content": "Once upon a time, in a small village by the sea, there lived"}]
         async with c.stream(model=model, max_tokens=64, messages=story, flow=flow, **GREEDY) as s:
             got = []
             async for text in s.text_deltas():
@@ -133,51 +157,18 @@ async def streams(url: str, model: str) -> None:
         print(f"  text equals the uninterrupted greedy answer over their common length: {same}")
 
 
-async def sessions(url: str, model: str) -> None:
-    async with Client(base_url=url, backend="messages") as c:
-        s = Session(
-            c, model=model, system="You answer in one short sentence.", context_window=460, reserve_output=64
-        )
-        questions = [
-            "What is a lighthouse? " + "Please be brief. " * 20,
-            "Who keeps a lighthouse? " + "Please be brief. " * 20,
-            "Why do ships need them? " + "Please be brief. " * 20,
-            "Are they still used today? " + "Please be brief. " * 20,
-            "What is the tallest one? " + "Please be brief. " * 20,
-        ]
-        for i, q in enumerate(questions, 1):
-            async with s.stream(q, max_tokens=32, **GREEDY) as r:
-                answer = "".join([t async for t in r.text_deltas()])
-            rep = s.last_report
-            assert rep is not None
-            print(
-                f"  turn {i}: kept {len(rep.kept)} turns, left out {len(rep.elided)} "
-                f"({rep.elided_tokens} tokens), {rep.tokens}/{rep.budget} tokens, "
-                f"prefix stable: {rep.prefix_stable}; answer: {answer.strip()[:40]!r}"
-            )
-            if rep.marker:
-                print(f"          marker sent: {rep.marker}")
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "chat.json"
-            version = s.save(path)
-            loaded = Session.load(path, c)
-            print(f"  saved version {version} atomically; loaded back {len(loaded.log)} turns")
-
-
-ANIMALS = [
-    "cats",
-    "dogs",
-    "owls",
-    "bees",
-    "whales",
-    "ants",
-    "foxes",
-    "crows",
-    "frogs",
-    "bats",
-    "moles",
-    "seals",
-]
+def chat(url: str) -> None:
+    """Two runs of ``seam chat`` on one session file; the window is small on purpose."""
+    session = OUT / "chat.json"
+    session.unlink(missing_ok=True)
+    args = ["chat", "--base-url", url, "--session", str(session.relative_to(REPO))]
+    args += ["--max-tokens", "24", "--context-window", "160", "--stats", *SAMPLING]
+    first = "Once upon a time, in a small village by the sea, there lived\nOne day, the boy found\n"
+    seam(*args, stdin=first, shown=[*args, "<<< two lines"])
+    print("\nStarted again with the same file: the conversation resumes, and when the window is")
+    print("full the context report says which turns were left out (an elision marker takes their place).")
+    again = "He walked along the beach and saw\nThe end of the story:\n"
+    seam(*args, stdin=again, shown=[*args, "<<< two more lines"])
 
 
 async def scheduling(url: str, model: str) -> None:
@@ -185,19 +176,19 @@ async def scheduling(url: str, model: str) -> None:
         {
             "model": model,
             "max_tokens": 16,
-            "messages": [{"role": "user", "content": f"Facts about {a}:\n1."}],
+            "messages": [{"role": "user", "content": prompt(i)}],
             **GREEDY,
         }
-        for a in ANIMALS
+        for i in range(12)
     ]
     async with Client(base_url=url) as c:
         async with anyio.create_task_group() as tg:
 
             async def ask(k: int) -> None:
                 await anyio.sleep(0.8 * (k + 1))
-                prompt = [{"role": "user", "content": "The colors of the rainbow: red, orange,"}]
+                ask = [{"role": "user", "content": "Here is a list of primary colors:\n1. Red\n2."}]
                 async with c.stream(
-                    model=model, max_tokens=6, messages=prompt, priority="interactive", **GREEDY
+                    model=model, max_tokens=6, messages=ask, priority="interactive", **GREEDY
                 ) as s:
                     text = "".join([t async for t in s.text_deltas()])
                 m = s.metrics()
@@ -215,15 +206,24 @@ async def scheduling(url: str, model: str) -> None:
         print(
             f"  slots learnt from /props: {c.scheduler.slots}; preemptions: {c.scheduler.stats().preempted}"
         )
-        for tier, tm in c.metrics().items():
-            if tm.ttft is not None:
-                p50, p99 = tm.ttft.p50 * 1000, tm.ttft.p99 * 1000
-                print(f"  {tier:11} {tm.requests:2} requests, TTFT p50 {p50:.0f} ms, p99 {p99:.0f} ms")
+        title = "The client's per-tier metrics (c.metrics()):"
+        console = Console(highlight=False)
+        if not console.is_terminal:
+            console.width = 120
+        console.print(latency_table(c.metrics(), TIERS, title))
+
+
+def bench(url: str) -> None:
+    chart = OUT / "latency.png"
+    seam(
+        "bench", "latency", "--base-url", url, "--requests", "10", "--concurrency", "5",
+        "--max-tokens", "8", "--priority-mix", "interactive=0.3,batch=0.7", *SAMPLING,
+        "--plot", str(chart.relative_to(REPO)),
+    )  # fmt: skip
 
 
 async def scheduling_server(url: str, model: str) -> None:
     import socket
-    import subprocess
 
     import anthropic
     import httpx2
@@ -231,12 +231,13 @@ async def scheduling_server(url: str, model: str) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    root = Path(__file__).resolve().parent.parent
+    root = REPO
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
-            "sdk.server",
+            "sdk",
+            "serve",
             "--upstream",
             url,
             "--port",
@@ -256,9 +257,11 @@ async def scheduling_server(url: str, model: str) -> None:
                 except httpx2.HTTPError:
                     pass
                 await anyio.sleep(0.1)
-            print(f"  python -m sdk.server --upstream {url} --port {port}")
+            print(f"$ seam serve --upstream {url} --port {port}")
             client = anthropic.AsyncAnthropic(base_url=served, api_key="unused")
-            prompt = [{"role": "user", "content": "A short poem about the sea:\n"}]
+            prompt = [
+                {"role": "user", "content": "Things to pack for a trip to the beach:\n1. Sunscreen\n2."}
+            ]
             async with client.messages.stream(
                 model=model, max_tokens=24, messages=prompt, extra_body=GREEDY
             ) as st:
@@ -280,12 +283,16 @@ async def scheduling_server(url: str, model: str) -> None:
 async def live(url: str, model: str) -> None:
     print("\n== 2. Streams against llama-server ==")
     await streams(url, model)
-    print("\n== 3. Sessions ==")
-    await sessions(url, model)
+    print("\n== 3. A chat kept in a session: seam chat ==")
+    await anyio.to_thread.run_sync(chat, url)
     print("\n== 4. Scheduling: batch work and interactive requests on two slots ==")
     await scheduling(url, model)
-    print("\n== 4b. The scheduling server in front of llama-server ==")
+    await anyio.to_thread.run_sync(bench, url)
+    print("\n== 4b. The scheduling server in front of llama-server: seam serve ==")
     await scheduling_server(url, model)
+    print(
+        f"\nWritten to {OUT}: chunks.html (the chunk view), chat.json (the session), latency.png (the chart)."
+    )
 
 
 def main() -> int:
@@ -295,8 +302,8 @@ def main() -> int:
     parser.add_argument("--budgets", default="64,256,1024", help="comma-separated token budgets")
     parser.add_argument("--chunks-only", action="store_true", help="part 1 only (no server)")
     args = parser.parse_args()
-    print("== 1. Chunking corpora/ ==")
-    problems = chunk_corpus([int(b) for b in args.budgets.split(",")])
+    print("== 1. Chunking corpora/: seam chunk ==")
+    problems = chunking([int(b) for b in args.budgets.split(",")])
     if args.chunks_only:
         return 1 if problems else 0
     from tests.llama import running_server

@@ -46,7 +46,7 @@ bench_app = typer.Typer(help="Benchmarks against a running server.", no_args_is_
 app.add_typer(bench_app, name="bench")
 
 
-class Kind(str, enum.Enum):
+class Kind(enum.StrEnum):
     auto = "auto"
     text = "text"
     markdown = "markdown"
@@ -55,7 +55,7 @@ class Kind(str, enum.Enum):
     jsonl = "jsonl"
 
 
-class Backend(str, enum.Enum):
+class Backend(enum.StrEnum):
     messages = "messages"
     openai = "openai"
 
@@ -338,7 +338,7 @@ def latency(
     """Send a workload of mixed priorities; print TTFT/TPOT/ITL/E2EL p50/p90/p99 per tier."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ._bench import BenchOptions, latency_table, parse_mix, plot_latency, run_latency
+    from ._bench import BenchOptions, latency_table, parse_mix, plot_latency, result_title, run_latency
 
     out = _console()
     err = _console(stderr=True)
@@ -378,7 +378,7 @@ def latency(
             err.print(f"[red]error:[/red] {escape(str(e))}")
             raise typer.Exit(EXIT_ERROR) from None
     order = [t.name for t in sorted(_default_tiers(), key=lambda t: t.rank)]
-    out.print(latency_table(result, order))
+    out.print(latency_table(result.tiers, order, result_title(result)))
     for line in result.errors[:10]:
         err.print(f"[red]failed[/red] {escape(line)}")
     if plot is not None:

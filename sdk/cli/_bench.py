@@ -32,25 +32,31 @@ __all__ = [
     "latency_table",
     "parse_mix",
     "plot_latency",
+    "result_title",
     "run_latency",
     "spread",
 ]
 
-# Text to continue: a small base model extends a list sensibly, while a question makes it ramble.
-SUBJECTS = (
-    "birds",
-    "rivers",
-    "fruits",
-    "metals",
-    "planets",
-    "trees",
-    "tools",
-    "colors",
-    "islands",
-    "insects",
-    "spices",
-    "stars",
+# Text to continue: a small base model extends a started list sensibly, where a question
+# makes it repeat the prompt or ramble.
+LISTS = (
+    ("fruits", "Apple"),
+    ("planets", "Mercury"),
+    ("vegetables", "Carrot"),
+    ("sports", "Football"),
+    ("metals", "Iron"),
+    ("musical instruments", "Piano"),
+    ("colors", "Red"),
+    ("trees", "Oak"),
+    ("spices", "Pepper"),
+    ("shapes", "Circle"),
 )
+
+
+def prompt(i: int) -> str:
+    """The ``i``-th request's text: the start of a list."""
+    what, first = LISTS[i % len(LISTS)]
+    return f"Here is a list of {what}:\n1. {first}\n2."
 
 
 def parse_mix(text: str) -> dict[str, float]:
@@ -134,15 +140,13 @@ async def run_latency(opts: BenchOptions, *, on_done: Callable[[], None] | None 
         limiter = anyio.CapacityLimiter(opts.concurrency)
 
         async def one(i: int, tier: str) -> None:
-            subject = SUBJECTS[i % len(SUBJECTS)]
-            messages = [{"role": "user", "content": f"A list of {subject}, one per line:\n1."}]
             try:
                 async with (
                     limiter,
                     client.stream(
                         model=model,
                         max_tokens=opts.max_tokens,
-                        messages=messages,
+                        messages=[{"role": "user", "content": prompt(i)}],
                         priority=tier,
                         **opts.sampling,
                     ) as s,
@@ -183,13 +187,9 @@ async def _first_model(client: Client) -> str:
 _METRICS = ("ttft", "tpot", "itl", "e2el")
 
 
-def latency_table(result: BenchResult, order: Sequence[str]) -> Table:
-    """Per tier: p50/p90/p99 of each metric, in milliseconds."""
-    table = Table(
-        title=f"{len(result.samples)} requests in {result.seconds:.1f} s to {result.model}"
-        + (f" ({result.slots} slots)" if result.slots else ""),
-        title_justify="left",
-    )
+def latency_table(tiers: Mapping[str, TierMetrics], order: Sequence[str], title: str = "") -> Table:
+    """Per tier: requests, errors, preemptions, tokens/s and p50/p90/p99 of each metric in ms."""
+    table = Table(title=title or None, title_justify="left")
     table.add_column("tier")
     table.add_column("requests", justify="right")
     table.add_column("errors", justify="right")
@@ -198,9 +198,9 @@ def latency_table(result: BenchResult, order: Sequence[str]) -> Table:
     table.add_column("metric")
     for p in ("p50", "p90", "p99"):
         table.add_column(f"{p} ms", justify="right")
-    names = [t for t in order if t in result.tiers] + [t for t in result.tiers if t not in order]
+    names = [t for t in order if t in tiers] + [t for t in tiers if t not in order]
     for n, tier in enumerate(names):
-        tm = result.tiers[tier]
+        tm = tiers[tier]
         if n:
             table.add_section()
         for k, metric in enumerate(_METRICS):
@@ -217,6 +217,11 @@ def latency_table(result: BenchResult, order: Sequence[str]) -> Table:
             )
             table.add_row(*head, metric.upper(), *cells)
     return table
+
+
+def result_title(result: BenchResult) -> str:
+    slots = f" ({result.slots} slots)" if result.slots else ""
+    return f"{len(result.samples)} requests in {result.seconds:.1f} s to {result.model}{slots}"
 
 
 def _rate(x: float | None) -> str:

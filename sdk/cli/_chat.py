@@ -15,6 +15,7 @@ resumes) without the session having to know about them.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -152,6 +153,7 @@ async def run_chat(opts: ChatOptions, out: Console, err: Console) -> int:
         out.print(f"[dim]{escape(HELP)}[/dim]")
         params = {"max_tokens": opts.max_tokens, "priority": opts.priority, **opts.sampling}
         save_every = 16 if session.path else None
+        typed = sys.stdin.isatty()
         if session.pending is not None:
             out.print("[dim]an answer was cut off; continuing it:[/dim]")
             await _turn(session, rec, None, params, save_every, opts, out, err)
@@ -161,6 +163,8 @@ async def run_chat(opts: ChatOptions, out: Console, err: Console) -> int:
             except EOFError:
                 out.print()
                 break
+            if not typed:
+                out.print(escape(line))  # read from a pipe, nothing echoed it: the transcript shows it
             line = line.strip()
             if not line:
                 continue

@@ -180,7 +180,7 @@ def summary_table(summary: Summary, *, max_tokens: int, encoding: str) -> Table:
     )
     for name in ("kind", "language"):
         table.add_column(name)
-    for name in ("files", "chunks", "tokens", "mean", "oversize", "cut inside"):
+    for name in ("files", "chunks", "tokens", "mean", "oversize", "partial"):
         table.add_column(name, justify="right")
     for (kind, lang), row in sorted(summary.rows.items()):
         table.add_row(

@@ -4,8 +4,9 @@ Each file is one ``<pre>`` holding its text as consecutive ``<span class="chunk"
 elements (the spans tile the text, so the page shows it exactly once), in alternating
 colours; hovering a span shows its file, index, tokens and offsets. A cut the chunker
 was forced to make is marked: an ``oversize`` chunk (one unit over the budget) is
-outlined, and a chunk cut inside a value its format treats as one (``partial``, e.g. a
-long JSON string) ends with a scissors mark. The markers are CSS pseudo-elements, so
+outlined, and where a value its format treats as one (a long JSON string) was cut,
+between two chunks that each hold part of one (``partial``), a scissors mark follows the
+first. The markers are CSS pseudo-elements, so
 copying text from the page copies the file's text only.
 
 Everything is escaped and inline: no script, no external stylesheet, font or image,
@@ -47,7 +48,7 @@ pre.src { margin: 0; padding: .6rem; background: #fff; border: 1px solid #ddd; b
 .oversize { background: #fecaca; outline: 2px solid #b91c1c; outline-offset: -1px; }
 .oversize::before { content: "\\26A0\\00A0oversize\\00A0"; color: #b91c1c; font-weight: bold;
   font-size: .75em; user-select: none; }
-.partial::after { content: "\\2702"; color: #b91c1c; font-weight: bold; padding: 0 .15em;
+.cut::after { content: "\\2702"; color: #b91c1c; font-weight: bold; padding: 0 .15em;
   user-select: none; }
 .empty { color: #777; font-style: italic; }
 .skipped { color: #666; font-size: .85rem; }
@@ -94,6 +95,9 @@ def _file(fc: FileChunks, n: int) -> str:
             cls += " oversize"
         if c.partial:
             cls += " partial"
+            nxt = fc.chunks[i + 1] if i + 1 < len(fc.chunks) else None
+            if nxt is not None and nxt.partial:
+                cls += " cut"  # the next chunk holds the rest of the value cut here
         out.append(
             f'<span class="{cls}" data-index="{i}" data-tokens="{c.tokens}" '
             f'data-start="{c.start}" data-end="{c.end}" title="{_e(_title(fc, i))}">{_e(c.text)}</span>'
@@ -120,12 +124,12 @@ def render_html(files: Sequence[FileChunks], summary: Summary, *, max_tokens: in
             "<header><h1>seam chunk</h1>",
             f"<p>{summary.files} files, {summary.chunks} chunks, {summary.tokens:,} tokens; "
             f"at most {max_tokens} tokens per chunk ({_e(encoding)}); "
-            f"{summary.oversize} oversize, {summary.partial} cut inside a value.</p>",
+            f"{summary.oversize} oversize, {summary.partial} holding part of a value cut inside.</p>",
             '<p class="legend"><span class="c0">a chunk</span><span class="c1">the next chunk</span>'
             '<span class="oversize">one unit over the budget</span>'
-            '<span class="c0 partial">cut inside a value</span> hover a chunk for its place and size</p>',
+            '<span class="c0 cut">cut inside a value</span> hover a chunk for its place and size</p>',
             '<table class="summary"><tr><th>kind</th><th>language</th><th>files</th><th>chunks</th>'
-            f"<th>tokens</th><th>oversize</th><th>cut inside</th></tr>{rows}</table>",
+            f"<th>tokens</th><th>oversize</th><th>partial</th></tr>{rows}</table>",
             f"<nav>{nav}</nav>" if len(files) > 1 else "",
             f'<ul class="skipped">{skipped}</ul>' if skipped else "",
             "</header><main>",

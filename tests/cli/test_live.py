@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from sdk import Session
 from sdk.cli import EXIT_OK, EXIT_USAGE
+from sdk.session import PendingAnswer
 from tests.llama import LlamaServer, free_port, stop
 
 from .conftest import run
@@ -152,3 +153,24 @@ def test_serve_starts_the_scheduling_server(llama_server: LlamaServer) -> None:
         stop(proc)  # type: ignore[arg-type]
     bad = subprocess.run([sys.executable, "-m", "sdk", "serve"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--upstream" in bad.stderr
+
+
+def test_chat_completes_an_answer_cut_off_before(llama_server: LlamaServer, tmp_path: Path) -> None:
+    """A session saved mid-answer (as after a crash): the next start finishes that answer first."""
+    path = tmp_path / "cut.json"
+    s = Session(None, model=llama_server.model, context_window=1024, reserve_output=12)
+    s.add_user(FIRST)
+    s.pending = PendingAnswer(after=0, text=" a family")
+    s.save(path)
+    args = ["-m", "sdk", "chat", "--base-url", llama_server.url, "--session", str(path)]
+    args += ["--max-tokens", "12", "--context-window", "1024", "--temperature", "0", "--top-k", "1"]
+    done = subprocess.run(
+        [sys.executable, *args], input="", capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert "an answer was cut off; continuing it:" in done.stdout
+    saved = Session.load(path)
+    assert saved.pending is None
+    assert [t.role for t in saved.log] == ["user", "assistant"]
+    answer = saved.log[1].text
+    assert answer.startswith(" a family") and len(answer) > len(" a family")
