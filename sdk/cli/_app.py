@@ -46,7 +46,7 @@ bench_app = typer.Typer(help="Benchmarks against a running server.", no_args_is_
 app.add_typer(bench_app, name="bench")
 
 
-class Kind(enum.StrEnum):
+class Kind(str, enum.Enum):  # noqa: UP042  (StrEnum is 3.11+; the same values either way)
     auto = "auto"
     text = "text"
     markdown = "markdown"
@@ -55,7 +55,7 @@ class Kind(enum.StrEnum):
     jsonl = "jsonl"
 
 
-class Backend(enum.StrEnum):
+class Backend(str, enum.Enum):  # noqa: UP042
     messages = "messages"
     openai = "openai"
 
