@@ -19,6 +19,7 @@ from ._errors import (
     ContextOverflowError,
     IncompleteStreamError,
     InternalServerError,
+    InvalidRequestError,
     NotFoundError,
     OverloadedError,
     PermissionDeniedError,
@@ -35,6 +36,7 @@ from ._errors import (
     UnprocessableEntityError,
 )
 from ._map import MapProgress, MapResult, MapRun
+from ._params import ContentBlockParam, CountTokensParams, CreateParams, MessageParam, ToolParam
 from ._retry import RetryBudget, RetryPolicy
 from ._tokens import EncodingUnavailable, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
@@ -61,17 +63,22 @@ __all__ = [
     "ChunkingWarning",
     "Client",
     "ConflictError",
+    "ContentBlockParam",
     "ContextOverflow",
     "ContextOverflowError",
+    "CountTokensParams",
+    "CreateParams",
     "EncodingUnavailable",
     "FitReport",
     "FlowControl",
     "IncompleteStreamError",
     "InternalServerError",
+    "InvalidRequestError",
     "MapProgress",
     "MapResult",
     "MapRun",
     "Message",
+    "MessageParam",
     "ModelInfo",
     "NotFoundError",
     "OverloadedError",
@@ -101,6 +108,7 @@ __all__ = [
     "Tier",
     "TierMetrics",
     "TokenCount",
+    "ToolParam",
     "ToolUseBlock",
     "UnprocessableEntityError",
     "Usage",

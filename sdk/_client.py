@@ -33,7 +33,7 @@ import secrets
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 from urllib.parse import quote
 
 import anyio
@@ -62,6 +62,7 @@ from ._errors import (
     release_secret,
 )
 from ._map import MapProgress, MapRun
+from ._params import CountTokensParams, CreateParams, check_request
 from ._retry import RetryBudget, RetryPolicy, retry_decision
 from .scheduler import Cost, MetricsHook, RequestMetrics, Scheduler, Tier, TierMetrics
 from .stream import (
@@ -554,11 +555,16 @@ class Client:
                 body = raw.decode("utf-8", "replace")
         return api_error_from_body(body, status=response.status_code, request_id=_request_id(response))
 
-    @staticmethod
-    def _params(params: dict[str, Any], extra_body: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _request(
+        self, params: Mapping[str, Any], extra_body: Mapping[str, Any] | None, *, count: bool = False
+    ) -> dict[str, Any]:
+        """The request's fields (``extra_body`` over the keywords), checked: a missing or
+        malformed required field is an :class:`InvalidRequestError` before anything is sent."""
+        request = dict(params)
         if extra_body:
-            params.update(extra_body)
-        return params
+            request.update(extra_body)
+        check_request(request, max_tokens=not count and self.backend_name == "messages")
+        return request
 
     async def create(
         self,
@@ -568,7 +574,7 @@ class Client:
         extra_headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         timeout: TimeoutArg = None,
-        **params: Any,
+        **params: Unpack[CreateParams],
     ) -> Message:
         """One non-streaming request; every keyword but the five above goes into the body.
 
@@ -576,10 +582,10 @@ class Client:
         request it is, for fair sharing inside the tier. A request waiting in the queue
         is cancelled with its task."""
         tier = self.scheduler.tiers.resolve(priority)
-        params = self._params(params, extra_body)
-        body = self._backend.body(params, stream=False)
+        request = self._request(params, extra_body)
+        body = self._backend.body(request, stream=False)
         self._check_open()
-        flight = await self._flight(params, tier, tenant)
+        flight = await self._flight(request, tier, tenant)
         try:
             resp = await self._send(
                 "POST",
@@ -606,7 +612,7 @@ class Client:
         timeout: TimeoutArg = None,
         stall: StallPolicy | None = None,
         flow: FlowControl | None = None,
-        **params: Any,
+        **params: Unpack[CreateParams],
     ) -> Stream:
         """A streaming request as an async context manager (queued and sent on entry).
 
@@ -614,9 +620,9 @@ class Client:
         stream of a preemptible tier may be paused for a higher tier's request and
         continued when it is re-admitted; its consumer sees one uninterrupted stream."""
         tier = self.scheduler.tiers.resolve(priority)
-        params = self._params(params, extra_body)
+        request = self._request(params, extra_body)
         backend = self._backend
-        body = backend.body(params, stream=True)
+        body = backend.body(request, stream=True)
         stall = stall or self.stall
         held: list[Flight] = []
         kept: list[str] = []  # the stream id, where the server keeps the stream for a reattach
@@ -656,7 +662,7 @@ class Client:
             else:
                 resumable = not self.hosted and stall.max_resumes > 0
                 flight = await self._flight(
-                    params, tier, tenant, preempt=inner.preempt if resumable else None, held=held
+                    request, tier, tenant, preempt=inner.preempt if resumable else None, held=held
                 )
             resp = await post(flight, body, conversation_headers())
             return Upstream(
@@ -666,26 +672,26 @@ class Client:
                 cancel=self._conversation_cancel(conv[0]) if conv else None,
             )
 
-        async def resume(req: ResumeRequest) -> Upstream:
+        async def resume(rr: ResumeRequest) -> Upstream:
             """After a break: replay where the server keeps the stream, else a continuation
             by prefill, else (a model that refuses a prefill) the partial message in an
             ``IncompleteStreamError``. The plan is :func:`sdk.stream._resume.plan_resume`'s."""
             flight = held[0]
             await flight.admit()  # after a stall or a preemption: wait for a slot again
-            model = params.get("model")
-            seam = bool(kept) and req.last_event_id.startswith(kept[0] + ":")
+            model = request.get("model")
+            seam = bool(kept) and rr.last_event_id.startswith(kept[0] + ":")
             plan = plan_resume(
-                req.cause,
+                rr.cause,
                 replay=seam or bool(conv),
                 replay_frees_slot=seam,
                 prefill_refused=model in self._refusals,
             )
-            log.info("resuming a stream (attempt %d): %s", req.attempt, plan.reason)
+            log.info("resuming a stream (attempt %d): %s", rr.attempt, plan.reason)
             if plan.mode is ResumeMode.REPLAY and seam:
                 # This SDK's server keeps the stream: the rest after the last event, exactly once.
                 try:
                     resp = await post(
-                        flight, body, {**(extra_headers or {}), "last-event-id": req.last_event_id}
+                        flight, body, {**(extra_headers or {}), "last-event-id": rr.last_event_id}
                     )
                 except NotFoundError:
                     kept.clear()  # expired there: continue by prefill instead
@@ -693,7 +699,7 @@ class Client:
                     return Upstream(self._chunks(resp), resp.aclose, replayable=True, replay=True)
             elif plan.mode is ResumeMode.REPLAY:
                 # llama-server keeps the conversation's stream: its bytes from where ours stopped.
-                replayed = await self._replay_conversation(conv[0], req.received_bytes, timeout)
+                replayed = await self._replay_conversation(conv[0], rr.received_bytes, timeout)
                 if replayed is not None:
                     return Upstream(
                         self._chunks(replayed),
@@ -706,10 +712,10 @@ class Client:
                 await self._conversation_cancel(conv[0])()  # whatever is left of it stops generating
                 conv.clear()
             if model in self._refusals:
-                raise IncompleteStreamError(refusal_reason(model), partial=req.message)
+                raise IncompleteStreamError(refusal_reason(model), partial=rr.message)
             echo = await self.echoes_prefill()
             cont = continuation(
-                {**params, **self.resume_extra_body}, req.prefill, echo=echo, used_tokens=req.output_tokens
+                {**request, **self.resume_extra_body}, rr.prefill, echo=echo, used_tokens=rr.output_tokens
             )
             try:
                 resp = await post(flight, backend.body(cont.params, stream=True), conversation_headers())
@@ -717,7 +723,7 @@ class Client:
                 if not refuses_prefill(e):
                     raise
                 self._refusals.add(model)  # remembered: the next break fails at once
-                raise IncompleteStreamError(refusal_reason(model, e), partial=req.message) from e
+                raise IncompleteStreamError(refusal_reason(model, e), partial=rr.message) from e
             return Upstream(
                 self._chunks(resp),
                 resp.aclose,
@@ -822,15 +828,15 @@ class Client:
         extra_headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         timeout: TimeoutArg = None,
-        **params: Any,
+        **params: Unpack[CountTokensParams],
     ) -> TokenCount:
         """Input tokens of a request: the server's count where the backend has the
         endpoint, else a local tiktoken estimate (``TokenCount.source`` says which). A
         Messages server answering 404 there is asked no more; estimates follow."""
-        params = self._params(params, extra_body)
+        request = self._request(params, extra_body, count=True)
         path = self._backend.count_tokens_path
         if path is not None and self._server_counts:
-            body = self._backend.count_body(params)
+            body = self._backend.count_body(request)
             try:
                 resp = await self._send("POST", path, body=body, headers=extra_headers, timeout=timeout)
             except NotFoundError:
@@ -839,7 +845,7 @@ class Client:
                 n = _json(resp).get("input_tokens")
                 if isinstance(n, int):
                     return TokenCount(n, "server")
-        return TokenCount(_estimate(params), "estimate")
+        return TokenCount(_estimate(request), "estimate")
 
     async def models(self, *, timeout: TimeoutArg = None) -> list[ModelInfo]:
         """The server's model list (``/v1/models`` or ``/models``)."""

@@ -21,6 +21,7 @@ socket, a malformed byte stream), the caller catches the same classes::
     ├── APIConnectionError            no usable answer: connect/read/write failed
     │   ├── APITimeoutError           ... because a timeout expired
     │   └── ResponseTooLargeError     ... because the body is over the client's cap
+    ├── InvalidRequestError           the request is incomplete or malformed (not sent)
     ├── RequestRejectedError          the client's scheduler refused it before sending
     └── StreamProtocolError           the bytes or events of a stream break the protocol
         ├── SSEError                  malformed server-sent-event framing
@@ -58,6 +59,7 @@ __all__ = [
     "ContextOverflowError",
     "IncompleteStreamError",
     "InternalServerError",
+    "InvalidRequestError",
     "NotFoundError",
     "OverloadedError",
     "PermissionDeniedError",
@@ -311,6 +313,15 @@ class ResponseTooLargeError(APIConnectionError):
     def __init__(self, limit: int) -> None:
         super().__init__(f"the response body is over {limit} bytes (decompressed); it was not read further")
         self.limit = limit
+
+
+class InvalidRequestError(SDKError, ValueError):
+    """The request is missing a required field or has one of the wrong shape; it was not
+    sent. ``param`` names the field."""
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class RequestRejectedError(SDKError):

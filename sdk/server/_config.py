@@ -37,18 +37,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-import sys
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..scheduler import DEFAULT_TIERS, Tier, Tiers
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = ["ConfigError", "KeyEntry", "Principal", "ServerConfig", "hash_key"]
 

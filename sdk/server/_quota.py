@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ..scheduler import TokenBucket
 
@@ -55,7 +55,7 @@ class Quotas:
         for dim, b, _ in buckets:
             remaining = max(0, math.floor(b.tokens))
             full_in = max(0.0, (b.capacity - b.tokens) / b.rate) if b.rate > 0 else 0.0
-            reset = datetime.fromtimestamp(wall + full_in, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            reset = datetime.fromtimestamp(wall + full_in, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             headers[f"x-ratelimit-limit-{dim}"] = f"{b.capacity:g}"
             headers[f"x-ratelimit-remaining-{dim}"] = str(remaining)
             headers[f"x-ratelimit-reset-{dim}"] = f"{math.ceil(full_in * 1000)}ms"

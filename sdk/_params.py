@@ -1,0 +1,103 @@
+"""The request parameters, typed: ``create``, ``stream`` and ``count_tokens`` take them as
+``**params: Unpack[...]``, so a type checker catches ``max_token=``, ``modle=`` or
+``messages="..."`` at the call, and :func:`check_request` checks what is required before
+anything is sent (a clear :class:`~sdk.InvalidRequestError`, not a server's 400).
+
+The fields are the Messages API's, plus the sampling fields self-hosted servers
+(llama-server, vLLM) take in the same body. Anything else goes through ``extra_body``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypedDict
+
+from ._errors import InvalidRequestError
+
+__all__ = [
+    "ContentBlockParam",
+    "CountTokensParams",
+    "CreateParams",
+    "MessageParam",
+    "ToolParam",
+    "check_request",
+]
+
+ContentBlockParam = Mapping[str, Any]
+"""A content block as the API takes it: ``{"type": "text", "text": ...}``, ``image``,
+``tool_use``, ``tool_result``, ``thinking``, ..."""
+
+
+class MessageParam(TypedDict):
+    role: Literal["user", "assistant"]
+    content: str | Sequence[ContentBlockParam]
+
+
+class ToolParam(TypedDict, total=False):
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    type: str
+    cache_control: Mapping[str, Any]
+
+
+class CountTokensParams(TypedDict, total=False):
+    """What ``count_tokens`` takes (``model`` and ``messages`` are required)."""
+
+    model: str
+    messages: Sequence[MessageParam]
+    system: str | Sequence[ContentBlockParam]
+    tools: Sequence[ToolParam | Mapping[str, Any]]
+    tool_choice: Mapping[str, Any]
+    thinking: Mapping[str, Any]
+
+
+class CreateParams(CountTokensParams, total=False):
+    """What ``create`` and ``stream`` take (``model``, ``messages`` and, for the Messages
+    API, ``max_tokens`` are required)."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    top_k: int
+    stop_sequences: Sequence[str]
+    metadata: Mapping[str, Any]
+    service_tier: str
+    # the sampling and cache fields self-hosted servers take in the same body
+    min_p: float
+    seed: int
+    cache_prompt: bool
+    repeat_penalty: float
+    presence_penalty: float
+    frequency_penalty: float
+
+
+def check_request(params: Mapping[str, Any], *, max_tokens: bool) -> None:
+    """Raise :class:`~sdk.InvalidRequestError` naming the first field that is missing or
+    of the wrong shape; ``max_tokens``: whether the API requires it."""
+    model = params.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequestError("model: a model name (a non-empty string) is required", param="model")
+    messages = params.get("messages")
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidRequestError(
+            'messages: a list of messages is required, e.g. [{"role": "user", "content": "..."}]',
+            param="messages",
+        )
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise InvalidRequestError(
+                f"messages[{i}]: a message is a mapping with role and content", param="messages"
+            )
+        if m.get("role") not in ("user", "assistant"):
+            raise InvalidRequestError(f"messages[{i}].role: 'user' or 'assistant'", param="messages")
+        content = m.get("content")
+        if not isinstance(content, str) and (isinstance(content, bytes) or not isinstance(content, Sequence)):
+            raise InvalidRequestError(
+                f"messages[{i}].content: a string or a list of content blocks", param="messages"
+            )
+    mt = params.get("max_tokens")
+    if mt is None and max_tokens:
+        raise InvalidRequestError("max_tokens: a positive integer is required", param="max_tokens")
+    if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
+        raise InvalidRequestError("max_tokens: a positive integer is required", param="max_tokens")
