@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 from typer.testing import CliRunner
 
@@ -161,3 +163,23 @@ def test_console_script_and_python_m_sdk(tmp_path: Path) -> None:
         assert json.loads(p.stdout)["text"] == "Hello there. General Kenobi."
         p = subprocess.run([*cmd, "--help"], capture_output=True, text=True, timeout=60)
         assert p.returncode == 0 and "chunk" in p.stdout and "bench" in p.stdout
+
+
+def test_progress_bar_on_a_terminal_only(seam: CliRunner, tmp_path: Path) -> None:
+    for i in range(3):
+        (tmp_path / f"f{i}.txt").write_text("Some text to cut. " * 200, encoding="utf-8")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "sdk", "chunk", str(tmp_path), "-n", "64", "-q"],
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(30, 150),
+        env={**os.environ, "TERM": "xterm"},
+    )
+    drawn = child.read()
+    child.close()
+    assert child.exitstatus == EXIT_OK
+    assert "3/3 files" in drawn and "━" in drawn and "10.8 kB" in drawn  # files and bytes
+    _, out, err = run(seam, "chunk", str(tmp_path), "-n", "64", "-q")  # not a terminal: no bar
+    assert "━" not in out + err and "files" not in err
