@@ -51,6 +51,12 @@ class Chunker:
     of the previous chunk's tail (cut at a word or grapheme boundary) are carried at
     the front of each chunk after the first; chunks are then packed to
     ``max_tokens - overlap`` so the carried text always fits.
+
+    ``Chunk.oversize`` is measured against ``max_tokens``, never against the packing
+    budget: it is True exactly when a chunk holds more than ``max_tokens`` tokens, which
+    only a single indivisible unit does. A unit that fits ``max_tokens`` but not
+    ``max_tokens - overlap`` is a chunk of its own that carries less overlap, or none;
+    it is not oversize. Likewise a heading trail is left off a unit it would push over.
     """
 
     __slots__ = ("encoding", "kind", "language", "max_tokens", "overlap", "sizer")
@@ -103,7 +109,7 @@ class Chunker:
         if heading_context and root.kind == "markdown":
             return self._with_heading_context(text, root)
         raw = Engine(text, self.max_tokens - self.overlap, self.sizer).run(root)
-        chunks = _finish(text, raw)
+        chunks = _finish(text, raw, self.max_tokens)
         if self.overlap:
             chunks = self._with_overlap(text, chunks)
         return chunks
@@ -114,6 +120,7 @@ class Chunker:
         The source parts are packed to a budget lowered by what the longest trail
         needs; if a prefixed chunk still comes out over (counts need not add up
         across the join), the budget is lowered by the excess and packing redone.
+        An indivisible unit the trail would push over ``max_tokens`` goes without it.
         """
         reserve = 0
         for _ in range(4):
@@ -122,13 +129,19 @@ class Chunker:
                 break
             out: list[Chunk] = []
             excess = 0
-            for c in _finish(text, Engine(text, budget, self.sizer).run(root)):
+            raw = Engine(text, budget, self.sizer).run(root)
+            for r, c in zip(raw, _finish(text, raw, self.max_tokens)):
                 context = f"{c.path}\n\n" if c.path else ""
                 if not context:
                     out.append(c)
                     continue
                 n = self.sizer.count(context + c.text)
-                if n > self.max_tokens and not c.oversize:
+                if n > self.max_tokens:
+                    if r.oversize:
+                        # An indivisible unit over the lowered budget: the trail would
+                        # push it over max_tokens, so it is left off.
+                        out.append(c)
+                        continue
                     excess = max(excess, n - self.max_tokens)
                 out.append(dataclasses.replace(c, text=context + c.text, tokens=n, context=context))
             if not excess:
@@ -207,7 +220,12 @@ def _overlap_start(text: str, lo: int, cur: Chunk, overlap: int, limit: int, siz
     return best
 
 
-def _finish(text: str, raw: list[RawChunk]) -> list[Chunk]:
+def _finish(text: str, raw: list[RawChunk], max_tokens: int) -> list[Chunk]:
+    """Public chunks from the engine's; ``oversize`` against ``max_tokens``.
+
+    The engine marks units over its own packing budget, which overlap and heading
+    trails lower; a chunk is oversize only when it is over what the caller allowed.
+    """
     ascii_text = text.isascii()
     out: list[Chunk] = []
     byte = 0
@@ -224,7 +242,7 @@ def _finish(text: str, raw: list[RawChunk]) -> list[Chunk]:
                 f.kind,
                 f.language,
                 f.path,
-                r.oversize,
+                r.oversize and r.tokens > max_tokens,
                 byte,
                 byte + size,
                 r.partial,

@@ -21,8 +21,11 @@ class Chunk:
 
     ``source[start:end] == text`` (code-point offsets) and, without overlap, the chunks
     tile the source exactly. ``tokens`` is the exact token count of ``text``.
-    ``oversize`` is True only for a single indivisible unit (one grapheme cluster, or
-    graphemes that line-breaking rules glue together) whose own count is over the budget.
+    ``oversize`` is True exactly when ``tokens`` is over ``max_tokens``, which only a
+    single indivisible unit (one grapheme cluster, or graphemes that line-breaking rules
+    glue together) can be. It is measured against ``max_tokens``, not against the lower
+    budget chunks are packed to with ``overlap`` (``max_tokens - overlap``): a unit
+    between the two is a chunk of its own that carries less overlap, or none.
     ``partial`` marks a chunk holding part of a unit its format treats as one value
     (for example a JSON string cut inside, at grapheme/word boundaries).
     ``context`` is text added in front that is not in the source (Markdown's heading
