@@ -38,6 +38,7 @@ from ._errors import (
 from ._map import MapProgress, MapResult, MapRun
 from ._params import ContentBlockParam, CountTokensParams, CreateParams, MessageParam, ToolParam
 from ._retry import RetryBudget, RetryPolicy
+from ._sync import SyncClient, SyncStream
 from ._tokens import EncodingUnavailable, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
 from .scheduler import RequestMetrics, Scheduler, Tier, TierMetrics
@@ -104,6 +105,8 @@ __all__ = [
     "Stream",
     "StreamProtocolError",
     "StreamStatistics",
+    "SyncClient",
+    "SyncStream",
     "TextBlock",
     "Tier",
     "TierMetrics",

@@ -8,7 +8,7 @@ store them; errors carry the partial one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ __all__ = [
     "ToolUseBlock",
     "UnknownBlock",
     "Usage",
+    "blocks_to_param",
 ]
 
 
@@ -157,3 +158,32 @@ class Message:
     @property
     def tool_uses(self) -> tuple[ToolUseBlock, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+    def to_param(self) -> dict[str, Any]:
+        """The message as a request message (``{"role": ..., "content": [...]}``), to send
+        back in the next request of a tool loop or a conversation: only the fields the
+        API accepts (no ``id``, ``usage``, ``stop_reason``; a tool call's input as parsed,
+        ``{}`` where the model's JSON was invalid)."""
+        return {"role": self.role, "content": blocks_to_param(self.content)}
+
+
+def blocks_to_param(content: Sequence[ContentBlock]) -> list[dict[str, Any]]:
+    """Received content blocks as request content blocks."""
+    out: list[dict[str, Any]] = []
+    for b in content:
+        if isinstance(b, TextBlock):
+            d: dict[str, Any] = {"type": "text", "text": b.text}
+            if b.citations:
+                d["citations"] = [dict(c) for c in b.citations]
+            out.append(d)
+        elif isinstance(b, ToolUseBlock):
+            out.append(
+                {"type": b.type, "id": b.id, "name": b.name, "input": b.input if b.input is not None else {}}
+            )
+        elif isinstance(b, ThinkingBlock):
+            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
+        elif isinstance(b, RedactedThinkingBlock):
+            out.append({"type": "redacted_thinking", "data": b.data})
+        else:
+            out.append(dict(b.raw) if b.raw else {"type": b.type})
+    return out

@@ -18,7 +18,7 @@ import orjson
 
 from .. import _jsonexact
 from .._errors import APIError, StreamProtocolError, api_error_from_body
-from .._models import Message
+from .._models import Message, blocks_to_param
 from ._events import (
     CitationsDelta,
     ContentBlock,
@@ -31,14 +31,12 @@ from ._events import (
     MessageDeltaEvent,
     MessageStartEvent,
     MessageStopEvent,
-    RedactedThinkingBlock,
     SignatureDelta,
     TextBlock,
     TextDelta,
     ThinkingBlock,
     ThinkingDelta,
     ToolUseBlock,
-    UnknownBlock,
     UnknownDelta,
     Usage,
 )
@@ -300,24 +298,7 @@ def error_from_event(event: ErrorEvent, state: MessageState | None = None) -> AP
 
 def wire_blocks(content: Sequence[ContentBlock]) -> list[dict[str, Any]]:
     """An accumulated message's blocks as request content blocks."""
-    out: list[dict[str, Any]] = []
-    for b in content:
-        if isinstance(b, TextBlock):
-            d: dict[str, Any] = {"type": "text", "text": b.text}
-            if b.citations:
-                d["citations"] = [dict(c) for c in b.citations]
-            out.append(d)
-        elif isinstance(b, ToolUseBlock):
-            out.append(
-                {"type": b.type, "id": b.id, "name": b.name, "input": b.input if b.input is not None else {}}
-            )
-        elif isinstance(b, ThinkingBlock):
-            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
-        elif isinstance(b, RedactedThinkingBlock):
-            out.append({"type": "redacted_thinking", "data": b.data})
-        elif isinstance(b, UnknownBlock):
-            out.append(dict(b.raw) if b.raw else {"type": b.type})
-    return out
+    return blocks_to_param(content)
 
 
 def message_to_wire(message: Message) -> dict[str, Any]:
