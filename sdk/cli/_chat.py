@@ -28,7 +28,7 @@ from rich.markup import escape
 from .._backends import BackendName
 from .._client import Client, Stream
 from .._errors import SDKError
-from ..session import ContextOverflow, FitReport, Session, SessionConflict, SessionError, SessionFileError
+from ..session import FitReport, Session, SessionBudgetError, SessionConflict, SessionError, SessionFileError
 from ..stream import Message
 
 __all__ = ["ChatOptions", "run_chat"]
@@ -136,6 +136,7 @@ def _load(opts: ChatOptions, rec: _Recorder, model: str | None, out: Console) ->
 
 async def run_chat(opts: ChatOptions, out: Console, err: Console) -> int:
     async with Client(base_url=opts.base_url, backend=opts.backend) as client:
+        client.scheduler.tiers.resolve(opts.priority)  # an unknown tier is a usage error, now
         rec = _Recorder(client)
         session = _load(opts, rec, opts.model, out)
         if session is None:
@@ -154,9 +155,10 @@ async def run_chat(opts: ChatOptions, out: Console, err: Console) -> int:
         params = {"max_tokens": opts.max_tokens, "priority": opts.priority, **opts.sampling}
         save_every = 16 if session.path else None
         typed = sys.stdin.isatty()
+        ok = True  # whether the last answer arrived: the exit status says so
         if session.pending is not None:
             out.print("[dim]an answer was cut off; continuing it:[/dim]")
-            await _turn(session, rec, None, params, save_every, opts, out, err)
+            ok = await _turn(session, rec, None, params, save_every, opts, out, err)
         while True:
             try:
                 line = await anyio.to_thread.run_sync(input, "you> ")
@@ -176,10 +178,10 @@ async def run_chat(opts: ChatOptions, out: Console, err: Console) -> int:
             if line == "/stats":
                 out.print(escape(stats_line(rec.last)) if rec.last is not None else "no answer yet")
                 continue
-            await _turn(session, rec, line, params, save_every, opts, out, err)
+            ok = await _turn(session, rec, line, params, save_every, opts, out, err)
         if session.path:
             _save(session, session.path)
-    return 0
+    return 0 if ok else 1
 
 
 async def _turn(
@@ -191,35 +193,41 @@ async def _turn(
     opts: ChatOptions,
     out: Console,
     err: Console,
-) -> None:
+) -> bool:
+    """One answer, streamed; False if it failed (the error is shown, the chat goes on)."""
+    started = False
     try:
         opened = (
             session.stream(line, save_every=save_every, **params)
             if line is not None
             else session.resume(save_every=save_every, **params)
         )
-        out.file.write("model> ")
         async with opened as r:
+            out.file.write("model> ")
+            started = True
             async for text in r.text_deltas():
                 out.file.write(text)
                 out.file.flush()
         out.file.write("\n")
-    except ContextOverflow as e:
+    except SessionBudgetError as e:
         err.print(f"[red]too long for the window:[/red] {escape(str(e))}")
-        return
+        return False
     except SDKError as e:
-        out.file.write("\n")
+        if started:
+            out.file.write("\n")
+            out.file.flush()
         err.print(f"[red]error:[/red] {escape(str(e))}")
         if session.pending is not None and session.path:
             err.print("[dim]the part received is saved; the answer continues at the next start[/dim]")
             _save(session, session.path)
-        return
+        return False
     if r.report is not None:
         out.print(f"[dim]{escape(report_line(r.report))}[/dim]")
     if opts.stats and rec.last is not None:
         out.print(f"[dim]{escape(stats_line(rec.last))}[/dim]")
     if session.path:
         _save(session, session.path)
+    return True
 
 
 def _save(session: Session, path: str) -> None:
