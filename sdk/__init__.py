@@ -42,7 +42,7 @@ from ._sync import SyncClient, SyncStream
 from ._tokens import EncodingUnavailable, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
 from .scheduler import RequestMetrics, Scheduler, Tier, TierMetrics
-from .session import ContextOverflow, FitReport, Session, SessionConflict, SessionError, SessionFileError
+from .session import FitReport, Session, SessionBudgetError, SessionConflict, SessionError, SessionFileError
 from .stream import (
     FlowControl,
     Message,
@@ -65,7 +65,6 @@ __all__ = [
     "Client",
     "ConflictError",
     "ContentBlockParam",
-    "ContextOverflow",
     "ContextOverflowError",
     "CountTokensParams",
     "CreateParams",
@@ -98,6 +97,7 @@ __all__ = [
     "SSEEventTooLargeError",
     "Scheduler",
     "Session",
+    "SessionBudgetError",
     "SessionConflict",
     "SessionError",
     "SessionFileError",

@@ -15,7 +15,7 @@ mid-stream, in this process or another, from what the consumer already has.
 
 from ..stream._resume import RepeatFilter
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream, StreamLike
-from ._policy import ContextOverflow, ContextPolicy, DefaultPolicy, FitReport, elision_marker
+from ._policy import ContextPolicy, DefaultPolicy, FitReport, SessionBudgetError, elision_marker
 from ._redis import RedisStore
 from ._render import render_messages
 from ._session import DocumentReport, Session
@@ -25,7 +25,6 @@ from ._stores import FileStore, SessionNotFound, SessionStore, SessionStoreError
 from ._turns import TokenUsage, Turn, TurnKind, TurnLog
 
 __all__ = [
-    "ContextOverflow",
     "ContextPolicy",
     "DefaultPolicy",
     "DocumentReport",
@@ -36,6 +35,7 @@ __all__ = [
     "RepeatFilter",
     "SQLiteStore",
     "Session",
+    "SessionBudgetError",
     "SessionClient",
     "SessionConflict",
     "SessionError",

@@ -21,12 +21,14 @@ from .._errors import SDKError
 from .._tokens import count_tokens
 from ._turns import MESSAGE_OVERHEAD, TurnLog
 
-__all__ = ["ContextOverflow", "ContextPolicy", "DefaultPolicy", "FitReport", "elision_marker"]
+__all__ = ["ContextPolicy", "DefaultPolicy", "FitReport", "SessionBudgetError", "elision_marker"]
 
 
-class ContextOverflow(SDKError):
-    """Even the part that must stay (system, pinned turns, the newest turn) is over the
-    budget; raised before anything is sent."""
+class SessionBudgetError(SDKError):
+    """The session's own budget (its window, in local-estimate tokens) cannot hold even
+    the part that must stay (system, pinned turns, the newest turn); raised before
+    anything is sent. Not the server's refusal of a long prompt, which is
+    :class:`~sdk.ContextOverflowError`."""
 
     def __init__(self, message: str, *, required: int, budget: int) -> None:
         super().__init__(message)
@@ -75,7 +77,7 @@ class ContextPolicy(Protocol):
     ``budget`` is the input budget (window minus reserved output), ``fixed`` the tokens
     spent before any turn (system prompt, tools), ``extra`` tokens to reserve for text
     attached to the marker (a summary), ``previous`` the report of the previous fit of
-    this log (``None`` at first). Raises :class:`ContextOverflow` when nothing fits.
+    this log (``None`` at first). Raises :class:`SessionBudgetError` when nothing fits.
     """
 
     def fit(
@@ -117,7 +119,7 @@ class DefaultPolicy:
 
         last = log.group_start(n - 1) if n else 0  # the newest group always stays
         if cost(last) > budget:
-            raise ContextOverflow(
+            raise SessionBudgetError(
                 f"the system prompt, the pinned turns and the newest turn need {cost(last)} tokens "
                 f"(estimate), over the input budget of {budget}",
                 required=cost(last),

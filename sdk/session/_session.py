@@ -161,7 +161,7 @@ class Session:
 
     # ---- fitting and requests ---------------------------------------------------------
     def fit(self, *, prefill: str = "") -> FitReport:
-        """Ask the policy which turns go in; raises ContextOverflow before anything is sent."""
+        """Ask the policy which turns go in; raises SessionBudgetError before anything is sent."""
         fixed = self.fixed_tokens
         if prefill:
             fixed += count_tokens(prefill, self.log.encoding) + MESSAGE_OVERHEAD

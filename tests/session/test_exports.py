@@ -15,7 +15,7 @@ def test_errors_belong_to_the_sdk_tree() -> None:
     from sdk import SDKError
 
     for cls in (
-        sdk.session.ContextOverflow,
+        sdk.session.SessionBudgetError,
         sdk.session.SessionConflict,
         sdk.session.SessionFileError,
         sdk.session.SessionError,

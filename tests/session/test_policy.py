@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sdk import count_tokens
-from sdk.session import ContextOverflow, DefaultPolicy, FitReport, Session, TurnLog, render_messages
+from sdk.session import DefaultPolicy, FitReport, Session, SessionBudgetError, TurnLog, render_messages
 from sdk.session._policy import _marker_bound
 from sdk.session._turns import MESSAGE_OVERHEAD
 
@@ -141,7 +141,7 @@ def test_policy_properties(
         )
         try:
             report = policy.fit(log, budget=budget, fixed=fixed, previous=previous)
-        except ContextOverflow as e:
+        except SessionBudgetError as e:
             assert need > budget  # only when what must stay cannot fit
             assert e.required > e.budget == budget
             continue
@@ -160,7 +160,7 @@ def test_the_cut_only_moves_forward_while_the_pins_stay(history: list[Step], bud
         add_step(log, step)
         try:
             report = DefaultPolicy().fit(log, budget=budget, fixed=0, previous=previous)
-        except ContextOverflow:
+        except SessionBudgetError:
             continue
         if previous is not None and previous.epoch == report.epoch:
             assert report.cut >= previous.cut
@@ -186,7 +186,7 @@ def test_overflow_names_what_must_stay() -> None:
     log = TurnLog()
     log.append("user", "x", pinned=True, estimate=900)
     log.append("user", "newest", estimate=200)
-    with pytest.raises(ContextOverflow, match="1100 tokens"):
+    with pytest.raises(SessionBudgetError, match="1100 tokens"):
         DefaultPolicy().fit(log, budget=1000, fixed=0)
 
 
@@ -197,7 +197,7 @@ def test_a_budget_that_can_never_go_negative() -> None:
     s.scale = 1e9
     assert s.budget == 0
     s.add_user("hi")
-    with pytest.raises(ContextOverflow):
+    with pytest.raises(SessionBudgetError):
         s.fit()
 
 
@@ -247,7 +247,7 @@ def test_naive_head_tail_with_a_big_newest_turn_sends_everything() -> None:
     log = TurnLog()
     for i, e in enumerate(estimates):
         log.append("user", f"t{i}", pinned=i == 0, estimate=e)
-    with pytest.raises(ContextOverflow):
+    with pytest.raises(SessionBudgetError):
         DefaultPolicy().fit(log, budget=budget, fixed=0)
     log.set_pinned(0, False)
     report = DefaultPolicy().fit(log, budget=budget, fixed=0)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sdk.session import ContextOverflow, PendingAnswer, Session, SessionError
+from sdk.session import PendingAnswer, Session, SessionBudgetError, SessionError
 from tests.session.fakes import FakeClient, Reply
 
 pytestmark = pytest.mark.anyio
@@ -172,7 +172,7 @@ async def test_overflow_is_raised_before_sending() -> None:
     client = FakeClient(lambda req: Reply(["x"]))
     s = Session(client, model="m", context_window=200, reserve_output=100)
     s.add_user("pinned " * 200, pin=True)
-    with pytest.raises(ContextOverflow) as e:
+    with pytest.raises(SessionBudgetError) as e:
         async with s.stream("q"):
             pass
     assert client.requests == []
