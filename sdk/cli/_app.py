@@ -247,7 +247,13 @@ def chat(
     model: Model = None,
     session: Annotated[
         str | None,
-        typer.Option(help="Session file: created if missing, resumed if present, saved after every turn."),
+        typer.Option(
+            help="Session file (created if missing, resumed if present, saved after every turn); "
+            "with --session-id, a store: a directory, sqlite:///chats.db or redis://host:6379/0."
+        ),
+    ] = None,
+    session_id: Annotated[
+        str | None, typer.Option(help="The session's id in the store --session names.")
     ] = None,
     priority: Annotated[str, typer.Option(help="Scheduling tier of the requests.")] = "interactive",
     stats: Annotated[
@@ -266,6 +272,9 @@ def chat(
     from ._chat import ChatExit, ChatOptions, run_chat
 
     err = _console(stderr=True)
+    if session_id is not None and session is None:
+        err.print("--session-id needs --session (the store)")
+        raise typer.Exit(EXIT_USAGE)
     if max_tokens >= context_window:
         err.print("--max-tokens must be below --context-window")
         raise typer.Exit(EXIT_USAGE)
@@ -276,6 +285,7 @@ def chat(
         backend=_backend(backend),
         model=model,
         session=session,
+        session_id=session_id,
         priority=priority,
         stats=stats,
         max_tokens=max_tokens,

@@ -2,10 +2,11 @@
 
 The conversation is an :class:`sdk.Session`: each line typed is a user turn, the answer
 streams as it comes, and after each turn the session reports what went into the
-request (turns kept, turns left out to fit the window). With ``--session FILE`` the
-session is saved after every turn (and its cursor every few deltas while an answer
-streams), so a chat started again with the same file continues where it stopped; an
-answer cut off by a crash is completed first, each character once.
+request (turns kept, turns left out to fit the window). With ``--session FILE`` (or a
+store URL and ``--session-id``) the session is saved after every turn (and its cursor
+every few deltas while an answer streams), so a chat started again with the same
+session continues where it stopped; an answer cut off by a crash is completed first,
+each character once.
 
 The session is given a thin wrapper of the client that remembers the last stream it
 opened, so the chat can show that request's statistics (TTFT, tokens/s, pauses,
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from rich.console import Console
@@ -28,7 +30,7 @@ from rich.markup import escape
 from .._backends import BackendName
 from .._client import Client, Stream
 from .._errors import SDKError
-from ..session import FitReport, Session, SessionBudgetError, SessionConflict, SessionError, SessionFileError
+from ..session import FitReport, Session, SessionBudgetError, open_store
 from ..stream import Message
 
 __all__ = ["ChatOptions", "run_chat"]
@@ -68,6 +70,7 @@ class ChatOptions:
     backend: BackendName | None
     model: str | None
     session: str | None
+    session_id: str | None
     priority: str
     stats: bool
     max_tokens: int
@@ -116,17 +119,41 @@ async def _pick_model(client: Client, wanted: str | None) -> str:
     return models[0].id
 
 
+def shown_place(place: str) -> str:
+    """A session's place for output: a URL's password is never printed."""
+    parts = urlsplit(place)
+    if parts.password is None:
+        return place
+    host = parts.hostname or ""
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    port = f":{parts.port}" if parts.port else ""
+    return urlunsplit(parts._replace(netloc=f"{user}{host}{port}"))
+
+
+def _where(opts: ChatOptions) -> str:
+    assert opts.session is not None
+    return shown_place(opts.session) + (f" #{opts.session_id}" if opts.session_id else "")
+
+
 def _load(opts: ChatOptions, rec: _Recorder, model: str | None, out: Console) -> Session | None:
     """The saved session (``None`` if there is none yet)."""
-    if not opts.session or not os.path.exists(opts.session):
+    if not opts.session:
         return None
     try:
-        s = Session.load(opts.session, rec)
-    except SessionFileError as e:
+        if opts.session_id is not None:
+            store = open_store(opts.session)
+            if not store.version(opts.session_id):
+                return None
+            s = Session.load(store, opts.session_id, rec)
+        elif os.path.exists(opts.session):
+            s = Session.load(opts.session, rec)
+        else:
+            return None
+    except SDKError as e:  # a bad file or document, a store that cannot be reached
         raise ChatExit(2, f"cannot load the session: {e}") from None
     if model:
         s.model = model
-    out.print(f"[dim]resumed {escape(opts.session)}: {len(s.log)} turns (version {s.version})[/dim]")
+    out.print(f"[dim]resumed {escape(_where(opts))}: {len(s.log)} turns (version {s.version})[/dim]")
     for t in list(s.log)[-6:]:
         who = "you> " if t.role == "user" else "model> "
         text = t.text.strip().replace("\n", " ")
@@ -149,11 +176,12 @@ async def run_chat(opts: ChatOptions, out: Console, err: Console) -> int:
                 system=opts.system,
             )
             if opts.session:
-                _save(session, opts.session)
-                out.print(f"[dim]new session {escape(opts.session)} (model {escape(model)})[/dim]")
+                _save(session, opts.session, opts.session_id)
+                out.print(f"[dim]new session {escape(_where(opts))} (model {escape(model)})[/dim]")
         out.print(f"[dim]{escape(HELP)}[/dim]")
         params = {"max_tokens": opts.max_tokens, "priority": opts.priority, **opts.sampling}
-        save_every = 16 if session.path else None
+        kept = opts.session is not None
+        save_every = 16 if kept else None
         typed = sys.stdin.isatty()
         ok = True  # whether the last answer arrived: the exit status says so
         if session.pending is not None:
@@ -179,8 +207,8 @@ async def run_chat(opts: ChatOptions, out: Console, err: Console) -> int:
                 out.print(escape(stats_line(rec.last)) if rec.last is not None else "no answer yet")
                 continue
             ok = await _turn(session, rec, line, params, save_every, opts, out, err)
-        if session.path:
-            _save(session, session.path)
+        if kept:
+            _save(session)
     return 0 if ok else 1
 
 
@@ -217,21 +245,22 @@ async def _turn(
             out.file.write("\n")
             out.file.flush()
         err.print(f"[red]error:[/red] {escape(str(e))}")
-        if session.pending is not None and session.path:
+        if session.pending is not None and opts.session:
             err.print("[dim]the part received is saved; the answer continues at the next start[/dim]")
-            _save(session, session.path)
+            _save(session)
         return False
     if r.report is not None:
         out.print(f"[dim]{escape(report_line(r.report))}[/dim]")
     if opts.stats and rec.last is not None:
         out.print(f"[dim]{escape(stats_line(rec.last))}[/dim]")
-    if session.path:
-        _save(session, session.path)
+    if opts.session:
+        _save(session)
     return True
 
 
-def _save(session: Session, path: str) -> None:
+def _save(session: Session, place: str | None = None, session_id: str | None = None) -> None:
+    """Save where given, else where the session was last loaded or saved."""
     try:
-        session.save(path)
-    except (SessionConflict, SessionError, OSError) as e:
-        raise ChatExit(2, f"cannot save the session to {path}: {e}") from None
+        session.save(place, session_id)
+    except (SDKError, OSError) as e:  # a conflict with another writer, a store error
+        raise ChatExit(2, f"cannot save the session: {e}") from None

@@ -174,3 +174,31 @@ def test_chat_completes_an_answer_cut_off_before(llama_server: LlamaServer, tmp_
     assert [t.role for t in saved.log] == ["user", "assistant"]
     answer = saved.log[1].text
     assert answer.startswith(" a family") and len(answer) > len(" a family")
+
+
+def test_chat_kept_in_a_store(llama_server: LlamaServer, tmp_path: Path) -> None:
+    """--session URL --session-id ID: the same chat kept in an SQLite store and resumed."""
+    url = f"sqlite:///{tmp_path / 'chats.db'}"
+    args = ["-m", "sdk", "chat", "--base-url", llama_server.url, "--session", url, "--session-id", "story"]
+    args += ["--max-tokens", "8", "--context-window", "1024", "--temperature", "0", "--top-k", "1"]
+    first = subprocess.run(
+        [sys.executable, *args], input=FIRST + "\n", capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert first.returncode == 0, first.stderr
+    assert "new session" in first.stdout and "#story" in first.stdout
+    again = subprocess.run(
+        [sys.executable, *args], input="", capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert again.returncode == 0, again.stderr
+    assert re.search(r"resumed .*#story: 2 turns", again.stdout)
+    assert f"you> {FIRST}" in again.stdout
+    assert len(Session.load(url, "story").log) == 2
+
+
+def test_a_store_password_is_never_shown() -> None:
+    from sdk.cli._chat import shown_place
+
+    assert shown_place("redis://:s3cret@db.example:6379/0") == "redis://:***@db.example:6379/0"
+    assert shown_place("rediss://user:s3cret@db/1") == "rediss://user:***@db/1"
+    assert shown_place("sqlite:///chats.db") == "sqlite:///chats.db"
+    assert shown_place("/tmp/chat.json") == "/tmp/chat.json"
