@@ -23,6 +23,19 @@ socket, a malformed byte stream), the caller catches the same classes::
     │   └── ResponseTooLargeError     ... because the body is over the client's cap
     ├── InvalidRequestError           the request is incomplete or malformed (not sent)
     ├── RequestRejectedError          the client's scheduler refused it before sending
+    ├── UnknownTierError              a request named a tier the scheduler lacks (ValueError)
+    ├── EncodingUnavailable           no verified rank file for an encoding (RuntimeError)
+    ├── TokenizerError                the native tokenizer failed on an input (RuntimeError)
+    ├── UnknownLanguage               no grammar by that name (ValueError)   sdk.chunking
+    ├── GrammarUnavailable            a grammar's wheel is not installed (ImportError)
+    ├── JSONChunkError                kind="json" on text that is not JSON (ValueError)
+    ├── SessionError                  the session cannot do that now          sdk.session
+    │   ├── SessionNotFound           no session under that id (LookupError)
+    │   └── SessionStoreError         a store failed or is unreachable (OSError)
+    ├── SessionBudgetError            the session's own budget cannot hold what must stay
+    ├── SessionConflict               another writer saved a newer version
+    ├── SessionFileError              a session file is damaged (names the byte offset)
+    ├── ConfigError                   a scheduling server's configuration is wrong  sdk.server
     └── StreamProtocolError           the bytes or events of a stream break the protocol
         ├── SSEError                  malformed server-sent-event framing
         │   └── SSEEventTooLargeError one event is over the configured cap

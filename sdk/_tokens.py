@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import regex
 import tiktoken
 
+from ._errors import SDKError
+
 __all__ = [
     "DEFAULT_ENCODING",
     "WHITE_SPACE",
@@ -89,11 +91,11 @@ _SPECS: dict[str, _Spec] = {
 }
 
 
-class EncodingUnavailable(RuntimeError):
+class EncodingUnavailable(SDKError, RuntimeError):
     """No verified rank file for a known encoding could be found on this machine."""
 
 
-class TokenizerError(RuntimeError):
+class TokenizerError(SDKError, RuntimeError):
     """The native tokenizer failed on an input (a panic inside tiktoken's Rust code).
 
     :class:`Encoder` never hands tiktoken an input shape known to make it fail, so

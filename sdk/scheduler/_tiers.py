@@ -19,10 +19,12 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from .._errors import SDKError
+
 __all__ = ["DEFAULT_TIERS", "Tier", "Tiers", "UnknownTierError"]
 
 
-class UnknownTierError(ValueError):
+class UnknownTierError(SDKError, ValueError):
     """A request named a tier the scheduler does not have."""
 
 

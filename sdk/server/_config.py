@@ -43,12 +43,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._errors import SDKError
 from ..scheduler import DEFAULT_TIERS, Tier, Tiers
 
 __all__ = ["ConfigError", "KeyEntry", "Principal", "ServerConfig", "hash_key"]
 
 
-class ConfigError(ValueError):
+class ConfigError(SDKError, ValueError):
     """The configuration file is missing, malformed or inconsistent."""
 
 
