@@ -19,6 +19,12 @@ from ._types import ChunkingWarning, Section
 __all__ = ["detect_kind"]
 
 _PREFIX = 8192
+# Shares of code-shaped lines (by length) that send the prefix to the language
+# classifier, and that make it code even when no language is recognized, if enough
+# of its lines (by count) also show syntax.
+_CODE_SHARE = 0.35
+_SURELY_CODE = 0.6
+_SYNTAX = 0.3
 _JSON_EXT = {".json", ".geojson", ".jsonc", ".har", ".ipynb"}
 _JSONL_EXT = {".jsonl", ".ndjson", ".jsonlines"}
 _MARKDOWN_EXT = {".md", ".markdown", ".mdx", ".mkd"}
@@ -40,17 +46,68 @@ def _looks_like_jsonl(prefix: str) -> bool:
     return all(_JSON_LINE.match(ln) and ln.rstrip().endswith(("}", "]")) for ln in complete)
 
 
-_CODE_LINE = re.compile(r"[;{}()\[\],:\\]\s*$|^(?:[ \t]{2,}|\t)\S|^\s*(?:#|//|/\*|\*|--|@)")
+# What makes a line look like code at a glance, in any common language. Weak signs
+# (prose has them too, now and then): it ends with code punctuation, is indented, or
+# opens with a comment marker.
+_CODE_END = re.compile(r"[;{}()\[\],:\\]\s*$")
+_INDENTED = re.compile(r"^(?:[ \t]{2,}|\t)\S")
+_COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*|--|@)")
+# Syntax (prose has it hardly ever): an assignment or declaration (``x = 1``,
+# ``self.a[i] += f(x)``, ``let n = 0``, not ``a == b``) or a call alone on its line
+# (``print(x)``, ``foo.bar(1, g(2));``);
+_STATEMENT = re.compile(
+    r"^[ \t]*(?:(?:let|const|var|val|local|my|our|auto|int|long|float|double|char|bool|string)[ \t]+)?"
+    r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*|\[[^\]\n]*\])*[ \t]*"
+    r"(?:[-+*/%&|^]|<<|>>|\*\*|//|\?\?)?=(?![=>])[ \t]*\S"
+    r"|^[ \t]*[A-Za-z_$][\w$.]*\((?:[^()\n]|\([^()\n]*\))*\)[ \t]*;?[ \t]*$"
+)
+# an import, a block keyword alone (``import os``, ``#include <x.h>``, ``end``, ``fi``),
+# a block header (``def f(x):``, ``if (a) {``) or a jump (``return x``, ``break;``);
+_KEYWORD_LINE = re.compile(
+    r"^[ \t]*(?:import[ \t]+[\w.]+(?:[ \t]+as[ \t]+\w+)?|from[ \t]+[\w.]+[ \t]+import[ \t]+[\w*, ]+"
+    r"|#[ \t]*include[ \t]*[<\"].*|package[ \t]+[\w.]+;?|use[ \t]+[\w:{}, *]+;|using[ \t]+[\w.]+;"
+    r"|end|fi|done|esac|else|begin|BEGIN|END"
+    r"|(?:def|class|if|elif|for|while|with|try|except|switch|fn|func|function|struct|impl)\b.*[:{]"
+    r"|(?:return|yield|raise|throw|break|continue|pass)\b[^.!?]*)[ \t]*$"
+)
+# a block opened at the end of the line, or only closing brackets on it;
+_BLOCK = re.compile(r"\{[ \t]*$|^[ \t]*[}\])]+[;,)]*[ \t]*$")
+# or a long line dense with code symbols and sparse in spaces (minified code).
+_SYMBOLS = re.compile(r"[{}()\[\];=<>+\-*/&|!?:,.\"']")
+_DENSE_LINE = 160
 
 
-def _code_line_ratio(prefix: str) -> float:
-    # Weighted by length: prose paragraphs are long lines, code lines are short.
-    lines = [ln for ln in prefix.splitlines()[:200] if ln.strip()]
+def _dense(line: str) -> bool:
+    n = len(line)
+    return n >= _DENSE_LINE and line.count(" ") <= 0.08 * n and len(_SYMBOLS.findall(line)) >= 0.15 * n
+
+
+def _code_evidence(prefix: str) -> tuple[float, float]:
+    """How code-like the prefix is: ``(share, syntax)``.
+
+    ``share``: the part of it (by length) in lines with any sign of code. Weighted by
+    length, since prose paragraphs are long lines and code lines short (a long line
+    counts only when it is dense with code symbols). ``syntax``: the part of its lines
+    (by count) with syntax prose hardly ever has. Quoted lines ("> ...", as in mail and
+    chat) belong to the prose around them.
+    """
+    lines = [ln for ln in prefix.splitlines()[:200] if ln.strip() and not ln.lstrip().startswith(">")]
     total = sum(len(ln) for ln in lines)
     if not total:
-        return 0.0
-    # Quoted lines ("> ...", as in mail and chat) belong to the prose around them.
-    return sum(len(ln) for ln in lines if _CODE_LINE.search(ln) and not ln.lstrip().startswith(">")) / total
+        return 0.0, 0.0
+    code = 0
+    syntactic = 0
+    for ln in lines:
+        syntax = (
+            _STATEMENT.match(ln) is not None
+            or _KEYWORD_LINE.match(ln) is not None
+            or _BLOCK.search(ln) is not None
+            or _dense(ln)
+        )
+        if syntax or _CODE_END.search(ln) or _INDENTED.match(ln) or _COMMENT.match(ln):
+            code += len(ln)
+        syntactic += syntax
+    return code / total, syntactic / len(lines)
 
 
 def _markdown_signals(prefix: str) -> int:
@@ -98,10 +155,17 @@ def _decide(text: str, language: str | None, filename: str | None) -> tuple[str,
     # Content features alone also fire on prose that talks about code; code also
     # looks like code line by line (a cheap test, so the classifier runs only on
     # what passes it). A fence says Markdown with code in it.
-    if prefix.startswith("#!") or (_code_line_ratio(prefix) >= 0.35 and not _MD_FENCE.search(prefix)):
+    share, syntax = _code_evidence(prefix)
+    fenced = _MD_FENCE.search(prefix) is not None
+    if prefix.startswith("#!") or (share >= _CODE_SHARE and not fenced):
         name, why = detect_language(prefix)
         if name is not None and name != "json":
             return "code", why, name
+        if share >= _SURELY_CODE and syntax >= _SYNTAX and not fenced:
+            # Code beyond doubt in a language the classifier cannot name: say so
+            # (chunking then warns and uses prose rules) rather than call it prose.
+            unsure = why.removeprefix("content: ")
+            return "code", f"content: {share:.0%} code-shaped lines, but {unsure}", None
     md = _markdown_signals(prefix)
     if md >= 4:
         return "markdown", f"content: Markdown structure (score {md})", None
@@ -117,6 +181,14 @@ def _auto_root(text: str, language: str | None, filename: str | None) -> Section
         warnings.warn(
             f"kind='auto' chose {kind!r} ({why}), which is not available in this build; "
             "chunking with prose rules",
+            ChunkingWarning,
+            stacklevel=4,
+        )
+        return PROSE.root(text)
+    if kind == "code" and found is None:
+        warnings.warn(
+            f"kind='auto' found code ({why}); chunking with prose rules. "
+            "Pass language= or filename= to choose a grammar.",
             ChunkingWarning,
             stacklevel=4,
         )

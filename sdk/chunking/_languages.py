@@ -239,7 +239,7 @@ def _from_shebang(first_line: str) -> str | None:
 _M = re.MULTILINE
 _FEATURES: dict[str, tuple[tuple[int, re.Pattern[str]], ...]] = {
     "python": (
-        (3, re.compile(r"^[ \t]*def \w+\(.*\)( -> .+)?:[ \t]*(#.*)?$", _M)),
+        (4, re.compile(r"^[ \t]*def \w+\(.*\)( -> .+)?:[ \t]*(#.*)?$", _M)),  # only Python writes this
         (2, re.compile(r"^[ \t]*class \w+(\(.*\))?:[ \t]*$", _M)),
         (2, re.compile(r"^(from [\w.]+ import \w|import \w+( as \w+)?$)", _M)),
         (2, re.compile(r"\bself\.\w+")),
@@ -247,6 +247,10 @@ _FEATURES: dict[str, tuple[tuple[int, re.Pattern[str]], ...]] = {
         (2, re.compile(r"__name__|__init__|\bNone\b|\bTrue\b|\bFalse\b")),
         (1, re.compile(r"^[ \t]*@\w+", _M)),
         (1, re.compile(r"^[ \t]*#", _M)),
+        (2, re.compile(r"^[ \t]*print\(", _M)),
+        # A bare assignment at the top level: no declaration keyword, type or semicolon.
+        (2, re.compile(r"^[A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*[ \t]+=[ \t]+[^=\s][^;\n]*$", _M)),
+        (2, re.compile(r"^[ \t]*(?:[A-Za-z_]\w*[ \t]*=[ \t]*)?[rbuRBU]?(?:\"\"\"|\'\'\')", _M)),
     ),
     "javascript": (
         (2, re.compile(r"\bfunction\b\s*\w*\s*\(")),

@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from sdk.chunking import Chunker, chunk, detect_kind
+from sdk.chunking import Chunker, ChunkingWarning, chunk, detect_kind
 from tests.corpus import corpus_files
 from tests.invariants import check_chunks
 
@@ -57,3 +57,150 @@ def test_auto_uses_the_chosen_rules() -> None:
     got = chunk(PY * 20, max_tokens=40, kind="auto")
     assert {c.kind for c in got} == {"code"}
     assert got[0].language == "python"
+
+
+# -- code that is obviously code, prose that only looks busy ---------------------------
+
+MINIFIED_JS = (
+    '!function(e,t){"use strict";var n=function(e){return e&&e.__esModule?e:{default:e}};'
+    "function r(e,t){for(var n=0;n<t.length;n++){var r=t[n];r.enumerable=r.enumerable||!1,"
+    'r.configurable=!0,"value"in r&&(r.writable=!0),Object.defineProperty(e,r.key,r)}}'
+    "var o=function(){function e(t){this.items=t||[],this.size=this.items.length}"
+    "return e.prototype.push=function(e){return this.items.push(e),this.size++,this},"
+    "e.prototype.map=function(t){return new e(this.items.map(t))},e}();"
+    't.Queue=o,t.default=n(o)}(this,"undefined"!=typeof exports?exports:{});'
+)
+
+CODE = {
+    "assignment and call": ("x = 1\nprint(x)", "python"),
+    "imports and calls": (
+        "import os\nimport sys\n\npath = os.path.join(sys.argv[1], 'out')\nprint(path)\n",
+        "python",
+    ),
+    "a function and a loop": ("def f(x):\n    return x\n\n\nfor i in [1, 2]:\n    print(f(i))\n", "python"),
+    "JavaScript without semicolons": (
+        "const a = require('x')\nmodule.exports = function (b) {\n  return a(b)\n}\n",
+        "javascript",
+    ),
+    "minified JavaScript on one line": (MINIFIED_JS * 20, "javascript"),
+    "a Python module holding one long literal": (
+        'HEADER = "short"\n\nTEMPLATE = """' + "lorem ipsum dolor sit amet " * 300 + '"""\n',
+        "python",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CODE))
+def test_obvious_code_is_code(name: str) -> None:
+    text, language = CODE[name]
+    kind, why = detect_kind(text)
+    assert kind == "code", why
+    got = chunk(text, max_tokens=16)
+    assert {c.kind for c in got} == {"code"}
+    assert got[0].language == language
+
+
+def test_code_in_a_language_without_a_grammar_is_said_to_be_code() -> None:
+    css = "body {\n  margin: 0;\n  color: #333;\n}\n\n.nav > a {\n  display: none;\n}\n" * 4
+    kind, why = detect_kind(css)
+    assert kind == "code" and "no language recognized" in why
+    with pytest.warns(ChunkingWarning, match="found code"):
+        got = chunk(css, max_tokens=16)
+    check_chunks(css, got, 16)
+
+
+def test_five_megabytes_of_minified_javascript_are_read_from_a_bounded_sample() -> None:
+    class Sample(str):
+        """Records how far into the text detection reads."""
+
+        furthest = 0
+
+        def __getitem__(self, key: object) -> str:
+            stop = key.stop if isinstance(key, slice) else key
+            Sample.furthest = max(Sample.furthest, len(self) if stop is None else int(stop))  # type: ignore[call-overload]
+            return str.__getitem__(self, key)  # type: ignore[index]
+
+    text = Sample(MINIFIED_JS * (5_000_000 // len(MINIFIED_JS)))
+    assert len(text) > 4_900_000 and "\n" not in text
+    assert detect_kind(text) == ("code", detect_kind(str(text[:8192]))[1])
+    assert Sample.furthest <= 8192
+
+
+PROSE = {
+    "essay": (
+        "The harbour was quiet that morning. Fishing boats (most of them older than their "
+        "crews) rocked at their moorings; gulls argued over the nets. By nine o'clock the "
+        "fog had lifted: the ferry to the island left on time, carrying 42 passengers, two "
+        "cars and a crate of oranges.\n\n"
+        "Nobody on board knew that the captain had been up all night. She had spent it "
+        "reading old logbooks, looking for a pattern in the tides = or so she told the "
+        "harbourmaster later (he did not believe her, and said so).\n\n"
+        "In the end the inquiry found nothing wrong. The report, all 31 pages of it, "
+        "concluded that the crossing had been 'uneventful, if slow'; the oranges arrived "
+        "in perfect condition.\n"
+    ),
+    "hard-wrapped prose": (
+        "When we first set up the build farm, every job ran on the same machine,\n"
+        "which meant that a slow test (and there were many of them) held up every\n"
+        "other team. We tried queues, priorities and, for one memorable week, a\n"
+        "rota written on a whiteboard; none of it worked for long. What finally\n"
+        "helped was boring: more machines, fewer tests, and a rule that nobody\n"
+        "merges on Friday afternoon.\n"
+    ),
+    "prose that talks about code": (
+        "To print a value in Python you call print(), e.g. print(x) after x = 1. In\n"
+        "JavaScript the same thing is console.log(x); in Go it is fmt.Println(x). Each\n"
+        "language has its own habits, but the idea is the same: the program writes the\n"
+        "value where you can see it.\n"
+    ),
+    "contract clauses": (
+        "The parties agree as follows:\n"
+        "(a) the Supplier shall deliver the Goods to the Premises on the Delivery Date;\n"
+        "(b) the Customer shall pay the Price within thirty (30) days of the invoice;\n"
+        "(c) risk in the Goods passes to the Customer on delivery;\n"
+        "(d) neither party shall be liable for delays caused by events beyond its control.\n"
+    ),
+    "a letter": (
+        "Hi Anna,\n\nThanks for the photos (the one of the lighthouse is wonderful). We "
+        "arrive on the 14th, around 6 pm; if the train is late I'll call.\n\n"
+        "See you soon,\nBob\n\n-- \nBob Smith, 12 Harbour Road\n"
+    ),
+    "a poem": (
+        "The tide comes in, the tide goes out,\nthe boats lie down, the boats get up,\n"
+        "and no one asks what it's about,\nthe sea has never had enough.\n"
+    ),
+    "meeting notes": (
+        "Standup, Tuesday\n10:00 - 10:15 round of updates\n10:15 - 10:30 release plan (Mia)\n"
+        "Decisions: ship on Thursday; Leo owns the changelog.\n"
+    ),
+}
+MARKDOWN = (
+    "# Release notes\n\n## 2.4.0\n\n- The `chunk()` function takes `overlap=`.\n"
+    "- Fixed a crash when `x = None` was passed.\n\n"
+    "```python\nfrom sdk import chunk\nchunks = chunk(text, max_tokens=512)\nprint(len(chunks))\n```\n\n"
+    "See the [docs](https://example.com) for details.\n"
+)
+
+
+@pytest.mark.parametrize("name", list(PROSE))
+def test_prose_stays_prose(name: str) -> None:
+    text = PROSE[name]
+    assert detect_kind(text)[0] in ("text", "markdown"), detect_kind(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no warning about code either
+        chunk(text, max_tokens=16)
+
+
+def test_markdown_with_code_stays_markdown() -> None:
+    assert detect_kind(MARKDOWN)[0] == "markdown"
+
+
+def test_corpus_groups_are_told_apart() -> None:
+    for cf in corpus_files():
+        if cf.group not in ("prose", "markdown", "code"):
+            continue
+        kind, why = detect_kind(cf.read())
+        if cf.group == "code":
+            assert kind in ("code", "json"), (cf.name, why)
+        else:
+            assert kind in ("text", "markdown"), (cf.name, why)
