@@ -583,16 +583,31 @@ class ServerApp:
         await self._attach(live, start, receive, send)
 
     async def _janitor(self) -> None:
-        """Drop kept streams nobody came back for; stop their producers."""
+        """Drop kept streams nobody came back for (stopping their producers), and keep
+        all streams' kept events within ``replay_total_bytes``."""
         while True:
             await anyio.sleep(1.0)
-            now = anyio.current_time()
-            for sid, live in list(self._live.items()):
-                idle = live.idle_since
-                if live.attached or idle is None or now - idle < self.config.replay_seconds:
-                    continue
-                live.scope.cancel()
-                del self._live[sid]
+            self.sweep(anyio.current_time())
+
+    def sweep(self, now: float) -> None:
+        for sid, live in list(self._live.items()):
+            idle = live.idle_since
+            if live.attached or idle is None or now - idle < self.config.replay_seconds:
+                continue
+            live.scope.cancel()
+            del self._live[sid]
+        excess = sum(live.kept_bytes for live in self._live.values()) - self.config.replay_total_bytes
+        if excess <= 0:
+            return
+        # The longest-idle streams first (a stream with a connection attached last).
+        order = sorted(
+            self._live.values(),
+            key=lambda s: (s.attached > 0, s.idle_since if s.idle_since is not None else now),
+        )
+        for live in order:
+            if excess <= 0:
+                break
+            excess -= live.drop_kept(live.kept_bytes - excess)
 
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         data = await self._body(receive)

@@ -11,6 +11,8 @@
     socket_buffer_bytes = 16384  # per connection: kernel send buffer and write buffer
     replay_bytes = 262144    # per stream: sent events kept for a reattach (Last-Event-ID)
     replay_seconds = 60.0    # how long a stream waits for its client to come back
+    replay_total_bytes = 67108864  # all streams together: past it, the longest-idle
+                             #   streams' kept events go first
     aging_seconds = 30.0
 
     [[tiers]]                # default: interactive > default > batch
@@ -95,6 +97,7 @@ class ServerConfig:
     socket_buffer_bytes: int = 16 << 10
     replay_bytes: int = 256 << 10
     replay_seconds: float = 60.0
+    replay_total_bytes: int = 64 << 20
     stall_seconds: float = 1.0
     aging_seconds: float = 30.0
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
@@ -115,6 +118,8 @@ class ServerConfig:
             raise ConfigError("socket_buffer_bytes must be >= 4096")
         if self.replay_bytes < 0 or not (self.replay_seconds >= 0 and math.isfinite(self.replay_seconds)):
             raise ConfigError("replay_bytes and replay_seconds must be >= 0")
+        if self.replay_total_bytes < 0:
+            raise ConfigError("replay_total_bytes must be >= 0")
         if not (self.stall_seconds >= 0 and math.isfinite(self.stall_seconds)):
             raise ConfigError("stall_seconds must be a finite number >= 0")
         if not self.aging_seconds > 0:
@@ -150,6 +155,7 @@ class ServerConfig:
             "socket_buffer_bytes",
             "replay_bytes",
             "replay_seconds",
+            "replay_total_bytes",
             "stall_seconds",
             "aging_seconds",
         }

@@ -69,6 +69,22 @@ class LiveStream:
             return None
         return self._frames[index - self.base]
 
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of frames already sent and kept for a reattach."""
+        return self._kept
+
+    def drop_kept(self, limit: int) -> int:
+        """Forget sent frames, oldest first, until at most ``limit`` bytes of them are
+        kept; the bytes freed (a reattach before what is kept then gets a 404)."""
+        freed = 0
+        while self._kept > max(0, limit) and self.base < self.sent:
+            size = len(self._frames.popleft())
+            self._kept -= size
+            freed += size
+            self.base += 1
+        return freed
+
     def advance(self, index: int) -> None:
         """Frames below ``index`` were handed to a connection."""
         while self.sent < index:

@@ -254,3 +254,32 @@ def test_model_entries_fit_both_list_shapes() -> None:
     m = model_entry("gemma", None)
     assert m["type"] == "model" and m["object"] == "model" and m["display_name"] == "gemma"
     assert m["owned_by"] and isinstance(m["created"], int) and m["created_at"].endswith("Z")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_kept_events_stay_within_the_total_replay_budget() -> None:
+    """Many streams each keep up to replay_bytes; together they keep at most
+    replay_total_bytes: the longest-idle streams' oldest events go first, a stream with
+    a connection attached last, and what is not yet sent is never dropped."""
+    from sdk.server import ServerApp
+    from sdk.server._live import LiveStream
+
+    app = ServerApp(["http://127.0.0.1:9"], ServerConfig(replay_bytes=10_000, replay_total_bytes=25_000))
+    streams = []
+    for i in range(5):
+        live = LiveStream(f"s{i}", "t", keep_bytes=10_000, lead_bytes=4096, done_frame=b"")
+        for _ in range(10):
+            live.push(b"x" * 1000)
+        live.advance(10)  # all sent: 10,000 bytes kept each
+        live.push(b"y" * 500)  # one frame not yet sent
+        live.idle_since = float(i)  # s0 idle longest
+        streams.append(live)
+        app._live[live.sid] = live
+    streams[0].attached, streams[0].idle_since = 1, None  # s0 has a connection: dropped last
+    app.sweep(now=10.0)
+    kept = [s.kept_bytes for s in streams]
+    assert sum(kept) <= 25_000
+    assert kept[0] == 10_000 and kept[1] == 0 and kept[2] == 0  # idle longest went first
+    assert all(s.frame(s.sent) == b"y" * 500 for s in streams)  # unsent frames stay
+    assert all(s.frame(s.sent - 1) is None for s in streams[1:3])  # a reattach there: 404
