@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from sdk import count_tokens
 from sdk.chunking import Chunk, Chunker, ChunkingWarning, chunk
 from sdk.chunking._jsontok import Structure, scan_events
+from tests.chunking import examples
 from tests.corpus import corpus_files
 from tests.invariants import check_chunks
 
@@ -130,7 +131,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     value=json_values,
     indent=st.sampled_from([None, 2]),

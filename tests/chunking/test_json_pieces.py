@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from sdk import count_tokens
 from sdk.chunking import JSONChunkError, JSONPiece, json_pieces, merge_pieces
+from tests.chunking import examples
 from tests.corpus import corpus_files
 
 CORPUS = corpus_files(("json", "jsonl"))
@@ -65,7 +66,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     value=json_values,
     indent=st.sampled_from([None, 1]),
@@ -78,7 +79,7 @@ def test_generated_round_trip(value: Any, indent: Any, ascii_: bool, budget: int
     check_pieces(text, pieces, budget)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(values=st.lists(json_values, min_size=2, max_size=5))
 def test_json_lines_round_trip_as_a_list(values: list[Any]) -> None:
     text = "\n".join(json.dumps(v) for v in values) + "\n"
@@ -177,7 +178,7 @@ def test_merge_rejects_pieces_that_do_not_fit_together() -> None:
         merge_pieces(['{"path": ["a"], "value": 1}', '{"path": ["a"], "value": 2}'])
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=st.dictionaries(st.text(max_size=8), st.lists(st.integers() | st.text(max_size=20), max_size=8)))
 def test_any_keys_round_trip(value: dict[str, Any]) -> None:
     text = json.dumps(value)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from sdk.chunking import JSONChunkError, JSONTokenizer
 from sdk.chunking._jsontok import JSONEvent, Structure, scan_events
+from tests.chunking import examples
 from tests.corpus import corpus_files
 
 CORPUS = [cf for cf in corpus_files(("json", "jsonl"))]
@@ -106,7 +107,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     value=json_values,
     indent=st.sampled_from([None, 0, 2, "\t"]),

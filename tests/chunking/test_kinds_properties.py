@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sdk.chunking import Chunker
+from tests.chunking import examples
 from tests.invariants import check_chunks
 
 ATOMS = [
@@ -28,7 +29,7 @@ KINDS = st.sampled_from(["text", "markdown", "code", "json", "jsonl", "auto"])
 LANGUAGES = st.sampled_from([None, "python", "javascript", "go", "rust", "c", "bash", "typescript"])
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=TEXTS, kind=KINDS, language=LANGUAGES, budget=st.sampled_from([1, 2, 3, 5, 8, 16, 40]))
 def test_contract_holds_for_every_kind(text: str, kind: str, language: str | None, budget: int) -> None:
     with warnings.catch_warnings():

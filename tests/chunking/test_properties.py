@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from sdk import count_tokens
 from sdk.chunking import Chunker
 from sdk.chunking._engine import Sizer
+from tests.chunking import examples
 from tests.invariants import check_chunks
 
 # Arbitrary scalar values (no surrogates), plus an alphabet rich in the hard cases.
@@ -24,7 +25,7 @@ HARD = st.lists(
     max_size=120,
 ).map("".join)
 BUDGETS = st.integers(min_value=1, max_value=40)
-SETTINGS = settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -68,22 +69,25 @@ JUNCTION = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=2000, deadline=None)
+SIZERS = {name: Sizer(name) for name in ("o200k_base", "cl100k_base")}
+
+
+@settings(max_examples=examples(300), deadline=None)
 @given(left=JUNCTION, right=JUNCTION)
 def test_additive_junction_rule_on_pattern_corners(left: str, right: str) -> None:
     for name in ("o200k_base", "cl100k_base"):
-        sizer = Sizer(name)
+        sizer = SIZERS[name]
         text = left + right
         if left and right and sizer.additive(text, len(left)):
             assert sizer.count(text) == sizer.count(left) + sizer.count(right), (name, left, right)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(left=HARD, right=HARD)
 def test_additive_junction_rule(left: str, right: str) -> None:
     # Where the engine trusts counts to add up across a cut, they must.
     for name in ("o200k_base", "cl100k_base"):
-        sizer = Sizer(name)
+        sizer = SIZERS[name]
         text = left + right
         if left and right and sizer.additive(text, len(left)):
             assert sizer.count(text) == sizer.count(left) + sizer.count(right)
