@@ -47,6 +47,36 @@ class Usage:
             else newer.cache_read_input_tokens,
         )
 
+    @property
+    def total_input(self) -> int:
+        """Everything the request put in the window: uncached + cache writes + cache reads."""
+        return (
+            (self.input_tokens or 0)
+            + (self.cache_creation_input_tokens or 0)
+            + (self.cache_read_input_tokens or 0)
+        )
+
+    def __add__(self, other: Usage) -> Usage:
+        """The sum of two reports (``None`` + ``None`` stays "not reported")."""
+        return self.plus(other)
+
+    @classmethod
+    def of(cls, usage: Any) -> Usage:
+        """From any object with the four usage attributes (the official SDKs' ``Usage``)."""
+        if isinstance(usage, Usage):
+            return usage
+
+        def num(key: str) -> int | None:
+            v = getattr(usage, key, None)
+            return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+        return cls(
+            num("input_tokens"),
+            num("output_tokens"),
+            num("cache_creation_input_tokens"),
+            num("cache_read_input_tokens"),
+        )
+
     def plus(self, other: Usage) -> Usage:
         """Sum of two reports (a resumed stream bills its own segment)."""
 

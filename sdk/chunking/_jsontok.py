@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from .._errors import SDKError
+
 __all__ = [
     "JSONChunkError",
     "JSONEvent",
@@ -43,7 +45,7 @@ EventType = Literal[
 ]
 
 
-class JSONChunkError(ValueError):
+class JSONChunkError(SDKError, ValueError):
     """Malformed JSON, with the place it was found (1-based line and column, 0-based offset)."""
 
     def __init__(self, message: str, offset: int, line: int, column: int) -> None:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import tree_sitter
 
+from .._errors import SDKError
+
 __all__ = [
     "Grammar",
     "GrammarUnavailable",
@@ -31,11 +33,11 @@ __all__ = [
 ]
 
 
-class UnknownLanguage(ValueError):
+class UnknownLanguage(SDKError, ValueError):
     """A language name this build has no grammar entry for."""
 
 
-class GrammarUnavailable(ImportError):
+class GrammarUnavailable(SDKError, ImportError):
     """The grammar wheel for a known language is not installed."""
 
 

@@ -22,7 +22,7 @@ from ._session import DocumentReport, Session
 from ._sqlite import SQLiteStore
 from ._store import SessionConflict, SessionFileError, read_document, write_atomic
 from ._stores import FileStore, SessionNotFound, SessionStore, SessionStoreError, open_store
-from ._turns import TokenUsage, Turn, TurnKind, TurnLog
+from ._turns import Turn, TurnKind, TurnLog
 
 __all__ = [
     "ContextPolicy",
@@ -45,7 +45,6 @@ __all__ = [
     "SessionStoreError",
     "SessionStream",
     "StreamLike",
-    "TokenUsage",
     "Turn",
     "TurnKind",
     "TurnLog",

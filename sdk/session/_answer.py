@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from .._errors import BadRequestError, IncompleteStreamError, SDKError
+from .._models import Usage
 from .._tokens import count_tokens
 from ..stream import ContentBlockDeltaEvent, Event, Message, MessageDeltaEvent, MessageStartEvent, TextDelta
 from ..stream._accumulate import wire_blocks
 from ..stream._resume import RepeatFilter, continuation, refusal_reason, refuses_prefill
 from ._policy import FitReport
-from ._turns import TokenUsage
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -74,7 +74,7 @@ class PendingAnswer:
 
     after: int
     text: str = ""
-    usage: TokenUsage = field(default_factory=TokenUsage)
+    usage: Usage = field(default_factory=Usage)
     requests: int = 0
     request_estimate: int | None = None
 
@@ -93,7 +93,7 @@ class SessionStream:
         self._deltas = 0
         self._filter = RepeatFilter(())
         self._prefix = ""
-        self._usage = TokenUsage()
+        self._usage = Usage()
         self.report: FitReport | None = None
 
     async def __aenter__(self) -> SessionStream:
@@ -189,11 +189,11 @@ class SessionStream:
         last_text_index = 0
         async for ev in self._inner:
             if isinstance(ev, MessageStartEvent):
-                self._usage = self._usage + TokenUsage.of(ev.usage)
+                self._usage = self._usage + Usage.of(ev.usage)
             elif isinstance(ev, MessageDeltaEvent):
                 # message_delta usage is cumulative for this request: replace what start said
-                u = TokenUsage.of(ev.usage)
-                self._usage = TokenUsage(
+                u = Usage.of(ev.usage)
+                self._usage = Usage(
                     u.input_tokens if u.input_tokens is not None else self._usage.input_tokens,
                     u.output_tokens if u.output_tokens is not None else self._usage.output_tokens,
                     u.cache_creation_input_tokens

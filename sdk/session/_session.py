@@ -21,6 +21,7 @@ from typing import Any, Literal, overload
 import anyio
 import orjson
 
+from .._models import Usage
 from .._tokens import DEFAULT_ENCODING, count_tokens
 from ..chunking import chunk
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream
@@ -29,7 +30,7 @@ from ._render import render_messages
 from ._schema import DocumentError, check_document
 from ._store import SessionFileError
 from ._stores import FileStore, SessionStore, resolve
-from ._turns import MESSAGE_OVERHEAD, TokenUsage, Turn, TurnLog, block_tokens, normalize_content
+from ._turns import MESSAGE_OVERHEAD, Turn, TurnLog, block_tokens, normalize_content
 
 __all__ = ["DocumentReport", "Session"]
 
@@ -121,7 +122,7 @@ class Session:
         content: str | Sequence[Mapping[str, Any]],
         *,
         pin: bool = False,
-        usage: TokenUsage | None = None,
+        usage: Usage | None = None,
         request_estimate: int | None = None,
     ) -> Turn:
         """An answer (a ``tool_use`` turn when it holds tool_use blocks)."""
@@ -146,9 +147,9 @@ class Session:
         return self.log.set_pinned(turn_id, pinned)
 
     @property
-    def usage(self) -> TokenUsage:
+    def usage(self) -> Usage:
         """Everything the server reported for this session's answers, summed."""
-        total = TokenUsage()
+        total = Usage()
         for t in self.log:
             if t.usage is not None:
                 total = total + t.usage
@@ -538,7 +539,7 @@ class Session:
             self.pending = PendingAnswer(
                 pd["after"],
                 pd["text"],
-                _usage_of(pd["usage"]) or TokenUsage(),
+                _usage_of(pd["usage"]) or Usage(),
                 pd["requests"],
                 pd["request_estimate"],
             )
@@ -557,11 +558,11 @@ def _copy_tools(tools: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...
     return tuple(out)
 
 
-def _usage_list(u: TokenUsage | None) -> list[int | None] | None:
+def _usage_list(u: Usage | None) -> list[int | None] | None:
     if u is None:
         return None
     return [u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens]
 
 
-def _usage_of(v: Any) -> TokenUsage | None:
-    return None if v is None else TokenUsage(*v)
+def _usage_of(v: Any) -> Usage | None:
+    return None if v is None else Usage(*v)

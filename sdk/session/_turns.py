@@ -15,55 +15,16 @@ from typing import Any, Literal
 
 import orjson
 
+from .._models import Usage
 from .._tokens import DEFAULT_ENCODING, count_tokens
 from ._schema import DocumentError, check_block
 
-__all__ = ["MESSAGE_OVERHEAD", "TokenUsage", "Turn", "TurnKind", "TurnLog", "block_tokens"]
+__all__ = ["MESSAGE_OVERHEAD", "Turn", "TurnKind", "TurnLog", "block_tokens"]
 
 TurnKind = Literal["user", "assistant", "tool_use", "tool_result"]
 
 MESSAGE_OVERHEAD = 4
 """Tokens added per message for the role and framing (what chat templates spend)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TokenUsage:
-    """Token counts as the server reported them; ``None`` means "not reported"."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-
-    @property
-    def total_input(self) -> int:
-        """Everything the request put in the window: uncached + cache writes + cache reads."""
-        return (
-            (self.input_tokens or 0)
-            + (self.cache_creation_input_tokens or 0)
-            + (self.cache_read_input_tokens or 0)
-        )
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        def add(a: int | None, b: int | None) -> int | None:
-            return None if a is None and b is None else (a or 0) + (b or 0)
-
-        return TokenUsage(
-            add(self.input_tokens, other.input_tokens),
-            add(self.output_tokens, other.output_tokens),
-            add(self.cache_creation_input_tokens, other.cache_creation_input_tokens),
-            add(self.cache_read_input_tokens, other.cache_read_input_tokens),
-        )
-
-    @classmethod
-    def of(cls, usage: Any) -> TokenUsage:
-        """From any object with the four usage attributes (``sdk.stream.Usage``)."""
-        return cls(
-            getattr(usage, "input_tokens", None),
-            getattr(usage, "output_tokens", None),
-            getattr(usage, "cache_creation_input_tokens", None),
-            getattr(usage, "cache_read_input_tokens", None),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +41,7 @@ class Turn:
     content: tuple[Mapping[str, Any], ...]
     estimate: int
     pinned: bool = False
-    usage: TokenUsage | None = None
+    usage: Usage | None = None
     request_estimate: int | None = None
 
     @property
@@ -219,7 +180,7 @@ class TurnLog:
         content: str | Sequence[Mapping[str, Any]],
         *,
         pinned: bool = False,
-        usage: TokenUsage | None = None,
+        usage: Usage | None = None,
         request_estimate: int | None = None,
         estimate: int | None = None,
     ) -> Turn:
@@ -278,5 +239,5 @@ class TurnLog:
                 self._pn[j + 1] = self._pn[j] + (1 if pinned else 0)
             k = e
 
-    def replace_usage(self, turn_id: int, usage: TokenUsage | None, request_estimate: int | None) -> None:
+    def replace_usage(self, turn_id: int, usage: Usage | None, request_estimate: int | None) -> None:
         self._turns[turn_id] = replace(self._turns[turn_id], usage=usage, request_estimate=request_estimate)

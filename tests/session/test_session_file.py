@@ -10,8 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
+from sdk import Usage
 from sdk._errors import SDKError
-from sdk.session import PendingAnswer, Session, SessionConflict, SessionFileError, TokenUsage, write_atomic
+from sdk.session import PendingAnswer, Session, SessionConflict, SessionFileError, write_atomic
 from sdk.session._turns import block_tokens
 
 
@@ -24,14 +25,14 @@ def rich_session() -> Session:
             {"type": "thinking", "thinking": "penser…", "signature": "sig"},
             {"type": "tool_use", "id": "t1", "name": "f", "input": {"é": ["ü😀", 1, None]}},
         ],
-        usage=TokenUsage(3, 4, 5, 6),
+        usage=Usage(3, 4, 5, 6),
     )
     s.add_tool_result("t1", [{"type": "text", "text": "résultat ✓"}], is_error=True)
-    s.add_assistant("fini — done", usage=TokenUsage(1, 2, None, 0), request_estimate=40)
+    s.add_assistant("fini — done", usage=Usage(1, 2, None, 0), request_estimate=40)
     s.add_user("et après ? " + "ユーザー名 " * 20)
     s.request()
     s.summary = (0, "résumé")
-    s.pending = PendingAnswer(4, "à moitié", TokenUsage(7, None, 0, 1), 2, 55)
+    s.pending = PendingAnswer(4, "à moitié", Usage(7, None, 0, 1), 2, 55)
     return s
 
 

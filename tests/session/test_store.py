@@ -13,11 +13,11 @@ import orjson
 import pytest
 
 import sdk.session._turns as turns_module
+from sdk import Usage
 from sdk.session import (
     Session,
     SessionConflict,
     SessionFileError,
-    TokenUsage,
     read_document,
     write_atomic,
 )
@@ -30,10 +30,10 @@ def _session() -> Session:
     s = Session(None, model="m", system="sys", context_window=5_000, reserve_output=100)
     s.add_user("hello", pin=True)
     s.add_assistant(
-        [{"type": "tool_use", "id": "t1", "name": "f", "input": {"x": 1}}], usage=TokenUsage(3, 4, 5, 6)
+        [{"type": "tool_use", "id": "t1", "name": "f", "input": {"x": 1}}], usage=Usage(3, 4, 5, 6)
     )
     s.add_tool_result("t1", "result")
-    s.add_assistant("done", usage=TokenUsage(1, 2, None, 0), request_estimate=40)
+    s.add_assistant("done", usage=Usage(1, 2, None, 0), request_estimate=40)
     s.request()
     return s
 
@@ -60,7 +60,7 @@ def test_round_trip_keeps_everything_without_re_tokenizing(
     assert [(x.kind, x.content, x.pinned, x.estimate, x.usage, x.request_estimate) for x in t.turns] == [
         (x.kind, x.content, x.pinned, x.estimate, x.usage, x.request_estimate) for x in s.turns
     ]
-    assert t.usage == s.usage == TokenUsage(4, 6, 5, 6)
+    assert t.usage == s.usage == Usage(4, 6, 5, 6)
     assert t.system == s.system and t.log.epoch == s.log.epoch
     monkeypatch.undo()
     assert t.fit().prefix_stable  # the last fit survives the trip: the cache prefix is kept

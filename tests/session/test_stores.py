@@ -18,6 +18,7 @@ import orjson
 import pytest
 import redis
 
+from sdk import Usage
 from sdk.session import (
     FileStore,
     PendingAnswer,
@@ -30,7 +31,6 @@ from sdk.session import (
     SessionStore,
     SessionStoreError,
     SQLiteStore,
-    TokenUsage,
     open_store,
 )
 from sdk.session._stores import _open
@@ -61,10 +61,10 @@ def _session(client: Any = None) -> Session:
     s = Session(client, model="m", system="sys", context_window=5_000, reserve_output=100)
     s.add_user("hello, ünïcode and 日本語", pin=True)
     s.add_assistant(
-        [{"type": "tool_use", "id": "t1", "name": "f", "input": {"x": 1}}], usage=TokenUsage(3, 4, 5, 6)
+        [{"type": "tool_use", "id": "t1", "name": "f", "input": {"x": 1}}], usage=Usage(3, 4, 5, 6)
     )
     s.add_tool_result("t1", "result")
-    s.add_assistant("done", usage=TokenUsage(1, 2, None, 0), request_estimate=40)
+    s.add_assistant("done", usage=Usage(1, 2, None, 0), request_estimate=40)
     s.request()
     return s
 
@@ -72,7 +72,7 @@ def _session(client: Any = None) -> Session:
 def test_round_trip_keeps_the_pending_answer(url: str) -> None:
     s = _session()
     s.add_user("and now?")
-    s.pending = PendingAnswer(after=4, text="It is ", usage=TokenUsage(9, 2, 0, 0), requests=1)
+    s.pending = PendingAnswer(after=4, text="It is ", usage=Usage(9, 2, 0, 0), requests=1)
     assert s.save(url, "chat-1") == 1
     assert s.save() == 2
     with fresh(url) as store:

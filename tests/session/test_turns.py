@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 import sdk.session._turns as turns_module
-from sdk import count_tokens
-from sdk.session import TokenUsage, TurnLog
+from sdk import Usage, count_tokens
+from sdk.session import TurnLog
 from sdk.session._turns import MESSAGE_OVERHEAD
 
 
@@ -38,14 +38,14 @@ def test_estimate_is_the_text_count_plus_the_message_overhead() -> None:
 
 
 def test_usage_totals_follow_the_servers_fields() -> None:
-    u = TokenUsage(
+    u = Usage(
         input_tokens=12, output_tokens=30, cache_creation_input_tokens=1000, cache_read_input_tokens=5000
     )
     assert u.total_input == 6012
-    v = u + TokenUsage(input_tokens=3, output_tokens=None)
-    assert v == TokenUsage(15, 30, 1000, 5000)
-    assert TokenUsage() + TokenUsage() == TokenUsage()  # "not reported" stays None, not 0
-    assert TokenUsage(None, 1).total_input == 0
+    v = u + Usage(input_tokens=3, output_tokens=None)
+    assert v == Usage(15, 30, 1000, 5000)
+    assert Usage() + Usage() == Usage()  # "not reported" stays None, not 0
+    assert Usage(None, 1).total_input == 0
 
 
 def test_tool_pairs_form_one_group_and_pins_hold_the_group() -> None:

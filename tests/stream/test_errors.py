@@ -30,16 +30,40 @@ from sdk._errors import (
 )
 
 
+def _public_classes() -> dict[str, type]:
+    import importlib
+
+    found: dict[str, type] = {}
+    for name in (
+        "sdk._errors",
+        "sdk",
+        "sdk.session",
+        "sdk.chunking",
+        "sdk.scheduler",
+        "sdk.server",
+        "sdk._tokens",
+    ):
+        mod = importlib.import_module(name)
+        for attr in getattr(mod, "__all__", ()):
+            obj = getattr(mod, attr)
+            if isinstance(obj, type) and issubclass(obj, BaseException):
+                found[attr] = obj
+    return found
+
+
 def test_docstring_tree_matches_the_classes() -> None:
+    """The tree drawn in sdk/_errors.py is the classes' real hierarchy (each drawn under
+    its first base), and draws every error class of the module."""
     doc = errors.__doc__ or ""
+    classes = _public_classes()
     parents: list[tuple[int, type]] = []
     seen = set()
     for line in doc.splitlines():
-        m = re.match(r"^(\s*(?:[│ ]*)(?:[├└]── )?)([A-Z][A-Za-z]+Error)\b", line)
-        if not m:
+        m = re.match(r"^(\s*(?:[│ ]*)(?:[├└]── )?)([A-Z][A-Za-z]+)\b", line)
+        if not m or m.group(2) not in classes:
             continue
         depth = len(m.group(1))
-        cls = getattr(errors, m.group(2))
+        cls = classes[m.group(2)]
         while parents and parents[-1][0] >= depth:
             parents.pop()
         if parents:
@@ -49,7 +73,7 @@ def test_docstring_tree_matches_the_classes() -> None:
         parents.append((depth, cls))
         seen.add(cls)
     declared = {getattr(errors, n) for n in errors.__all__ if isinstance(getattr(errors, n), type)}
-    assert declared == seen
+    assert declared <= seen
 
 
 @pytest.mark.parametrize(
