@@ -204,6 +204,10 @@ class MarkdownSplitter:
         ) -> None:
             out.append(Section(a, b, splitter, state, kind, language, path))  # type: ignore[arg-type]
 
+        # Blocks that are only a thematic break or blank lines: indented code may follow.
+        # They are cut with prose rules when they do not fit (a run of blank lines, a
+        # rule of a thousand dashes), never one unit.
+        breaks: set[int] = set()
         front = _FRONT_MATTER.match(text) if start == 0 else None
         if front is not None and front.end() <= end:
             add(0, front.end(), PROSE, 1)  # YAML/TOML front matter: not Markdown
@@ -218,7 +222,8 @@ class MarkdownSplitter:
                     last = out[-1]
                     out[-1] = last._replace(end=b)
                 else:
-                    add(a, b, None, None)
+                    add(a, b, PROSE, 1)
+                    breaks.add(len(out) - 1)
                 i += 1
                 continue
             fence = self._fence_at(a)
@@ -259,12 +264,13 @@ class MarkdownSplitter:
                     j += 1
                 add(a, lines[j - 1][1], PROSE, 1)
             elif _HR.match(line):
-                add(a, b, None, None)
+                add(a, b, PROSE, 1)
+                breaks.add(len(out) - 1)
             elif _HTML.match(line):
                 while j < n and not _BLANK.match(text[lines[j][0] : lines[j][1]]):
                     j += 1
                 add(a, lines[j - 1][1], PROSE, 1)
-            elif _INDENTED.match(line) and (not out or out[-1].state is None or self._ends_blank(out[-1])):
+            elif _INDENTED.match(line) and (not out or len(out) - 1 in breaks or self._ends_blank(out[-1])):
                 while j < n and (
                     _INDENTED.match(text, lines[j][0]) or _BLANK.match(text[lines[j][0] : lines[j][1]])
                 ):

@@ -204,3 +204,30 @@ def test_heading_context_only_for_markdown_and_not_with_overlap() -> None:
     assert all(c.context == "" for c in plain)
     with pytest.raises(ValueError, match="overlap"):
         Chunker(64, overlap=8).chunk(DOC, kind="markdown", heading_context=True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\n" * 1000,
+        " " * 2000,
+        " \n" * 500 + "x\n",
+        "---\n" + "\n" * 1000,
+        "-" * 5000 + "\n",
+        "Text.\n\n***\n\n    indented code after a rule\n",
+    ],
+)
+def test_blank_runs_and_rules_are_cut_like_any_text(text: str) -> None:
+    # A run of blank lines or a long thematic break is no indivisible unit.
+    for budget in (4, 64):
+        chunks = Chunker(budget).chunk(text, kind="markdown")
+        check_chunks(text, chunks, budget)
+        assert not any(c.oversize for c in chunks)
+
+
+def test_indented_code_may_follow_a_rule() -> None:
+    from sdk.chunking._markdown import MarkdownSplitter
+
+    text = "Text.\n***\n    indented code after a rule\n"
+    blocks = MarkdownSplitter(text)._blocks(0, len(text), ())
+    assert [text[b.start : b.end] for b in blocks if b.kind == "code"] == ["    indented code after a rule\n"]
