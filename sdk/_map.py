@@ -28,7 +28,7 @@ import logging
 import os
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -56,6 +56,7 @@ class MapResult:
 
     index: int
     message: Message | None = None
+    _: KW_ONLY
     error: Exception | None = None
     from_checkpoint: bool = False
     metrics: RequestMetrics | None = None

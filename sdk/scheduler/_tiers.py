@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from .._errors import SDKError
 
@@ -32,6 +32,7 @@ class UnknownTierError(SDKError, ValueError):
 class Tier:
     name: str
     rank: int
+    _: KW_ONLY  # the rest by keyword: Tier("batch", 1, preemptible=True)
     weight: float = 1.0
     ttft_target: float | None = None
     preemptible: bool = False

@@ -36,7 +36,7 @@ class SessionBudgetError(SDKError):
         self.budget = budget
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FitReport:
     """What a fit kept and left out.
 

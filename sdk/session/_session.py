@@ -533,7 +533,18 @@ class Session:
         self.log.epoch = s["epoch"]
         if s["last_fit"]:
             cut, turns, epoch, marker = s["last_fit"]
-            self.last_report = FitReport((), (), 0, 0, 0, cut, turns, epoch, False, marker)
+            self.last_report = FitReport(
+                kept=(),
+                elided=(),
+                elided_tokens=0,
+                tokens=0,
+                budget=0,
+                cut=cut,
+                turns=turns,
+                epoch=epoch,
+                prefix_stable=False,
+                marker=marker,
+            )
         pd = doc["pending"]
         if pd is not None:
             self.pending = PendingAnswer(

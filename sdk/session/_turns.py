@@ -10,7 +10,7 @@ question, and it remembers which turns must move together (a ``tool_use`` and th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any, Literal
 
 import orjson
@@ -40,6 +40,7 @@ class Turn:
     kind: TurnKind
     content: tuple[Mapping[str, Any], ...]
     estimate: int
+    _: KW_ONLY
     pinned: bool = False
     usage: Usage | None = None
     request_estimate: int | None = None
@@ -191,7 +192,15 @@ class TurnLog:
             estimate = MESSAGE_OVERHEAD + sum(block_tokens(b, self.encoding) for b in blocks)
         elif isinstance(estimate, bool) or not isinstance(estimate, int) or estimate < 0:
             raise ValueError(f"estimate must be a non-negative int, got {estimate!r}")
-        turn = Turn(len(self._turns), kind, blocks, estimate, pinned, usage, request_estimate)
+        turn = Turn(
+            id=len(self._turns),
+            kind=kind,
+            content=blocks,
+            estimate=estimate,
+            pinned=pinned,
+            usage=usage,
+            request_estimate=request_estimate,
+        )
         i = turn.id
         self._turns.append(turn)
         self._cum.append(self._cum[-1] + estimate)
