@@ -122,6 +122,38 @@ def _decode_one(decoder: json.JSONDecoder, text: str, pos: int) -> int:
     return int(end)
 
 
+class _LineError(ValueError):
+    """A JSON error found within one line (``pos`` in the whole text)."""
+
+    def __init__(self, msg: str, pos: int) -> None:
+        super().__init__(f"{msg} (offset {pos})")
+        self.msg = msg
+        self.pos = pos
+
+
+def _decode_in_line(text: str, pos: int) -> int:
+    """:func:`_decode_one` with the lenient decoder, for JSON Lines.
+
+    The value is read within its own line first, then within windows of lines twice as
+    long: the parse reads left to right, so an error before the end of a window is the
+    error the whole text gives, and only a value that runs past the window is read
+    again. (json's errors count the lines before them: read from the whole text, a file
+    of bad lines took quadratic time.)
+    """
+    n = len(text)
+    size = 0
+    while True:
+        eol = text.find("\n", min(pos + size, n))
+        hi = n if eol < 0 else eol + 1
+        window = text[pos:hi]
+        try:
+            return pos + _decode_one(_LENIENT, window, 0)
+        except json.JSONDecodeError as exc:
+            if exc.pos < len(window) or hi >= n:
+                raise _LineError(exc.msg, pos + exc.pos) from None
+        size = max(64, 2 * (hi - pos))
+
+
 def _tokenizer_docs(
     text: str, start: int, *, allow_nan: bool, duplicates: bool
 ) -> tuple[list[tuple[int, int]], JSONChunkError | None]:
@@ -249,7 +281,7 @@ def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
         if pos >= n:
             return items, note
         try:
-            end = _decode_one(_LENIENT, text, pos)
+            end = _decode_in_line(text, pos) if lines else _decode_one(_LENIENT, text, pos)
         except RecursionError:
             docs, error = _tokenizer_docs(text, pos, allow_nan=True, duplicates=False)
             items.extend(_Item(a, b, True) for a, b in docs)
@@ -265,9 +297,9 @@ def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
             items.append(_Item(pos, end, True))
             pos = end
             continue
-        line = text.count("\n", 0, bad) + 1
-        column = bad - (text.rfind("\n", 0, bad) + 1) + 1
-        if note is None:
+        if note is None:  # where the first failure is (counting lines costs O(offset))
+            line = text.count("\n", 0, bad) + 1
+            column = bad - (text.rfind("\n", 0, bad) + 1) + 1
             note = f"{message} (line {line}, column {column}, offset {bad})"
         stop = n
         if lines:

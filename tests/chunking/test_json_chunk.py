@@ -283,3 +283,33 @@ def test_keys_with_pointer_escapes_and_cjk() -> None:
     paths = {c.path for c in chunks}
     assert "/a~1b/~0x" in paths
     assert any(p is not None and p.startswith("/ユーザー名") for p in paths)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ['{"a": x}\n', '{"a": 1\n', " \t\u3000\x0b\n\r", '{"a":\n 1}\n'],
+    ids=["bad value", "value cut short", "whitespace json does not know", "value over two lines"],
+)
+def test_json_lines_with_many_bad_lines_take_linear_work(unit: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # json's errors count the lines before their position, so the work is the sum of
+    # those positions within the documents handed to the decoder.
+    from sdk.chunking import _json
+
+    counted = 0
+    decode = _json._LENIENT.raw_decode
+
+    def raw_decode(s: str, idx: int = 0) -> tuple[object, int]:
+        nonlocal counted
+        try:
+            return decode(s, idx)
+        except json.JSONDecodeError as exc:
+            counted += exc.pos
+            raise
+
+    monkeypatch.setattr(_json._LENIENT, "raw_decode", raw_decode)
+    text = unit * (200_000 // len(unit))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chunks = Chunker(64).chunk(text, kind="jsonl")
+    check_chunks(text, chunks, 64)
+    assert counted <= 4 * len(text)
