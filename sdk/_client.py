@@ -114,9 +114,13 @@ class TokenCount:
 
 @dataclass(frozen=True, slots=True)
 class ModelInfo:
+    """A model the server lists. ``context_window``: its window in tokens where the list
+    says it (vLLM's ``max_model_len``, llama-server's ``meta.n_ctx``)."""
+
     id: str
     display_name: str | None = None
     owned_by: str | None = None
+    context_window: int | None = None
 
 
 class _Secret:
@@ -855,12 +859,45 @@ class Client:
         for m in data if isinstance(data, list) else ():
             if isinstance(m, Mapping) and isinstance(m.get("id"), str):
                 dn, ob = m.get("display_name"), m.get("owned_by")
+                meta = m.get("meta")
+                window = _positive(m.get("max_model_len")) or _positive(
+                    meta.get("n_ctx") if isinstance(meta, Mapping) else None
+                )
                 out.append(
                     ModelInfo(
-                        m["id"], dn if isinstance(dn, str) else None, ob if isinstance(ob, str) else None
+                        m["id"],
+                        dn if isinstance(dn, str) else None,
+                        ob if isinstance(ob, str) else None,
+                        window,
                     )
                 )
         return out
+
+    async def context_window(self, model: str) -> int | None:
+        """The model's context window in tokens, where it can be known: the server's model
+        list (vLLM's ``max_model_len``, llama-server's ``n_ctx`` per slot), llama-server's
+        ``/props``, else a small table of hosted models; ``None`` when nothing says."""
+        try:
+            listed = await self.models(timeout=10.0)
+        except SDKError:
+            listed = []
+        for m in listed:
+            if m.id == model and m.context_window:
+                return m.context_window
+        if not self.hosted:
+            try:
+                with anyio.fail_after(10.0):
+                    props = await self._get_small(self._root() + "/props", _PROBE_BYTES)
+            except Exception:
+                props = None
+            settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+            n = _positive(settings.get("n_ctx")) if isinstance(settings, Mapping) else None
+            if n:
+                return n
+        known = _known_window(model)
+        if known is None and len(listed) == 1 and listed[0].context_window:
+            return listed[0].context_window  # a server of one model, listed under another name
+        return known
 
 
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
@@ -873,6 +910,29 @@ def _not_found_hint(message: str, url: str, backend: str) -> str:
         f"{message} (POST {url} with backend={backend!r}: the base URL {shape}; if this server "
         f"speaks the other API, pass backend={other!r} or a base URL that points at it)"
     )
+
+
+# Context windows of hosted models by name prefix (longest prefix first), for servers
+# that do not say it.
+_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("claude-", 200_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("gpt-5", 400_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+)
+
+
+def _known_window(model: str) -> int | None:
+    for prefix, n in sorted(_WINDOWS, key=lambda p: -len(p[0])):
+        if model.startswith(prefix):
+            return n
+    return None
+
+
+def _positive(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
 def _slots_from(props: object) -> int | None:

@@ -55,6 +55,9 @@ class _Recorder:
     async def echoes_prefill(self) -> bool:
         return await self.client.echoes_prefill()
 
+    async def context_window(self, model: str) -> int | None:
+        return await self.client.context_window(model)
+
     def stream(self, **request: Any) -> AbstractAsyncContextManager[Stream]:
         s = self.client.stream(**request)
         self.last = s

@@ -52,12 +52,15 @@ class SessionClient(Protocol):
     """The client as the session uses it (``sdk.Client`` is one): ``hosted`` (the hosted
     Anthropic API, which takes ``cache_control`` breakpoints), ``echoes_prefill()``
     (whether the server repeats an assistant prefill at the start of its answer, for
-    continuing a pending answer), ``stream`` and ``create``."""
+    continuing a pending answer), ``context_window(model)`` (the model's window where the
+    server says it, for a session made without one), ``stream`` and ``create``."""
 
     @property
     def hosted(self) -> bool: ...
 
     async def echoes_prefill(self) -> bool: ...
+
+    async def context_window(self, model: str) -> int | None: ...
 
     def stream(self, **request: Any) -> AbstractAsyncContextManager[StreamLike]: ...
 
@@ -102,6 +105,7 @@ class SessionStream:
         assert pending is not None
         self._prefix = pending.text
         try:
+            await s.resolve_window()
             report = s.fit(prefill=pending.text)
             report = await s._summarize_if_needed(report)
             s.last_report = report

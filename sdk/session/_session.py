@@ -34,6 +34,8 @@ from ._turns import MESSAGE_OVERHEAD, Turn, TurnLog, block_tokens, normalize_con
 
 __all__ = ["DocumentReport", "Session"]
 
+DEFAULT_RESERVE = 4096  # output tokens kept free, unless given (at most a quarter of the window)
+
 SUMMARY_PROMPT = (
     "Summarize the conversation turns below for someone who will continue the conversation "
     "without seeing them. Keep names, numbers, decisions and open questions. Be brief."
@@ -66,9 +68,9 @@ class Session:
         client: SessionClient | None,
         *,
         model: str,
-        context_window: int,
+        context_window: int | None = None,
         system: str | Sequence[Mapping[str, Any]] | None = None,
-        reserve_output: int = 4096,
+        reserve_output: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         policy: ContextPolicy | None = None,
         summarize: bool = False,
@@ -78,16 +80,15 @@ class Session:
         encoding: str = DEFAULT_ENCODING,
     ) -> None:
         for name, v in (("context_window", context_window), ("reserve_output", reserve_output)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if reserve_output >= context_window:
-            raise ValueError(
-                f"reserve_output ({reserve_output}) must be below context_window ({context_window})"
-            )
         self.client = client
         self.model = model
-        self.context_window = context_window
-        self.reserve_output = reserve_output
+        self.context_window: int | None = None
+        self._reserve = reserve_output  # as given (None: a quarter of the window, at most 4096)
+        self.reserve_output = reserve_output or DEFAULT_RESERVE
+        if context_window is not None:
+            self.set_window(context_window)
         self.system = normalize_content(system) if system else ()
         self.tools = _copy_tools(tools) if tools else ()
         self.policy: ContextPolicy = policy or DEFAULT_POLICY
@@ -155,9 +156,40 @@ class Session:
                 total = total + t.usage
         return total
 
+    def set_window(self, context_window: int) -> None:
+        """The model's context window; ``reserve_output`` (unless given) becomes a quarter
+        of it, at most 4096."""
+        if isinstance(context_window, bool) or not isinstance(context_window, int) or context_window < 2:
+            raise ValueError(f"context_window must be an int of at least 2, got {context_window!r}")
+        reserve = self._reserve if self._reserve is not None else min(DEFAULT_RESERVE, context_window // 4)
+        if reserve >= context_window:
+            raise ValueError(f"reserve_output ({reserve}) must be below context_window ({context_window})")
+        self.context_window = context_window
+        self.reserve_output = max(1, reserve)
+
+    async def resolve_window(self) -> int:
+        """The context window: as given, or asked once of the client (the server's model
+        list or ``/props``, or a table of hosted models); a :class:`SessionError` when
+        nothing says it, naming what to pass."""
+        if self.context_window is None:
+            n = await self._client().context_window(self.model)
+            if n is None:
+                raise SessionError(
+                    f"the context window of {self.model!r} is not known (the server does not say "
+                    "it): pass Session(..., context_window=N)"
+                )
+            self.set_window(n)
+        assert self.context_window is not None
+        return self.context_window
+
     @property
     def budget(self) -> int:
         """Input budget in local-estimate tokens (never negative)."""
+        if self.context_window is None:
+            raise SessionError(
+                "the context window is not known yet: pass Session(..., context_window=N), or "
+                "await session.resolve_window() (a stream does it by itself)"
+            )
         return max(0, int((self.context_window - self.reserve_output) / self.scale))
 
     # ---- fitting and requests ---------------------------------------------------------
@@ -354,7 +386,7 @@ class Session:
                 "system": [dict(b) for b in self.system],
                 "tools": [dict(t) for t in self.tools],
                 "context_window": self.context_window,
-                "reserve_output": self.reserve_output,
+                "reserve_output": self._reserve,
                 "encoding": self.log.encoding,
                 "scale": self.scale,
                 "summarize": self.summarize,

@@ -64,12 +64,16 @@ class FakeClient:
     ) -> None:
         self.script = script
         self.prefill_echo = prefill_echo
+        self.window: int | None = None
         self.requests: list[dict[str, Any]] = []
         self.active = 0
         self.max_active = 0
 
     async def echoes_prefill(self) -> bool:
         return bool(self.prefill_echo)
+
+    async def context_window(self, model: str) -> int | None:
+        return self.window
 
     def stream(self, **request: Any) -> FakeStream:
         self.requests.append(request)
