@@ -44,6 +44,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import regex
+
 from ._api import register_kind
 from ._jsontok import (
     Child,
@@ -270,6 +272,20 @@ def _salvage(text: str, start: int, bad: int) -> _Item | None:
     return _Item(start, safe, True, frozenset(o[1] + start for o in opened))
 
 
+_GRAPHEME = regex.compile(r"\X")
+_JOINED = "a character that joins the value's last one follows it"
+
+
+def _splits_cluster(text: str, end: int) -> bool:
+    """Whether ``end``, the end of a value or of its readable front, falls inside a cluster.
+
+    Such an end is an ASCII character, so only what follows can join it (a combining
+    mark, a zero-width joiner): then the value is no value of its own and goes with the
+    unparseable text after it, which prose rules cut at graphemes.
+    """
+    return end < len(text) and _GRAPHEME.match(text, end - 1).end() > end  # type: ignore[union-attr]
+
+
 def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
     """Values and unparseable stretches, in order, and a warning for the first failure."""
     items: list[_Item] = []
@@ -284,19 +300,26 @@ def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
             end = _decode_in_line(text, pos) if lines else _decode_one(_LENIENT, text, pos)
         except RecursionError:
             docs, error = _tokenizer_docs(text, pos, allow_nan=True, duplicates=False)
+            joined = bool(docs) and error is not None and _splits_cluster(text, docs[-1][1])
+            if joined:
+                docs.pop()
             items.extend(_Item(a, b, True) for a, b in docs)
             if error is None:
                 return items, note
             end, bad = (docs[-1][1] if docs else pos), error.offset
             pos = _skip_ws(text, end)
             message = error.reason
+            if joined:
+                bad, message = pos, _JOINED
         except ValueError as exc:
             bad = getattr(exc, "pos", pos)
             message = getattr(exc, "msg", str(exc))
         else:
-            items.append(_Item(pos, end, True))
-            pos = end
-            continue
+            if not _splits_cluster(text, end):
+                items.append(_Item(pos, end, True))
+                pos = end
+                continue
+            bad, message = pos, _JOINED
         if note is None:  # where the first failure is (counting lines costs O(offset))
             line = text.count("\n", 0, bad) + 1
             column = bad - (text.rfind("\n", 0, bad) + 1) + 1
@@ -306,7 +329,7 @@ def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
             nl = text.find("\n", bad)
             stop = n if nl < 0 else nl + 1
         front = _salvage(text, pos, bad) if bad > pos else None
-        if front is not None and front.end > pos:
+        if front is not None and front.end > pos and not _splits_cluster(text, front.end):
             items.append(front)
             pos = front.end
         if pos < stop:

@@ -114,3 +114,15 @@ def test_code_never_ends_a_chunk_with_a_joiner(text: str, language: str) -> None
         chunks = chunk(text, max_tokens=budget, kind="code", language=language)
         check_chunks(text, chunks, budget)
         assert not [c.text for c in chunks[:-1] if c.text.endswith("\u200d")], budget
+
+
+@pytest.mark.parametrize("kind", ["json", "jsonl"])
+@pytest.mark.parametrize("text", ["1\u200d", "{\u200d", '{"a": 1}\u0301 x', "[1]\n2\u0903\n3", '[[[["\u200d'])
+def test_json_value_edges_never_split_a_cluster(text: str, kind: str) -> None:
+    # A value (or the readable front of a broken one) followed by a character that
+    # joins its last one is no value of its own.
+    for budget in range(1, 5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            chunks = chunk(text, max_tokens=budget, kind=kind)
+        check_chunks(text, chunks, budget)
