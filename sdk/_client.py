@@ -796,7 +796,7 @@ class Client:
                 stream=True,
                 root=True,
             )
-        except (NotFoundError, BadRequestError, APIError):
+        except SDKError:  # not kept (404), or the server failed to replay: continue instead
             return None
         return resp
 
