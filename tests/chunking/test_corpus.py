@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from sdk.chunking import Chunker
-from tests.corpus import BUDGETS, CorpusFile, corpus_files, load_snapshot, save_snapshot, updating
-from tests.invariants import boundaries, check_chunks
+from tests.corpus import (
+    BUDGETS,
+    CorpusFile,
+    corpus_files,
+    load_snapshot,
+    render_snapshot,
+    save_snapshot,
+    updating,
+)
+from tests.invariants import check_chunks
 
 FILES = corpus_files()
 
@@ -14,11 +22,12 @@ FILES = corpus_files()
 @pytest.mark.parametrize("cf", FILES, ids=[f.name for f in FILES])
 def test_corpus_file(cf: CorpusFile) -> None:
     text = cf.read()
-    got: dict[str, list[int]] = {}
+    by_budget = {}
     for budget in BUDGETS:
         chunks = Chunker(budget).chunk(text, kind=cf.kind, filename=cf.path.name)
         check_chunks(text, chunks, budget)
-        got[str(budget)] = boundaries(chunks)
+        by_budget[budget] = chunks
+    got = render_snapshot(by_budget)
     if updating():
         save_snapshot(cf, got)
         return
