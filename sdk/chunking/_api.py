@@ -9,7 +9,7 @@ import os
 import warnings
 from collections.abc import Callable
 
-from sdk._tokens import DEFAULT_ENCODING
+from sdk._tokens import DEFAULT_ENCODING, EncodingSpec, known_encodings
 
 from ._engine import Engine, RawChunk, Sizer
 from ._prose import LEVELS, PROSE, boundaries
@@ -47,6 +47,10 @@ def _check_text(text: object) -> str:
 class Chunker:
     """Reusable chunker: loads the encoding once.
 
+    ``encoding`` is a tiktoken name, a ``tokenizers.Tokenizer`` (counted without
+    special tokens), a path to a ``tokenizer.json``, or any object with
+    ``encode(str) -> Sequence[int]``; every reported count is exact in it.
+
     ``max_tokens`` is the budget of every chunk, overlap included. ``overlap`` tokens
     of the previous chunk's tail (cut at a word or grapheme boundary) are carried at
     the front of each chunk after the first; chunks are then packed to
@@ -65,7 +69,7 @@ class Chunker:
         self,
         max_tokens: int = 512,
         *,
-        encoding: str = DEFAULT_ENCODING,
+        encoding: EncodingSpec = DEFAULT_ENCODING,
         overlap: int = 0,
         kind: str = "auto",
         language: str | None = None,
@@ -123,7 +127,9 @@ class Chunker:
         An indivisible unit the trail would push over ``max_tokens`` goes without it.
         """
         reserve = 0
-        for _ in range(4):
+        # Each round lowers the budget by at least one token; a unit that only a
+        # sentence-level cut can shorten may take several (seen with small BPE vocabularies).
+        for _ in range(16):
             budget = self.max_tokens - reserve
             if budget < 1:
                 break
@@ -257,12 +263,20 @@ def _cached(max_tokens: int, encoding: str, overlap: int) -> Chunker:
     return Chunker(max_tokens, encoding=encoding, overlap=overlap)
 
 
+def _chunker(max_tokens: int, encoding: EncodingSpec, overlap: int) -> Chunker:
+    # Only tiktoken names are cached here: a tokenizer object may be unhashable or
+    # changed by its owner, and a tokenizer.json is cached by path and mtime below us.
+    if isinstance(encoding, str) and encoding in known_encodings():
+        return _cached(max_tokens, encoding, overlap)
+    return Chunker(max_tokens, encoding=encoding, overlap=overlap)
+
+
 def chunk(
     text: str,
     max_tokens: int = 512,
     kind: str = "auto",
     language: str | None = None,
-    encoding: str = DEFAULT_ENCODING,
+    encoding: EncodingSpec = DEFAULT_ENCODING,
     overlap: int = 0,
     *,
     filename: str | None = None,
@@ -273,6 +287,8 @@ def chunk(
     ``kind``: "auto" (decide from ``language``, ``filename`` and content), "text",
     "markdown", "code", "json" or "jsonl". ``language``: a code language or alias.
     ``overlap``: tokens of the previous chunk carried at the front of the next.
+    ``encoding``: a tiktoken name, a ``tokenizers.Tokenizer``, a path to a
+    ``tokenizer.json``, or an object with ``encode(str) -> Sequence[int]``.
     ``heading_context``: for Markdown, prefix each chunk with its heading trail (in
     ``Chunk.context``; ``text == context + text[start:end]``), counted in the budget.
     """
@@ -280,6 +296,6 @@ def chunk(
         raise TypeError("max_tokens must be an int")
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-    return _cached(max_tokens, encoding, overlap).chunk(
+    return _chunker(max_tokens, encoding, overlap).chunk(
         text, kind=kind, language=language, filename=filename, heading_context=heading_context
     )

@@ -8,7 +8,9 @@ Exact budgets, cheaply: a range is encoded once, and that encoding (a ``_View``:
 UTF-8 end offset of every token) serves every level of the descent below it. Any run
 of parts is sized from it by bisection; the count is exact between positions where
 tiktoken's pre-tokenizer cuts in any context (*additive* ones, see ``_junctions``) and
-at the view's own edges. A chunk edge that is neither is moved to the nearest additive
+at the view's own edges. (For a tokenizer other than tiktoken's, no position is
+proven additive: a view's token ends are only estimates, and every count the engine
+reports is a fresh encode of exactly that text.) A chunk edge that is neither is moved to the nearest additive
 position inside, and only that short stretch is encoded again, so every emitted count
 is exact. A range that cannot fit (more characters than ``budget`` tokens of the
 longest token could cover) is cut without being counted at all. After packing,
@@ -24,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from sdk._tokens import encoder, token_byte_lengths
+from sdk._tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
 
 from ._junctions import ADDITIVE, next_additive, prev_additive
 from ._types import Section
@@ -36,21 +38,49 @@ def _never(text: str, p: int) -> bool:
     return False
 
 
+# No bound is known for other tokenizers: a normalizer may drop characters, and an
+# unknown-word token may stand for a whole word.
+_UNBOUNDED = 1 << 62
+
+
 class Sizer:
-    """Exact token counts for one encoding (the ChunkSizer of this engine)."""
+    """Exact token counts for one encoding (the ChunkSizer of this engine).
 
-    __slots__ = ("_encode", "_lengths", "additive", "max_token_chars", "name")
+    ``encoding`` is a tiktoken name, a ``tokenizers.Tokenizer``, a path to a
+    ``tokenizer.json`` or an object with ``encode(str)`` (see ``sdk.count_tokens``).
+    """
 
-    def __init__(self, encoding: str) -> None:
-        self.name = encoding
+    __slots__ = (
+        "_encode",
+        "_ends",
+        "_lengths",
+        "additive",
+        "max_token_bytes",
+        "max_token_chars",
+        "name",
+        "tiktoken",
+    )
+
+    def __init__(self, encoding: EncodingSpec) -> None:
+        counter = token_counter(encoding)
+        self.name = counter.name
         # Exact like tiktoken's encode_ordinary, and safe on any input (long runs of
         # whitespace make tiktoken itself panic).
-        self._encode = encoder(encoding).encode
-        # No token holds more characters than bytes, so a range longer than
-        # ``budget * max_token_chars`` characters cannot fit and need not be counted.
-        self._lengths = token_byte_lengths(encoding)
-        self.max_token_chars = max(self._lengths)
-        self.additive: Callable[[str, int], bool] = ADDITIVE.get(encoding, _never)
+        self._encode = counter.encode
+        self.tiktoken = isinstance(counter, Encoder)
+        if isinstance(counter, Encoder):
+            # No token holds more characters than bytes, so a range longer than
+            # ``budget * max_token_chars`` characters cannot fit and need not be counted.
+            self._lengths: tuple[int, ...] = token_byte_lengths(counter.name)
+            self.max_token_bytes = self.max_token_chars = max(self._lengths)
+            self.additive: Callable[[str, int], bool] = ADDITIVE.get(counter.name, _never)
+            self._ends: Callable[[str, int], list[int]] = self._tiktoken_ends
+        else:
+            # Additivity is proven only for tiktoken's pre-tokenizers.
+            self._lengths = ()
+            self.max_token_bytes = self.max_token_chars = _UNBOUNDED
+            self.additive = _never
+            self._ends = counter.encode_ends
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
@@ -59,10 +89,21 @@ class Sizer:
         return self._encode(text)
 
     def byte_ends(self, tokens: list[int], start: int = 0) -> list[int]:
-        """Cumulative UTF-8 byte end of each token, counted from ``start``."""
+        """Cumulative UTF-8 byte end of each tiktoken token, counted from ``start``."""
         ends = list(accumulate(map(self._lengths.__getitem__, tokens), initial=start))
         del ends[0]
         return ends
+
+    def _tiktoken_ends(self, text: str, start: int) -> list[int]:
+        return self.byte_ends(self._encode(text), start)
+
+    def encode_ends(self, text: str, start: int = 0) -> list[int]:
+        """The UTF-8 end of each token of ``text``, counted from ``start``.
+
+        Exact for tiktoken; for other tokenizers exact in number (one per token) and
+        an estimate of where each token ends.
+        """
+        return self._ends(text, start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +197,10 @@ class Engine:
         additive = self.sizer.additive
         count = self.sizer.count
         ends = view.ends
+        if a == view.lo and b == view.hi:
+            return len(ends)
+        if additive is _never:
+            return count(text[a:b])
         lo = bisect_right(ends, a_byte)
         hi = bisect_right(ends, b_byte)
         extra = 0
@@ -176,8 +221,7 @@ class Engine:
         return extra + hi - lo
 
     def _encode(self, start: int, end: int, start_byte: int) -> _View:
-        tokens = self.sizer.encode(self.text[start:end])
-        return _View(self.sizer.byte_ends(tokens, start_byte), start, end)
+        return _View(self.sizer.encode_ends(self.text[start:end], start_byte), start, end)
 
     def _place(
         self, section: Section, view: _View | None, start_byte: int, lead: RawChunk | None = None

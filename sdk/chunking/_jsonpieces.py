@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdk._tokens import DEFAULT_ENCODING, token_byte_lengths
+from sdk._tokens import DEFAULT_ENCODING, EncodingSpec
 
 from ._engine import Engine, Sizer
 from ._json import JSONSplitter, _Constant, _Duplicate, _no_constant, _no_duplicates, _strict_docs, _Text
@@ -78,7 +78,7 @@ class _PieceMaker:
         self.expand = expand
         self.out: list[JSONPiece] = []
         # A text with more UTF-8 bytes than this cannot fit: skip encoding it.
-        self.surely_over = budget * max(token_byte_lengths(sizer.name))
+        self.surely_over = budget * sizer.max_token_bytes
 
     def _count(self, text: str) -> int:
         if len(text) > self.surely_over:
@@ -236,7 +236,7 @@ def json_pieces(
     text: str,
     max_tokens: int = 512,
     *,
-    encoding: str = DEFAULT_ENCODING,
+    encoding: EncodingSpec = DEFAULT_ENCODING,
     expand_embedded: bool = False,
 ) -> list[JSONPiece]:
     """Standalone valid JSON documents, each within ``max_tokens`` (wrapper included).
