@@ -46,13 +46,19 @@ _PARAGRAPH = regex.compile(r"(?:\r\n|\r|\n)(?:" + _HSPACE + r"*(?:\r\n|\r|\n))+|
 _LINE = regex.compile(r"(?:\r\n|\r|\n|\u2028|\u0085)(?:" + _HSPACE + r"*(?:\r\n|\r|\n|\u2028|\u0085))*")
 # Cuts fall *before* horizontal whitespace, which then leads the next piece, as it
 # leads words in BPE vocabularies: counts on both sides of such a cut add up exactly.
+# A run of terminals that is not followed by white space is taken whole, as a match that
+# makes no cut (the ``skip`` group), and never given back (possessive): otherwise a long
+# run of "!" or "," with no space after it is re-scanned from every position in it
+# (quadratic time). The cuts are those of the plain patterns.
 _SENTENCE = regex.compile(
-    r"[。！？｡︒﹒﹗﹖．]+[" + _CLOSE_CLASS + r"]*"
-    r"|[\p{Sentence_Terminal}…]+[" + _CLOSE_CLASS + r"]*(?=" + _HSPACE + r")"
+    r"[。！？｡︒﹒﹗﹖．]++[" + _CLOSE_CLASS + r"]*+"
+    r"|[\p{Sentence_Terminal}…]++[" + _CLOSE_CLASS + r"]*+(?=" + _HSPACE + r")"
+    r"|(?P<skip>(?:(?![。！？｡︒﹒﹗﹖．])[\p{Sentence_Terminal}…])++)"
 )
 _CLAUSE = regex.compile(
-    r"[、，；：﹐﹑､︐︑]+[" + _CLOSE_CLASS + r"]*"
-    r"|[,;:،؛]+[" + _CLOSE_CLASS + r"]*(?=" + _HSPACE + r")"
+    r"[、，；：﹐﹑､︐︑]++[" + _CLOSE_CLASS + r"]*+"
+    r"|[,;:،؛]++[" + _CLOSE_CLASS + r"]*+(?=" + _HSPACE + r")"
+    r"|(?P<skip>[,;:،؛]++)"
 )
 _WORD = regex.compile(_HSPACE + r"+")
 # A run of graphemes that each start with an identifier character, or one other grapheme.
@@ -94,11 +100,63 @@ def _ends(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
     return find
 
 
+def _cut_ends(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
+    """Like :func:`_ends`, for a pattern whose ``skip`` matches make no cut."""
+
+    def find(text: str, start: int, end: int) -> list[int]:
+        return [
+            m.end()
+            for m in pattern.finditer(text, start, end)
+            if m.group("skip") is None and start < m.end() < end
+        ]
+
+    return find
+
+
 def _starts(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
     def find(text: str, start: int, end: int) -> list[int]:
         return [m.start() for m in pattern.finditer(text, start, end) if m.start() > start]
 
     return find
+
+
+# The regex module's \X looks back over a whole run of regional indicators to pair them,
+# so a long run of flags costs quadratic time. Such runs are paired here instead (pairs
+# count from the start of the run, UAX #29 GB12/GB13; what joins the last one, GB9, stays
+# with it), and \X runs only on the text between them.
+_RI_RUN = regex.compile(
+    r"\p{Grapheme_Cluster_Break=Prepend}*[\U0001F1E6-\U0001F1FF]{4,}"
+    r"[\p{Grapheme_Cluster_Break=Extend}\p{Grapheme_Cluster_Break=ZWJ}\p{Grapheme_Cluster_Break=SpacingMark}]*"
+)
+
+
+def _cluster_starts(text: str, start: int, end: int, pattern: regex.Pattern[str]) -> list[int]:
+    """Starts of ``pattern``'s matches in ``[start, end)`` (``pattern`` matches whole
+    grapheme clusters), with long runs of regional indicators paired directly."""
+    out: list[int] = []
+    pos = start
+    for run in _RI_RUN.finditer(text, start, end):
+        out += [m.start() for m in pattern.finditer(text, pos, run.start())]
+        lo = run.start()
+        first = lo
+        while _PREPEND.match(text, first):  # Prepends join the first pair
+            first += 1
+        if first == lo and lo == start:
+            # The run may have begun before ``start``: pairs count from its true start.
+            back = lo
+            while back > 0 and "\U0001f1e6" <= text[back - 1] <= "\U0001f1ff":
+                back -= 1
+            if (lo - back) % 2:
+                first += 1  # ``start`` is the second half of a pair: no cut until after it
+                lo = first
+        ris = first
+        while ris < run.end() and "\U0001f1e6" <= text[ris] <= "\U0001f1ff":
+            ris += 1
+        out.append(lo)
+        out += range(first + 2, ris, 2)
+        pos = run.end()
+    out += [m.start() for m in pattern.finditer(text, pos, end)]
+    return out
 
 
 def _line_breaks(text: str, start: int, end: int) -> list[int]:
@@ -137,12 +195,12 @@ def _script_changes(text: str, start: int, end: int, weak: bool) -> list[int]:
     """
     out: list[int] = []
     prev = 0
-    for m in _GRAPHEME.finditer(text, start, end):
-        cls = _script_class(text[m.start()])
-        if cls and prev and cls != prev and m.start() > start:
+    for g in _cluster_starts(text, start, end, _GRAPHEME):
+        cls = _script_class(text[g])
+        if cls and prev and cls != prev and g > start:
             is_weak = cls == _HIRAGANA and prev == _HAN_KANA
             if is_weak == weak:
-                out.append(m.start())
+                out.append(g)
         if cls:
             prev = cls
     return out
@@ -157,17 +215,23 @@ def _weak_script_changes(text: str, start: int, end: int) -> list[int]:
 
 
 def _graphemes(text: str, start: int, end: int) -> list[int]:
-    return [m.start() for m in _GRAPHEME.finditer(text, start, end) if m.start() > start]
+    return [g for g in _cluster_starts(text, start, end, _GRAPHEME) if g > start]
+
+
+def _identifiers(text: str, start: int, end: int) -> list[int]:
+    """Starts of identifier runs and of the other graphemes (a flag is never part of
+    an identifier run, so a run of flags is cut as graphemes)."""
+    return [g for g in _cluster_starts(text, start, end, _IDENT_OR_GRAPHEME) if g > start]
 
 
 # Highest level first. Each finder returns candidate cuts strictly inside (start, end).
 LEVELS: tuple[tuple[str, Callable[[str, int, int], list[int]]], ...] = (
     ("paragraph", _ends(_PARAGRAPH)),
     ("line", _line_breaks),
-    ("sentence", _ends(_SENTENCE)),
-    ("clause", _ends(_CLAUSE)),
+    ("sentence", _cut_ends(_SENTENCE)),
+    ("clause", _cut_ends(_CLAUSE)),
     ("word", _starts(_WORD)),
-    ("identifier", _starts(_IDENT_OR_GRAPHEME)),
+    ("identifier", _identifiers),
     ("script", _strong_script_changes),
     ("weak script", _weak_script_changes),
     ("grapheme", _graphemes),
