@@ -16,6 +16,7 @@ Not for use from inside a running event loop (use :class:`~sdk.Client` there).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
@@ -23,9 +24,11 @@ from types import TracebackType
 from typing import Any, TypeVar, Unpack
 
 import anyio
+import sniffio
 from anyio.from_thread import BlockingPortal
 
 from ._client import Client, ModelInfo, Priority, Stream, TimeoutArg, TokenCount
+from ._errors import APIConnectionError, SDKError
 from ._params import CountTokensParams, CreateParams
 from .scheduler import TierMetrics
 from .stream import (
@@ -47,7 +50,8 @@ class SyncStream:
     """A stream read from a thread: ``for event in s``, ``s.text_deltas()``,
     ``s.final_message()``, ``s.statistics()``."""
 
-    def __init__(self, portal: BlockingPortal, stream: Stream) -> None:
+    def __init__(self, owner: SyncClient, portal: BlockingPortal, stream: Stream) -> None:
+        self._owner = owner
         self._portal = portal
         self._stream = stream
         self._events = stream.__aiter__()
@@ -58,6 +62,10 @@ class SyncStream:
                 yield self._portal.call(self._events.__anext__)
             except StopAsyncIteration:
                 return
+            except (Exception, asyncio.CancelledError) as e:  # the portal's loop is asyncio
+                if self._owner._closed and not isinstance(e, SDKError):
+                    raise APIConnectionError("the client was closed") from None
+                raise
 
     def text_deltas(self) -> Iterator[str]:
         for ev in self:
@@ -72,16 +80,25 @@ class SyncStream:
 
 
 class _StreamContext(AbstractContextManager[SyncStream]):
-    def __init__(self, portal: BlockingPortal, stream: Stream) -> None:
+    def __init__(self, owner: SyncClient, portal: BlockingPortal, stream: Stream) -> None:
+        self._owner = owner
         self._portal = portal
         self._cm = portal.wrap_async_context_manager(stream)
 
     def __enter__(self) -> SyncStream:
-        return SyncStream(self._portal, self._cm.__enter__())
+        try:
+            inner = self._cm.__enter__()
+        except (Exception, asyncio.CancelledError) as e:  # the portal's loop is asyncio
+            if self._owner._closed and not isinstance(e, SDKError):
+                raise APIConnectionError("the client was closed") from None
+            raise
+        return SyncStream(self._owner, self._portal, inner)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
+        if self._owner._closed:
+            return None  # the client was closed meanwhile: the stream went with it
         return self._cm.__exit__(exc_type, exc, tb)
 
 
@@ -128,6 +145,7 @@ class SyncClient:
     def _call(self, func: Callable[..., Any], *args: Any) -> Any:
         if self._closed:
             raise RuntimeError("the client is closed")
+        _not_in_a_loop()
         return self._portal.call(func, *args)
 
     def create(
@@ -170,6 +188,7 @@ class SyncClient:
         """As :meth:`sdk.Client.stream`: ``with c.stream(...) as s: for t in s.text_deltas()``."""
         if self._closed:
             raise RuntimeError("the client is closed")
+        _not_in_a_loop()
         s = self._client.stream(
             priority=priority,
             tenant=tenant,
@@ -180,7 +199,7 @@ class SyncClient:
             flow=flow,
             **params,
         )
-        return _StreamContext(self._portal, s)
+        return _StreamContext(self, self._portal, s)
 
     def count_tokens(
         self,
@@ -240,8 +259,16 @@ def _start_portal() -> tuple[BlockingPortal, threading.Thread]:
 
 
 def _stop_portal(portal: BlockingPortal, thread: threading.Thread) -> None:
-    portal.call(portal.stop)
+    portal.call(portal.stop, True)  # cancel what is left (a stream still open somewhere)
     thread.join()
+
+
+def _not_in_a_loop() -> None:
+    try:
+        sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return
+    raise RuntimeError("SyncClient blocks its thread: inside an event loop, use sdk.Client")
 
 
 def _make(options: dict[str, Any]) -> Client:

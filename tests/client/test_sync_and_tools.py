@@ -127,3 +127,71 @@ def test_to_param_sends_only_what_the_api_takes() -> None:
             {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}},
         ],
     }
+
+
+def _slow_server() -> Any:
+    import anyio
+    import httpx2
+
+    from .fault_server import messages_events
+
+    events = messages_events([f"t{i} " for i in range(200)])
+
+    class Slow(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            for e in events:
+                yield e
+                await anyio.sleep(0.01)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.method != "POST":
+            return httpx2.Response(404, json={})
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Slow())
+
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+
+
+def test_closing_the_sync_client_inside_its_own_stream_returns() -> None:
+    c = SyncClient(base_url="http://test", api_key="k-sync-close", http_client=_slow_server())
+    with c.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]) as s:
+        assert next(iter(s.text_deltas()))
+        c.close()  # the stream is still open, in this thread
+    c.close()  # idempotent
+
+
+def test_closing_the_sync_client_from_another_thread_ends_its_readers() -> None:
+    from sdk import APIConnectionError
+
+    c = SyncClient(base_url="http://test", api_key="k-sync-close", http_client=_slow_server())
+    errors: list[BaseException] = []
+    started = threading.Event()
+
+    def reader() -> None:
+        try:
+            with c.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]) as s:
+                for _ in s.text_deltas():
+                    started.set()
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    assert started.wait(30)
+    c.close()
+    t.join(30)
+    assert not t.is_alive() and len(errors) == 1 and isinstance(errors[0], APIConnectionError)
+
+
+def test_the_sync_client_refuses_a_running_event_loop() -> None:
+    import anyio
+
+    c = SyncClient(base_url="http://test", api_key="k-sync-loop", http_client=_slow_server())
+    try:
+
+        async def inside() -> None:
+            with pytest.raises(RuntimeError, match="event loop"):
+                c.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+
+        anyio.run(inside)
+    finally:
+        c.close()
