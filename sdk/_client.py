@@ -26,6 +26,7 @@ tier by default) may be paused for a higher tier and resumed by continuation.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import random
@@ -82,6 +83,7 @@ from .stream._resume import (
     plan_resume,
     refusal_reason,
     refuses_prefill,
+    thinking_on,
 )
 
 __all__ = ["Client", "ModelInfo", "Stream", "TokenCount"]
@@ -92,6 +94,8 @@ CONVERSATION_HEADER = "x-conversation-id"  # llama-server keeps a stream under i
 
 HOSTED_BASE_URL = "https://api.anthropic.com"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+# Hosted APIs by host name: nothing there is a self-hosted engine with slots.
+HOSTED_HOSTS = frozenset({"api.anthropic.com", "api.openai.com"})
 _PROBE_BYTES = 1 << 16
 STREAM_ID_HEADER = "seam-stream-id"  # a scheduling server (sdk.server) keeps the stream: reattach by id
 _BIG_PROMPT = 200_000  # characters: above this the cost estimate runs in a worker thread
@@ -269,12 +273,17 @@ class Client:
         self._key = _Secret(api_key)
         self._secrets: set[str] = set()  # registered for redaction by value; released on close
         self._register(api_key)
-        self.hosted = self.base_url == HOSTED_BASE_URL
+        host = httpx2.URL(self.base_url).host.lower()
+        # hosted: Anthropic's API (prompt-cache breakpoints, no prefill on newer models);
+        # service: any hosted API, where nothing is self-hosted: no slot probe, no stall
+        # cuts (a resume re-bills the prompt) and no preemption.
+        self.hosted = host == "api.anthropic.com"
+        self._service = host in HOSTED_HOSTS
         self.timeout = timeout if isinstance(timeout, httpx2.Timeout) else httpx2.Timeout(timeout)
         self.idle_timeout = idle_timeout
         self.retry = retry or RetryPolicy()
         self.retry_budget = retry_budget or RetryBudget()
-        self.stall = stall or (StallPolicy.hosted() if self.hosted else StallPolicy.self_hosted())
+        self.stall = stall or (StallPolicy.hosted() if self._service else StallPolicy.self_hosted())
         self.flow = flow
         self.prefill_echo = prefill_echo
         self.resume_extra_body = dict(resume_extra_body or {})
@@ -295,7 +304,7 @@ class Client:
         self._dispatch = Dispatcher.of(sched, window=metrics_window)
         if on_metrics is not None:
             self._dispatch.hooks.append(on_metrics)
-        self._slots_known = self.hosted or sched.slots is not None
+        self._slots_known = self._service or sched.slots is not None
         self._conversations = False  # the server keeps streams by conversation id (llama-server)
         self._refusals = PrefillRefusals()  # models that refused an assistant prefill
         self._slots_probe: anyio.Event | None = None
@@ -628,6 +637,9 @@ class Client:
         backend = self._backend
         body = backend.body(request, stream=True)
         stall = stall or self.stall
+        thinking = thinking_on(request)
+        if thinking:  # never cut on purpose: such a stream cannot be continued (see resume)
+            stall = dataclasses.replace(stall, enabled=False)
         held: list[Flight] = []
         kept: list[str] = []  # the stream id, where the server keeps the stream for a reattach
         conv: list[str] = []  # llama-server's conversation id of the current engine request
@@ -664,7 +676,7 @@ class Client:
                 flight = held[0]
                 await flight.admit()  # a plain re-send: re-admitted if it was paused
             else:
-                resumable = not self.hosted and stall.max_resumes > 0
+                resumable = not self._service and not thinking and stall.max_resumes > 0
                 flight = await self._flight(
                     request, tier, tenant, preempt=inner.preempt if resumable else None, held=held
                 )
@@ -717,6 +729,12 @@ class Client:
                 conv.clear()
             if model in self._refusals:
                 raise IncompleteStreamError(refusal_reason(model), partial=rr.message)
+            if thinking:
+                raise IncompleteStreamError(
+                    "a stream with extended thinking cannot be continued by prefill; "
+                    f"it was {rr.cause.value}",
+                    partial=rr.message,
+                )
             echo = await self.echoes_prefill()
             cont = continuation(
                 {**request, **self.resume_extra_body}, rr.prefill, echo=echo, used_tokens=rr.output_tokens
@@ -884,7 +902,7 @@ class Client:
         for m in listed:
             if m.id == model and m.context_window:
                 return m.context_window
-        if not self.hosted:
+        if not self._service:
             try:
                 with anyio.fail_after(10.0):
                     props = await self._get_small(self._root() + "/props", _PROBE_BYTES)

@@ -47,6 +47,7 @@ __all__ = [
     "continuation",
     "plan_resume",
     "refuses_prefill",
+    "thinking_on",
 ]
 
 
@@ -113,13 +114,14 @@ def continuation(params: Mapping[str, Any], text: str, *, echo: bool, used_token
     if messages and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
         own = _text_of(messages.pop().get("content"))  # the caller's own prefill, extended
     prefill = own + sent
-    if not prefill:
-        return Continuation(cont, "", "")  # nothing to prefill: the same request again
+    if not prefill:  # nothing to prefill: the same request again (white space it repeats is dropped)
+        return Continuation(cont, "", "" if echo else text)
     messages.append({"role": "assistant", "content": prefill})
     cont["messages"] = messages
-    mt = cont.get("max_tokens")
-    if isinstance(mt, int) and not isinstance(mt, bool) and used_tokens > 0:
-        cont["max_tokens"] = max(1, mt - used_tokens)
+    for key in ("max_tokens", "max_completion_tokens"):
+        mt = cont.get(key)
+        if isinstance(mt, int) and not isinstance(mt, bool) and used_tokens > 0:
+            cont[key] = max(1, mt - used_tokens)
     repeat = prefill if echo else text[len(sent) :]
     return Continuation(cont, prefill, repeat)
 
@@ -177,17 +179,19 @@ class RepeatFilter:
 
 
 _REFUSAL = re.compile(
-    r"(?i)(does not support|doesn't support|not supported|cannot|can't|refuse)[^.]{0,40}prefill"
-    r"|prefill[^.]{0,40}(not supported|unsupported|is not allowed|not allowed)"
+    r"(?i)assistant (message |response )?prefill"  # "does not support assistant message prefill",
+    r"|prefill is incompatible"  # llama-server: "... prefill is incompatible with enable_thinking"
     r"|conversation must end with a user message"
-    r"|final (assistant )?message must (be|have) (a |the )?user"
+    r"|final assistant message must start with a thinking block"
 )
 
 
 def refuses_prefill(err: BaseException) -> bool:
-    """``err`` is a server's refusal of an assistant prefill (the hosted API's 400 on
-    Claude 4.6 and later: "This model does not support assistant message prefill. The
-    conversation must end with a user message.")."""
+    """``err`` is a server's refusal of an assistant prefill: the hosted API's 400 on
+    Claude 4.6 and later ("This model does not support assistant message prefill. The
+    conversation must end with a user message."), or with thinking on ("a final assistant
+    message must start with a thinking block"), llama-server's for a thinking template
+    ("Assistant response prefill is incompatible with enable_thinking")."""
     return isinstance(err, BadRequestError) and bool(_REFUSAL.search(err.message))
 
 
@@ -203,6 +207,16 @@ class PrefillRefusals:
     def add(self, model: object) -> None:
         if isinstance(model, str):
             self._models.add(model)
+
+
+def thinking_on(params: Mapping[str, Any]) -> bool:
+    """The request asks for extended thinking: a continuation by prefill cannot carry
+    it (a prefill must then start with the thinking block and its signature, and
+    ``max_tokens`` must stay above the thinking budget), so such a stream is not continued."""
+    thinking = params.get("thinking")
+    if isinstance(thinking, Mapping):
+        return thinking.get("type") not in (None, "disabled")
+    return bool(thinking)
 
 
 def refusal_reason(model: object, cause: SDKError | None = None) -> str:

@@ -452,7 +452,10 @@ class MessageStream:
                         )
                         end = _End(stalled=True)
                         return
-                tail = decoder.flush()
+                # A body that ends inside an event: the event is incomplete, and a server
+                # that keeps the stream replays from the bytes received, completing it in
+                # this decoder. (A lenient server's last event, unterminated, still counts.)
+                tail = [] if upstream.cancel is not None and not finished else decoder.flush()
                 if tail:
                     buf.put_nowait(splice(tail) if splice is not None else tail, pending)
                 end = _End(stalled=False)

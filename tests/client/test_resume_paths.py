@@ -104,3 +104,72 @@ async def test_a_model_that_refuses_a_prefill_ends_with_the_partial_message(anyi
             assert "refuses an assistant prefill" in str(e.value) and "claude-x" in str(e.value)
             continuations = [r for r in server.requests if prefill_of(r)]
             assert len(continuations) == 1  # tried once; the second time the refusal is known
+
+
+@pytest.mark.parametrize(
+    ("message", "refusal"),
+    [
+        (
+            "This model does not support assistant message prefill. "
+            "The conversation must end with a user message.",
+            True,
+        ),
+        ("Assistant response prefill is incompatible with enable_thinking.", True),
+        (
+            "messages: When thinking is enabled, a final assistant message must start with a thinking block",
+            True,
+        ),
+        ("max_tokens: 0 cannot be used with a prefill", False),
+        ("messages.1.content: text content blocks must be non-empty", False),
+    ],
+)
+def test_what_counts_as_a_refusal_of_a_prefill(message: str, refusal: bool) -> None:
+    from sdk import BadRequestError
+    from sdk.stream._resume import refuses_prefill
+
+    assert refuses_prefill(BadRequestError(message, status=400)) is refusal
+
+
+def test_a_continuation_keeps_its_rules() -> None:
+    from sdk.stream._resume import continuation
+
+    base = {"model": "m", "max_tokens": 100, "max_completion_tokens": 100, "messages": LIST}
+    c = continuation(base, "Once upon a time ", echo=False, used_tokens=30)
+    assert c.params["messages"][-1] == {"role": "assistant", "content": "Once upon a time"}
+    assert c.repeat == " " and c.params["max_tokens"] == 70 and c.params["max_completion_tokens"] == 70
+    c = continuation(base, "Once upon a time ", echo=True, used_tokens=30)
+    assert c.prefill == c.repeat == "Once upon a time "
+    c = continuation(base, "   ", echo=False)  # only white space: the same request, its repeat dropped
+    assert c.params["messages"] == LIST and c.repeat == "   "
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_thinking_stream_is_never_cut_and_a_drop_ends_it_clearly() -> None:
+    async def handler(req: Request, reply: Reply) -> None:
+        await reply.start()
+        for chunk in messages_events(["Let me", " think"])[:-3]:
+            await reply.chunk(chunk)
+
+    no_retry = RetryPolicy(max_retries=0)
+    async with (
+        fault_server(handler) as server,
+        Client(base_url=server.url, api_key="k-think", retry=no_retry) as c,
+    ):
+        stream = c.stream(
+            model="m", max_tokens=3000, messages=LIST, thinking={"type": "enabled", "budget_tokens": 2048}
+        )
+        assert stream._inner._stall.enabled is False
+        with pytest.raises(IncompleteStreamError, match="extended thinking") as e:
+            async with stream as s:
+                async for _ in s:
+                    pass
+    assert e.value.partial is not None and e.value.partial.text == "Let me think"
+    assert len(server.requests) == 1  # no continuation was sent
+
+
+def test_hosted_apis_are_known_by_host() -> None:
+    for url in ("https://api.openai.com/v1", "https://api.anthropic.com", "https://api.anthropic.com/v1"):
+        c = Client(base_url=url, api_key="k-hosted")
+        assert c.stall.enabled is False and c._slots_known, url
+    assert Client(base_url="https://api.anthropic.com/v1", api_key="k").hosted
+    assert not Client(base_url="http://127.0.0.1:8080", api_key="k")._slots_known
