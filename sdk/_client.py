@@ -31,6 +31,7 @@ import logging
 import os
 import random
 import secrets
+from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -59,6 +60,8 @@ from ._errors import (
     SDKError,
     api_error_from_body,
     error_from_transport,
+    longest_secret,
+    redact,
     register_secret,
     release_secret,
 )
@@ -271,7 +274,9 @@ class Client:
             env = "OPENAI_API_KEY" if self.backend_name == "openai" else "ANTHROPIC_API_KEY"
             api_key = os.environ.get(env)
         self._key = _Secret(api_key)
-        self._secrets: set[str] = set()  # registered for redaction by value; released on close
+        # registered for redaction by value (the key, and the latest credential header
+        # values sent: at most _MAX_HEADER_SECRETS); released on close
+        self._secrets: OrderedDict[str, None] = OrderedDict()
         self._register(api_key)
         host = httpx2.URL(self.base_url).host.lower()
         # hosted: Anthropic's API (prompt-cache breakpoints, no prefill on newer models);
@@ -335,8 +340,20 @@ class Client:
         self._secrets.clear()
 
     def _register(self, secret: str | None) -> None:
-        if secret and secret not in self._secrets and register_secret(secret):
-            self._secrets.add(secret)
+        if not secret:
+            return
+        if secret in self._secrets:
+            self._secrets.move_to_end(secret)
+            return
+        if register_secret(secret):
+            self._secrets[secret] = None
+            while len(self._secrets) > _MAX_HEADER_SECRETS:  # the oldest header value goes
+                oldest = next(iter(self._secrets))
+                if oldest == self._key.value:
+                    self._secrets.move_to_end(oldest)
+                    oldest = next(iter(self._secrets))
+                del self._secrets[oldest]
+                release_secret(oldest)
 
     def _register_headers(self, headers: Mapping[str, str]) -> None:
         """Mask the values of the credential headers a request carries, by value."""
@@ -551,7 +568,10 @@ class Client:
         raw, more = b"", False
         try:
             with anyio.move_on_after(deadline) as scope:
-                raw, more = await read_bounded(response, MAX_ERROR_BODY)
+                # a little more than is kept: a key across the cut is masked before the cut
+                raw, more = await read_bounded(response, MAX_ERROR_BODY + min(longest_secret(), 8192))
+                if len(raw) > MAX_ERROR_BODY:
+                    more = True
             more = more or scope.cancelled_caught
         except Exception:
             more = True
@@ -559,8 +579,8 @@ class Client:
             await response.aclose()
         body: object
         if more:
-            excerpt = raw.decode("utf-8", "replace")
-            body = f"{excerpt}... (truncated: only the first {len(raw)} bytes were read)"
+            excerpt = redact(raw.decode("utf-8", "replace"))[:MAX_ERROR_BODY]
+            body = f"{excerpt}... (truncated: only the first {MAX_ERROR_BODY} bytes are kept)"
         else:
             try:
                 body = orjson.loads(raw) if raw else None
@@ -918,6 +938,7 @@ class Client:
         return known
 
 
+_MAX_HEADER_SECRETS = 32
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
 
 
@@ -1013,7 +1034,8 @@ def _json(resp: httpx2.Response) -> dict[str, Any]:
     try:
         body = _jsonexact.loads(resp.content)
     except orjson.JSONDecodeError:
-        raise APIError("the response is not JSON", status=resp.status_code, body=resp.text[:2000]) from None
+        body_text = redact(resp.text)[:2000]
+        raise APIError("the response is not JSON", status=resp.status_code, body=body_text) from None
     if not isinstance(body, dict):
         raise APIError("the response is not a JSON object", status=resp.status_code, body=body)
     return body

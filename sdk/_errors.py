@@ -118,6 +118,11 @@ def _forms(value: str) -> set[str]:
     return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
 
 
+def longest_secret() -> int:
+    """The length of the longest registered spelling of a secret (0: none)."""
+    return max(map(len, _known), default=0)
+
+
 def register_secret(value: str | None) -> bool:
     """Mask ``value`` wherever :func:`redact` runs, until :func:`release_secret`. Clients
     register their own keys and the values of the credential headers they send, and
@@ -128,7 +133,8 @@ def register_secret(value: str | None) -> bool:
     with _known_lock:
         for f in _forms(value):
             _known[f] = _known.get(f, 0) + 1
-        _known_re = _alternation(_known)
+        _known_re = None  # compiled again at the next redact
+        _state[0] = True
     return True
 
 
@@ -142,7 +148,16 @@ def release_secret(value: str) -> None:
                 _known[f] = n
             else:
                 _known.pop(f, None)
-        _known_re = _alternation(_known) if _known else None
+        _known_re = None
+        _state[0] = bool(_known)
+
+
+_state = [False]  # whether a compiled alternation is due (secrets are registered)
+
+
+def _compile() -> None:
+    global _known_re
+    _known_re = _alternation(_known)
 
 
 def _alternation(values: Iterable[str]) -> re.Pattern[str]:
@@ -153,6 +168,11 @@ def redact(text: str) -> str:
     """Mask every registered secret, and anything that looks like an API key or an
     authorization value."""
     known = _known_re
+    if known is None and _state[0]:
+        with _known_lock:
+            if _known_re is None and _known:
+                _compile()
+            known = _known_re
     if known is not None:
         text = known.sub("***", text)
 
@@ -466,7 +486,7 @@ def api_error_from_body(
     if not message:
         message = f"{error_type or 'error'}" + (f" (HTTP {status})" if status is not None else "")
     return cls(
-        message[:2000],
+        redact(message)[:2000],  # masked before it is cut: a cut must not leave half a key
         status=status,
         request_id=request_id,
         error_type=error_type,

@@ -349,3 +349,59 @@ def test_secrets_are_counted_per_registration() -> None:
     release_secret(key)
     assert key in redact(f"echo {key}")  # released: ordinary text again
     assert not register_secret("abc")  # too short to be a secret: ordinary words stay
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_key_across_the_cut_of_an_excerpt_is_still_masked() -> None:
+    key = "llamakey-Q7wQ7wQ7wQ7wQ7wQ7wQ7w"
+    prefix = b"y" * (MAX_ERROR_BODY - 10)  # the key straddles the excerpt's cut
+
+    async def handler(req: Request, reply: Reply) -> None:
+        body = prefix + key.encode() + b"z" * 1000
+        await send_raw(reply, 500, {"content-type": "text/plain"}, body)
+
+    async with fault_server(handler) as server, client(server, api_key=key) as c:
+        with pytest.raises(InternalServerError) as e:
+            await c.create(model="m", max_tokens=5, messages=MSG)
+    body = e.value.body
+    assert isinstance(body, str) and "truncated" in body
+    assert key[:8] not in body  # not even its first half
+
+
+def test_a_long_message_is_masked_before_it_is_cut() -> None:
+    from sdk._errors import api_error_from_body, register_secret, release_secret
+
+    key = "straddling-key-0123456789abcdef"
+    register_secret(key)
+    try:
+        err = api_error_from_body({"error": {"message": "x" * 1990 + key}}, status=400)
+    finally:
+        release_secret(key)
+    assert key[:8] not in str(err) and key[:8] not in repr(err)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_credential_headers_per_request_stay_bounded() -> None:
+    async def handler(req: Request, reply: Reply) -> None:
+        await reply.respond(
+            200,
+            {
+                "type": "message",
+                "id": "m",
+                "role": "assistant",
+                "model": "m",
+                "content": [],
+                "stop_reason": "end_turn",
+                "usage": {},
+            },
+        )
+
+    async with fault_server(handler) as server, client(server) as c:
+        for i in range(100):
+            await c.create(
+                model="m",
+                max_tokens=5,
+                messages=MSG,
+                extra_headers={"authorization": f"Bearer tok-{i:04d}-abc"},
+            )
+        assert len(c._secrets) <= 33  # the key and the latest header values
