@@ -79,7 +79,7 @@ def check_request(params: Mapping[str, Any], *, max_tokens: bool) -> None:
     if not isinstance(model, str) or not model:
         raise InvalidRequestError("model: a model name (a non-empty string) is required", param="model")
     messages = params.get("messages")
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+    if not isinstance(messages, list | tuple):
         raise InvalidRequestError(
             'messages: a list of messages is required, e.g. [{"role": "user", "content": "..."}]',
             param="messages",
@@ -92,12 +92,16 @@ def check_request(params: Mapping[str, Any], *, max_tokens: bool) -> None:
         if m.get("role") not in ("user", "assistant"):
             raise InvalidRequestError(f"messages[{i}].role: 'user' or 'assistant'", param="messages")
         content = m.get("content")
-        if not isinstance(content, str) and (isinstance(content, bytes) or not isinstance(content, Sequence)):
+        if not isinstance(content, str) and not (
+            isinstance(content, list | tuple)
+            and all(isinstance(b, Mapping) and isinstance(b.get("type"), str) for b in content)
+        ):
             raise InvalidRequestError(
-                f"messages[{i}].content: a string or a list of content blocks", param="messages"
+                f'messages[{i}].content: a string or a list of content blocks ({{"type": ...}})',
+                param="messages",
             )
     mt = params.get("max_tokens")
     if mt is None and max_tokens:
         raise InvalidRequestError("max_tokens: a positive integer is required", param="max_tokens")
-    if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
+    if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or not 1 <= mt < 2**31):
         raise InvalidRequestError("max_tokens: a positive integer is required", param="max_tokens")

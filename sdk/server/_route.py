@@ -118,9 +118,10 @@ class Router(httpx2.AsyncBaseTransport):
         current = self._routes.get(rid)
         if current is not failed:
             return current or failed
-        others = [e for e in self.engines if e is not failed and e.healthy]
-        if not others:
+        if len(self.engines) == 1:
             return failed  # nowhere to go: the next attempt tries it again
+        # a healthy engine if there is one, else the next of the others in turn (every
+        # engine down: each retry tries another one)
         target = self._pick(None, avoid=failed)
         failed.in_flight -= 1
         target.in_flight += 1

@@ -96,3 +96,18 @@ async def test_the_openai_backend_does_not_require_max_tokens() -> None:
     async with Client(base_url="http://test/v1", api_key="k-typed", http_client=http) as c:
         msg = await c.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert msg.text == "hi" and seen
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": ["hi", "there"]}]},
+        {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": range(3)}]},
+        {"model": "m", "max_tokens": 10**30, "messages": [{"role": "user", "content": "x"}]},
+    ],
+)
+async def test_shapes_that_would_fail_later_are_refused_first(params: dict[str, Any]) -> None:
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    async with Client(base_url="http://test/v1", api_key="k-typed", http_client=http) as c:
+        with pytest.raises(InvalidRequestError):
+            await c.create(**params)

@@ -158,3 +158,16 @@ async def test_an_unknown_route_goes_to_a_healthy_engine() -> None:
         await http.get("http://engine/v1/models", headers={ROUTE_HEADER: "nonesuch"})
         await http.get("http://engine/v1/models")
     assert [q.url.host for q in seen] == ["10.0.0.2", "10.0.0.2"]
+
+
+async def test_with_every_engine_down_retries_go_round_them() -> None:
+    seen: list[httpx2.Request] = []
+    es = engines(3)
+    router = Router(es, recorder(seen, down={"10.0.0.1", "10.0.0.2", "10.0.0.3"}))
+    rid = router.open()
+    async with httpx2.AsyncClient(transport=router) as http:
+        for _ in range(6):
+            with pytest.raises(httpx2.ConnectError):
+                await http.get("http://engine/x", headers={ROUTE_HEADER: rid})
+    assert {q.url.host for q in seen} == {"10.0.0.1", "10.0.0.2", "10.0.0.3"}
+    assert sum(e.in_flight for e in es) == 1
