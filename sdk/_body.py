@@ -37,11 +37,13 @@ class BodyDecoder:
     def __init__(self, encoding: str | None) -> None:
         enc = (encoding or "identity").strip().lower()
         self._raw_deflate = False
+        self._gzip = False
         self._z: zlib._Decompress | None
         if enc in ("", "identity"):
             self._z = None
         elif enc in ("gzip", "x-gzip"):
             self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            self._gzip = True
         elif enc == "deflate":
             self._z = zlib.decompressobj(zlib.MAX_WBITS)
             self._raw_deflate = True  # switched to raw deflate if the zlib header is missing
@@ -57,6 +59,11 @@ class BodyDecoder:
         """Input is held back, waiting for a call with room."""
         return bool(self._tail)
 
+    @property
+    def held(self) -> int:
+        """Bytes of input held back."""
+        return len(self._tail)
+
     def decode(self, data: bytes, limit: int) -> bytes:
         """Up to ``limit`` decoded bytes from what was held back plus ``data``."""
         if self._z is None:
@@ -64,6 +71,10 @@ class BodyDecoder:
             self._tail = data[limit:]
             return data[:limit]
         data = self._tail + data
+        self._tail = b""
+        if self._raw_deflate and not self._started and len(data) < 2:
+            self._tail = data  # zlib's header or raw deflate: decided on two bytes
+            return b""
         try:
             out = self._z.decompress(data, max(1, limit))
         except zlib.error as e:
@@ -75,7 +86,16 @@ class BodyDecoder:
         self._started = True
         self._raw_deflate = False
         self._tail = self._z.unconsumed_tail
+        if self._gzip and self._z.eof and self._z.unused_data:
+            # another gzip member follows (RFC 1952): decoded as part of the same body
+            self._tail = self._z.unused_data
+            self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
         return out
+
+    def finish(self) -> None:
+        """At the end of the body: a compressed body must have ended where its data did."""
+        if self._z is not None and self._started and not self._z.eof and not self._tail:
+            raise APIConnectionError("the compressed response body ended early (truncated)")
 
 
 def _preread(response: httpx2.Response) -> bytes | None:
@@ -116,6 +136,16 @@ async def read_bounded(response: httpx2.Response, limit: int, *, excerpt: bool =
                 return (b"".join(parts)[:limit] if excerpt else b""), True
             if not (decoder.pending and piece):
                 break
+    while decoder.pending:  # what was held back (a gzip member's header, a last byte)
+        held = decoder.held
+        piece = decoder.decode(b"", min(_PIECE, limit + 1 - size))
+        parts.append(piece)
+        size += len(piece)
+        if size > limit:
+            return (b"".join(parts)[:limit] if excerpt else b""), True
+        if not piece and decoder.held >= held:
+            break
+    decoder.finish()
     return b"".join(parts), False
 
 
@@ -133,3 +163,11 @@ async def decoded_chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
             if not piece:
                 break
             yield piece
+    while decoder.pending:  # what was held back at the end
+        held = decoder.held
+        piece = decoder.decode(b"", _PIECE)
+        if piece:
+            yield piece
+        elif decoder.held >= held:
+            break
+    decoder.finish()

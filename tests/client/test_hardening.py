@@ -405,3 +405,37 @@ async def test_credential_headers_per_request_stay_bounded() -> None:
                 extra_headers={"authorization": f"Bearer tok-{i:04d}-abc"},
             )
         assert len(c._secrets) <= 33  # the key and the latest header values
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_compressed_bodies_of_every_lawful_and_broken_shape() -> None:
+    import gzip
+
+    from sdk import APIConnectionError
+    from sdk._body import read_bounded
+
+    body = b'{"a": "' + b"x" * 5000 + b'"}'
+    gz = gzip.compress(body)
+    raw_deflate = zlib.compress(body, wbits=-zlib.MAX_WBITS)
+
+    def resp(parts: list[bytes], enc: str) -> Any:
+        import httpx2
+
+        class Parts(httpx2.AsyncByteStream):
+            async def __aiter__(self) -> Any:
+                for p in parts:
+                    yield p
+
+        return httpx2.Response(200, headers={"content-encoding": enc}, stream=Parts())
+
+    members = gzip.compress(body[:100]) + gzip.compress(body[100:])
+    for parts, enc in (
+        ([members], "gzip"),
+        ([members[:30], members[30:]], "gzip"),
+        ([raw_deflate[:1], raw_deflate[1:]], "deflate"),
+        ([gz[:10], gz[10:]], "gzip"),
+    ):
+        assert await read_bounded(resp(parts, enc), 1 << 20) == (body, False)
+    for parts in ([gz[:-8]], [gz[: len(gz) // 2]], [gz + b"garbage!"]):
+        with pytest.raises(APIConnectionError):
+            await read_bounded(resp(parts, "gzip"), 1 << 20)
