@@ -275,6 +275,7 @@ class MessageStream:
         self._last_event_id = ""  # the SSE id of the last event received
         self._decoder_now: EventDecoder | None = None  # the current body's decoder
         self._fed = 0  # bytes of the current body (and those it continues) fed to it
+        self._orphan: Callable[[], Awaitable[None]] | None = None  # stops a broken kept stream
 
     @property
     def state(self) -> MessageState:
@@ -504,6 +505,8 @@ class MessageStream:
                 if upstream.cancel is not None and not finished and left:
                     with contextlib.suppress(Exception):  # best effort: else the server's own timeout
                         await upstream.cancel()  # a server that keeps streams: stop it there
+                elif upstream.cancel is not None and not finished:
+                    self._orphan = upstream.cancel  # broken: a resume continues it, or stops it
             if isinstance(end, _End) and observer is not None:
                 if end.stalled:
                     observer.released()
@@ -566,12 +569,21 @@ class MessageStream:
                         "the stream ended before message_stop", partial=self._state.message()
                     )
                     if not self._may_resume():
+                        await self._stop_orphan()
                         self._fail(err)
                     await self._recover(err)
             elif isinstance(item, APIConnectionError) and self._may_resume():
                 await self._recover(item)
             else:
+                await self._stop_orphan()
                 self._fail(item)
+
+    async def _stop_orphan(self) -> None:
+        """The stream ends broken: a server that keeps streams would go on generating."""
+        cancel, self._orphan = self._orphan, None
+        if cancel is not None:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await cancel()
 
     def _fail(self, err: BaseException) -> NoReturn:
         self._done = True
@@ -616,6 +628,7 @@ class MessageStream:
         tg.start_soon(self._pump, upstream, None)
 
     async def _resume_upstream(self, why: ResumeCause) -> None:
+        self._orphan = None  # the hook takes over the broken stream (replay or stop)
         hook, buf, tg = self._resume, self._buf, self._tg
         assert hook is not None and buf is not None and tg is not None
         self._attempts += 1
