@@ -29,6 +29,8 @@ socket, a malformed byte stream), the caller catches the same classes::
     ├── UnknownLanguage               no grammar by that name (ValueError)   sdk.chunking
     ├── GrammarUnavailable            a grammar's wheel is not installed (ImportError)
     ├── JSONChunkError                kind="json" on text that is not JSON (ValueError)
+    ├── BinaryFileError               chunk_file was given a binary file (ValueError)
+    ├── UndecodableFileError          chunk_file was given text that is not UTF-8 (ValueError)
     ├── SessionError                  the session cannot do that now          sdk.session
     │   ├── SessionNotFound           no session under that id (LookupError)
     │   └── SessionStoreError         a store failed or is unreachable (OSError)

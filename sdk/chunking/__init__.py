@@ -8,7 +8,7 @@
 from sdk._tokens import TokenizerError
 
 from . import _markdown  # noqa: F401  (importing it registers kind="markdown")
-from ._api import Chunker, chunk
+from ._api import BinaryFileError, Chunker, FileChunks, UndecodableFileError, chunk
 from ._code import GrammarUnavailable, UnknownLanguage, detect_language, languages
 from ._detect import detect_kind
 from ._json import JSONChunkError, JSONTokenizer
@@ -16,10 +16,12 @@ from ._jsonpieces import JSONPiece, json_pieces, merge_pieces
 from ._types import Chunk, ChunkingWarning, ChunkKind, Section, Splitter
 
 __all__ = [
+    "BinaryFileError",
     "Chunk",
     "ChunkKind",
     "Chunker",
     "ChunkingWarning",
+    "FileChunks",
     "GrammarUnavailable",
     "JSONChunkError",
     "JSONPiece",
@@ -27,6 +29,7 @@ __all__ = [
     "Section",
     "Splitter",
     "TokenizerError",
+    "UndecodableFileError",
     "UnknownLanguage",
     "chunk",
     "detect_kind",

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import itertools
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
+from sdk._errors import SDKError
 from sdk._tokens import DEFAULT_ENCODING, EncodingSpec, known_encodings
 
 from ._engine import Engine, RawChunk, Sizer
 from ._prose import LEVELS, PROSE, boundaries
 from ._types import Chunk, ChunkingWarning, Section
 
-__all__ = ["Chunker", "chunk"]
+__all__ = ["BinaryFileError", "Chunker", "FileChunks", "UndecodableFileError", "chunk"]
 
 _KINDS = ("auto", "text", "markdown", "code", "json", "jsonl")
 
@@ -155,11 +157,68 @@ class Chunker:
             reserve += excess
         raise ValueError(f"heading trails leave no room for text within max_tokens={self.max_tokens}")
 
-    def chunk_file(self, path: str | os.PathLike[str], *, kind: str | None = None) -> list[Chunk]:
-        """Chunk a UTF-8 file; its name is the language hint."""
-        with open(path, encoding="utf-8", newline="") as f:
-            text = f.read()
-        return self.chunk(text, kind=kind, filename=os.fspath(path))
+    def chunk_file(
+        self, path: str | os.PathLike[str], *, kind: str | None = None, errors: str = "strict"
+    ) -> list[Chunk]:
+        """Chunk a UTF-8 file; its name is the language hint.
+
+        A binary file (a NUL byte in its first 8 KiB) is :class:`BinaryFileError`; text
+        that is not UTF-8 is :class:`UndecodableFileError` naming the byte offset, unless
+        ``errors="replace"``, which chunks it with U+FFFD for each bad byte (offsets are
+        then those of the decoded text)."""
+        if errors not in ("strict", "replace"):
+            raise ValueError("errors must be 'strict' or 'replace'")
+        with open(path, "rb") as f:
+            raw = f.read()
+        name = os.fspath(path)
+        if b"\x00" in raw[:8192]:
+            raise BinaryFileError(f"{name}: a binary file (a NUL byte in its first 8 KiB)", path=name)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if errors == "strict":
+                raise UndecodableFileError(
+                    f"{name}: not UTF-8 at byte {e.start} (pass errors='replace' to chunk it anyway)",
+                    path=name,
+                    offset=e.start,
+                ) from None
+            text = raw.decode("utf-8", "replace")
+        if text.startswith("\ufeff"):
+            text = text[1:]  # a byte order mark is not content
+        return self.chunk(text, kind=kind, filename=name)
+
+    def chunk_many(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        kind: str | None = None,
+        errors: str = "strict",
+        workers: int = 1,
+        on_progress: Callable[[FileChunks], None] | None = None,
+    ) -> Iterator[FileChunks]:
+        """Chunk many files, in input order: one :class:`FileChunks` per path, holding its
+        chunks or the error that stopped it (a binary or undecodable file, an unreadable
+        path), so one bad file never ends the run. ``workers`` threads read and chunk
+        files side by side (tree-sitter and tiktoken release the GIL for their part);
+        ``on_progress`` is called after each file, in input order."""
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+
+        def one(path: str | os.PathLike[str]) -> FileChunks:
+            try:
+                return FileChunks(os.fspath(path), self.chunk_file(path, kind=kind, errors=errors), None)
+            except (OSError, ValueError) as e:
+                return FileChunks(os.fspath(path), [], e)
+
+        if workers == 1:
+            results: Iterator[FileChunks] = map(one, paths)
+        else:
+            pool = concurrent.futures.ThreadPoolExecutor(workers)
+            results = _ordered(pool, one, paths, workers * 2)
+        for r in results:
+            if on_progress is not None:
+                on_progress(r)
+            yield r
 
     def _root(self, text: str, kind: str, language: str | None, filename: str | None) -> Section:
         if kind == "auto":
@@ -256,6 +315,53 @@ def _finish(text: str, raw: list[RawChunk], max_tokens: int) -> list[Chunk]:
         )
         byte += size
     return out
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FileChunks:
+    """One file of :meth:`Chunker.chunk_many`: its chunks, or the error that stopped it."""
+
+    path: str
+    chunks: list[Chunk]
+    error: Exception | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class BinaryFileError(SDKError, ValueError):
+    """A file given to ``chunk_file`` is binary; ``path`` names it."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UndecodableFileError(SDKError, ValueError):
+    """A file given to ``chunk_file`` is not UTF-8; ``offset`` is the first bad byte."""
+
+    def __init__(self, message: str, *, path: str, offset: int) -> None:
+        super().__init__(message)
+        self.path = path
+        self.offset = offset
+
+
+def _ordered(
+    pool: concurrent.futures.ThreadPoolExecutor,
+    fn: Callable[[str | os.PathLike[str]], FileChunks],
+    paths: Iterable[str | os.PathLike[str]],
+    window: int,
+) -> Iterator[FileChunks]:
+    """``map`` over a pool with at most ``window`` files in flight, results in order."""
+    with pool:
+        pending: list[concurrent.futures.Future[FileChunks]] = []
+        for p in paths:
+            pending.append(pool.submit(fn, p))
+            if len(pending) >= window:
+                yield pending.pop(0).result()
+        for f in pending:
+            yield f.result()
 
 
 @functools.lru_cache(maxsize=32)

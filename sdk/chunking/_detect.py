@@ -29,6 +29,40 @@ _JSON_EXT = {".json", ".geojson", ".jsonc", ".har", ".ipynb"}
 _JSONL_EXT = {".jsonl", ".ndjson", ".jsonlines"}
 _MARKDOWN_EXT = {".md", ".markdown", ".mdx", ".mkd"}
 _TEXT_EXT = {".txt", ".text", ".log"}
+# Line-oriented configuration and build files: chunked as lines of text (their "#"
+# comments are not Markdown headings).
+_LINES_EXT = {
+    ".toml",
+    ".yaml",
+    ".yml",
+    ".ini",
+    ".cfg",
+    ".conf",
+    ".properties",
+    ".env",
+    ".sql",
+    ".mk",
+    ".dockerfile",
+    ".gitignore",
+    ".gitattributes",
+    ".dockerignore",
+    ".editorconfig",
+    ".npmrc",
+}
+_LINES_NAMES = {
+    "makefile",
+    "gnumakefile",
+    "dockerfile",
+    "containerfile",
+    "procfile",
+    "codeowners",
+    ".gitignore",
+    ".gitattributes",
+    ".dockerignore",
+    ".editorconfig",
+    ".env",
+    ".npmrc",
+}
 _JSON_LINE = re.compile(r"\s*[\[{]")
 _MD_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+\S", re.M)
 _MD_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.M)
@@ -141,6 +175,9 @@ def _decide(text: str, language: str | None, filename: str | None) -> tuple[str,
             return "markdown", f"file name {base!r}", None
         if ext in _TEXT_EXT:
             return "text", f"file name {base!r}", None
+        lowered = base.lower()
+        if ext in _LINES_EXT or lowered in _LINES_NAMES or lowered.startswith(("dockerfile.", "makefile.")):
+            return "text", f"file name {base!r}: line-oriented configuration", None
         name = language_for_filename(filename)
         if name is not None:
             return "code", f"file name {base!r}", name
