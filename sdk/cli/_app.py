@@ -70,9 +70,16 @@ def _console(*, stderr: bool = False) -> Console:
 
 
 def _encoding(value: str) -> str:
-    if value not in known_encodings():
-        raise typer.BadParameter(f"unknown encoding {value!r}; known: {', '.join(known_encodings())}")
-    return value
+    """A tiktoken encoding, or the path of a tokenizer.json (or a folder holding one)."""
+    if value in known_encodings():
+        return value
+    p = Path(value)
+    if p.is_file() or (p / "tokenizer.json").is_file():
+        return value
+    raise typer.BadParameter(
+        f"{value!r} is neither a known encoding ({', '.join(known_encodings())}) "
+        "nor a tokenizer.json (or a folder holding one)"
+    )
 
 
 def _backend(b: Backend | None) -> BackendName | None:
@@ -98,7 +105,12 @@ Hidden = Annotated[
 ]
 Encoding = Annotated[
     str,
-    typer.Option("--encoding", "--tokenizer", callback=_encoding, help="tiktoken encoding to count with."),
+    typer.Option(
+        "--encoding",
+        "--tokenizer",
+        callback=_encoding,
+        help="tiktoken encoding, or a tokenizer.json to count with.",
+    ),
 ]
 BaseURL = Annotated[
     str | None,

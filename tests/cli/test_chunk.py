@@ -141,6 +141,28 @@ def test_kind_and_tokenizer_options(seam: CliRunner, tmp_path: Path) -> None:
     assert r["kind"] == "json" and r["tokens"] == count_tokens(f.read_text(), "cl100k_base")
 
 
+def test_a_tokenizer_json_counts_with_the_models_own_tokenizer(seam: CliRunner, tmp_path: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator(
+        ["the quick brown fox jumps over the lazy dog"] * 50, trainers.BpeTrainer(vocab_size=300)
+    )
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    f = tmp_path / "a.txt"
+    f.write_text("the quick brown fox. " * 40, encoding="utf-8")
+    status, out, _ = run(
+        seam, "chunk", str(f), "--tokenizer", str(path), "--max-tokens", "16", "--jsonl", "-q"
+    )
+    assert status == EXIT_OK
+    for r in records(out):
+        assert r["tokens"] == len(tok.encode(str(r["text"]), add_special_tokens=False).ids) <= 16
+    status, _, err = run(seam, "chunk", str(f), "--tokenizer", str(tmp_path / "nope.json"))
+    assert status == EXIT_USAGE and "tokenizer.json" in err
+
+
 def test_count_local(seam: CliRunner, tree: Path) -> None:
     status, out, _ = run(seam, "count", "notes.md", "app.py", "--encoding", "cl100k_base")
     assert status == EXIT_OK
