@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .._errors import SDKError
-from .._tokens import count_tokens
+from .._tokens import EncodingSpec, count_tokens
 from ._turns import MESSAGE_OVERHEAD, TurnLog
 
 __all__ = ["ContextPolicy", "DefaultPolicy", "FitReport", "SessionBudgetError", "elision_marker"]
@@ -66,8 +66,15 @@ def elision_marker(turns: int, tokens: int) -> str:
 
 
 @functools.cache
-def _marker_bound(encoding: str) -> int:
-    """Tokens of the longest marker (12-digit counts): a bound used while searching."""
+def _marker_bound_named(encoding: str) -> int:
+    return count_tokens(elision_marker(10**12 - 1, 10**12 - 1), encoding) + MESSAGE_OVERHEAD
+
+
+def _marker_bound(encoding: EncodingSpec) -> int:
+    """Tokens of the longest marker (12-digit counts): a bound used while searching
+    (cached for named encodings; a tokenizer object is counted each time)."""
+    if isinstance(encoding, str):
+        return _marker_bound_named(encoding)
     return count_tokens(elision_marker(10**12 - 1, 10**12 - 1), encoding) + MESSAGE_OVERHEAD
 
 

@@ -10,6 +10,7 @@ it can load.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -146,8 +147,17 @@ def _scale(v: Any, where: str) -> None:
 
 
 def _encoding(v: Any, where: str) -> None:
-    if _str(v, where) not in known_encodings():
-        raise DocumentError(where, f"unknown encoding {v!r} (known: {', '.join(known_encodings())})")
+    """A tiktoken name, a tokenizer.json path (or its folder), or null (a tokenizer object,
+    passed again at load)."""
+    if v is None:
+        return
+    if _str(v, where) in known_encodings():
+        return
+    if os.path.isfile(v) or os.path.isfile(os.path.join(v, "tokenizer.json")):
+        return
+    raise DocumentError(
+        where, f"unknown encoding {v!r} (known: {', '.join(known_encodings())}, or a tokenizer.json path)"
+    )
 
 
 def _summary(v: Any, where: str) -> None:

@@ -22,7 +22,7 @@ import anyio
 import orjson
 
 from .._models import Usage
-from .._tokens import DEFAULT_ENCODING, count_tokens
+from .._tokens import DEFAULT_ENCODING, EncodingSpec, count_tokens
 from ..chunking import chunk
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream
 from ._policy import DEFAULT_POLICY, ContextPolicy, FitReport
@@ -77,7 +77,7 @@ class Session:
         summary_tokens: int = 512,
         cache_breakpoints: bool | None = None,
         echoes_prefill: bool | None = None,
-        encoding: str = DEFAULT_ENCODING,
+        encoding: EncodingSpec = DEFAULT_ENCODING,
     ) -> None:
         for name, v in (("context_window", context_window), ("reserve_output", reserve_output)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -387,7 +387,7 @@ class Session:
                 "tools": [dict(t) for t in self.tools],
                 "context_window": self.context_window,
                 "reserve_output": self._reserve,
-                "encoding": self.log.encoding,
+                "encoding": _stored_encoding(self.log.encoding),
                 "scale": self.scale,
                 "summarize": self.summarize,
                 "summary_tokens": self.summary_tokens,
@@ -535,6 +535,14 @@ class Session:
             raise SessionFileError(f"{p}: bad {e.where}: {e.problem}", path=p, where=e.where) from None
         s = doc["session"]
         where = "session"
+        encoding = options.pop("encoding", s["encoding"])
+        if encoding is None:
+            raise SessionFileError(
+                f"{p}: bad session.encoding: null (the session was counted with a tokenizer "
+                "object, which a file cannot hold: pass it again, Session.load(..., encoding=tokenizer))",
+                path=p,
+                where="session.encoding",
+            )
         try:  # the types are right; what is left are values that do not fit together
             self = cls(
                 client,
@@ -545,7 +553,7 @@ class Session:
                 tools=s["tools"] or None,
                 summarize=s["summarize"],
                 summary_tokens=s["summary_tokens"],
-                encoding=s["encoding"],
+                encoding=encoding,
                 **options,
             )
             self.scale = float(s["scale"])
@@ -609,3 +617,13 @@ def _usage_list(u: Usage | None) -> list[int | None] | None:
 
 def _usage_of(v: Any) -> Usage | None:
     return None if v is None else Usage(*v)
+
+
+def _stored_encoding(encoding: EncodingSpec) -> str | None:
+    """What a session file keeps of its encoding: a tiktoken name or a tokenizer.json
+    path; ``None`` for a tokenizer object (passed again at load)."""
+    if isinstance(encoding, str):
+        return encoding
+    if isinstance(encoding, os.PathLike):
+        return os.fspath(encoding)
+    return None

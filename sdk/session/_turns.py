@@ -16,7 +16,7 @@ from typing import Any, Literal
 import orjson
 
 from .._models import Usage
-from .._tokens import DEFAULT_ENCODING, count_tokens
+from .._tokens import DEFAULT_ENCODING, EncodingSpec, count_tokens
 from ._schema import DocumentError, check_block
 
 __all__ = ["MESSAGE_OVERHEAD", "Turn", "TurnKind", "TurnLog", "block_tokens"]
@@ -66,7 +66,7 @@ class Turn:
         )
 
 
-def block_tokens(block: Mapping[str, Any], encoding: str = DEFAULT_ENCODING) -> int:
+def block_tokens(block: Mapping[str, Any], encoding: EncodingSpec = DEFAULT_ENCODING) -> int:
     """Local estimate of one content block (text as text, anything else as its JSON)."""
     kind = block.get("type")
     if kind == "text":
@@ -122,7 +122,7 @@ class TurnLog:
     tell a stable prefix from a changed one without comparing content.
     """
 
-    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
+    def __init__(self, encoding: EncodingSpec = DEFAULT_ENCODING) -> None:
         self.encoding = encoding
         self.epoch = 0
         self._turns: list[Turn] = []
