@@ -62,7 +62,11 @@ _CLAUSE = regex.compile(
 )
 _WORD = regex.compile(_HSPACE + r"+")
 # A run of graphemes that each start with an identifier character, or one other grapheme.
-_IDENT_OR_GRAPHEME = regex.compile(r"(?:(?=[\p{XID_Continue}])\X)+|\X")
+# The run is bounded: the regex module keeps state per repetition, and an unbounded run
+# of millions of identifier characters (a hex dump, DNA, CJK without punctuation) raised
+# MemoryError. A longer run is several pieces, cut at grapheme boundaries.
+IDENT_RUN_MAX = 65536
+_IDENT_OR_GRAPHEME = regex.compile(r"(?:(?=[\p{XID_Continue}])\X){1," + str(IDENT_RUN_MAX) + r"}|\X")
 _GRAPHEME = regex.compile(r"\X")
 
 

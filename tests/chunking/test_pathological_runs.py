@@ -107,3 +107,13 @@ def test_long_punctuation_runs_chunk_whole() -> None:
         chunks = chunk(text, max_tokens=64, kind="text")
         assert "".join(c.text for c in chunks) == text
         assert all(c.tokens <= 64 or c.oversize for c in chunks)
+
+
+def test_an_identifier_run_is_bounded_so_millions_of_letters_do_not_exhaust_memory() -> None:
+    """The identifier pattern keeps state per grapheme of a run; a run is at most
+    IDENT_RUN_MAX graphemes, so a run of millions (which raised MemoryError) is several
+    pieces cut at grapheme boundaries."""
+    text = "a" * (3 * _prose.IDENT_RUN_MAX + 5)
+    cuts = _prose._identifiers(text, 0, len(text))
+    assert cuts == [_prose.IDENT_RUN_MAX, 2 * _prose.IDENT_RUN_MAX, 3 * _prose.IDENT_RUN_MAX]
+    assert _prose._identifiers("ユーザー名 abc", 0, 9) == [5, 6]  # ordinary runs unchanged
