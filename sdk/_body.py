@@ -13,8 +13,9 @@ client asks for; any other is a clear error rather than bytes misread as text.
 
 from __future__ import annotations
 
+import contextlib
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 
 import httpx2
 
@@ -72,6 +73,8 @@ class BodyDecoder:
             return data[:limit]
         data = self._tail + data
         self._tail = b""
+        if not data:
+            return b""
         if self._raw_deflate and not self._started and len(data) < 2:
             self._tail = data  # zlib's header or raw deflate: decided on two bytes
             return b""
@@ -107,13 +110,14 @@ def _preread(response: httpx2.Response) -> bytes | None:
         return None
 
 
-async def _raw(response: httpx2.Response) -> AsyncIterator[bytes]:
-    data = _preread(response)
-    if data is not None:
-        yield data
-        return
-    async for raw in response.aiter_raw():
-        yield raw
+async def _raw(response: httpx2.Response, pre: bytes | None) -> AsyncIterator[bytes]:
+    """The body's raw reads, then one empty read (for what the decoder holds back)."""
+    if pre is not None:
+        yield pre
+    else:
+        async for raw in response.aiter_raw():
+            yield raw
+    yield b""
 
 
 async def read_bounded(response: httpx2.Response, limit: int, *, excerpt: bool = True) -> tuple[bytes, bool]:
@@ -121,53 +125,45 @@ async def read_bounded(response: httpx2.Response, limit: int, *, excerpt: bool =
     ``excerpt=False``, no bytes: the caller has no use for them). The body is not read,
     nor decompressed, past that point; it is decoded in pieces of at most 64 KiB, so
     memory stays near ``limit`` plus one piece."""
-    pre = _preread(response)
-    decoder = BodyDecoder(None if pre is not None else response.headers.get("content-encoding"))
     parts: list[bytes] = []
     size = 0
-    async for raw in _raw(response):
-        data = raw
-        while True:
-            piece = decoder.decode(data, min(_PIECE, limit + 1 - size))
-            data = b""
+    async with contextlib.aclosing(decoded_chunks(response, budget=limit + 1)) as pieces:
+        async for piece in pieces:
             parts.append(piece)
             size += len(piece)
             if size > limit:
                 return (b"".join(parts)[:limit] if excerpt else b""), True
-            if not (decoder.pending and piece):
-                break
-    while decoder.pending:  # what was held back (a gzip member's header, a last byte)
-        held = decoder.held
-        piece = decoder.decode(b"", min(_PIECE, limit + 1 - size))
-        parts.append(piece)
-        size += len(piece)
-        if size > limit:
-            return (b"".join(parts)[:limit] if excerpt else b""), True
-        if not piece and decoder.held >= held:
-            break
-    decoder.finish()
     return b"".join(parts), False
 
 
-async def decoded_chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
-    """A streamed body, decoded, in pieces of at most 64 KiB (so flow control applies to
-    what a compressed read expands to)."""
+async def decoded_chunks(response: httpx2.Response, *, budget: int | None = None) -> AsyncGenerator[bytes]:
+    """A body, decoded, in pieces of at most 64 KiB (so flow control applies to what a
+    compressed read expands to); with ``budget``, at most that many bytes in all (nothing
+    is read or decompressed past them)."""
     pre = _preread(response)
     decoder = BodyDecoder(None if pre is not None else response.headers.get("content-encoding"))
-    async for raw in _raw(response):
-        piece = decoder.decode(raw, _PIECE)
-        if piece:
+    produced = 0
+
+    def room() -> int:
+        return _PIECE if budget is None else min(_PIECE, budget - produced)
+
+    async for raw in _raw(response, pre):
+        for piece in _drain(decoder, raw, room):
+            produced += len(piece)
             yield piece
-        while decoder.pending:
-            piece = decoder.decode(b"", _PIECE)
-            if not piece:
-                break
-            yield piece
-    while decoder.pending:  # what was held back at the end
-        held = decoder.held
-        piece = decoder.decode(b"", _PIECE)
-        if piece:
-            yield piece
-        elif decoder.held >= held:
-            break
+            if budget is not None and produced >= budget:
+                return
     decoder.finish()
+
+
+def _drain(decoder: BodyDecoder, data: bytes, room: Callable[[], int]) -> Iterator[bytes]:
+    """Decode ``data`` and what the decoder holds back, a piece at a time, while that
+    makes progress (a piece, or held input consumed)."""
+    while True:
+        held = decoder.held + len(data)
+        piece = decoder.decode(data, room())
+        data = b""
+        if piece:
+            yield piece
+        if not decoder.pending or (not piece and decoder.held >= held):
+            return

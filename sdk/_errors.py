@@ -136,7 +136,6 @@ def register_secret(value: str | None) -> bool:
         for f in _forms(value):
             _known[f] = _known.get(f, 0) + 1
         _known_re = None  # compiled again at the next redact
-        _state[0] = True
     return True
 
 
@@ -151,15 +150,6 @@ def release_secret(value: str) -> None:
             else:
                 _known.pop(f, None)
         _known_re = None
-        _state[0] = bool(_known)
-
-
-_state = [False]  # whether a compiled alternation is due (secrets are registered)
-
-
-def _compile() -> None:
-    global _known_re
-    _known_re = _alternation(_known)
 
 
 def _alternation(values: Iterable[str]) -> re.Pattern[str]:
@@ -169,11 +159,12 @@ def _alternation(values: Iterable[str]) -> re.Pattern[str]:
 def redact(text: str) -> str:
     """Mask every registered secret, and anything that looks like an API key or an
     authorization value."""
+    global _known_re
     known = _known_re
-    if known is None and _state[0]:
+    if known is None and _known:  # registered secrets, not yet compiled
         with _known_lock:
             if _known_re is None and _known:
-                _compile()
+                _known_re = _alternation(_known)
             known = _known_re
     if known is not None:
         text = known.sub("***", text)
