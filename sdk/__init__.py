@@ -38,8 +38,9 @@ from ._errors import (
 from ._map import MapProgress, MapResult, MapRun
 from ._params import ContentBlockParam, CountTokensParams, CreateParams, MessageParam, ToolParam
 from ._retry import RetryBudget, RetryPolicy
+from ._servertok import ServerTokenizer
 from ._sync import SyncClient, SyncStream
-from ._tokens import EncodingUnavailable, count_tokens, get_encoding, known_encodings
+from ._tokens import EncodingUnavailable, acount_tokens, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
 from .scheduler import RequestMetrics, Scheduler, Tier, TierMetrics
 from .session import FitReport, Session, SessionBudgetError, SessionConflict, SessionError, SessionFileError
@@ -96,6 +97,7 @@ __all__ = [
     "SSEError",
     "SSEEventTooLargeError",
     "Scheduler",
+    "ServerTokenizer",
     "Session",
     "SessionBudgetError",
     "SessionConflict",
@@ -115,6 +117,7 @@ __all__ = [
     "ToolUseBlock",
     "UnprocessableEntityError",
     "Usage",
+    "acount_tokens",
     "chunk",
     "count_tokens",
     "get_encoding",

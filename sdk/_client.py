@@ -58,6 +58,7 @@ from ._errors import (
     RedirectError,
     ResponseTooLargeError,
     SDKError,
+    UnprocessableEntityError,
     api_error_from_body,
     error_from_transport,
     longest_secret,
@@ -303,6 +304,7 @@ class Client:
         self._http = http_client or httpx2.AsyncClient(timeout=self.timeout, http2=http2)
         self._live: set[Stream] = set()
         self._server_counts = True
+        self._tokenize_flavor: Literal["llama", "vllm"] | None = None  # learnt from the first answer
         self._closed = False
         self._rng = random.Random()
         sched = scheduler if scheduler is not None else Scheduler()
@@ -889,6 +891,62 @@ class Client:
                     return TokenCount(n, "server")
         return TokenCount(_estimate(request), "estimate")
 
+    async def tokenize(self, text: str, *, model: str | None = None, timeout: TimeoutArg = None) -> list[int]:
+        """Token ids of ``text`` in the server's own tokenizer: ``/tokenize`` of llama-server,
+        vLLM, or a seam scheduling server in front of either.
+
+        No special tokens are added (no BOS), and where the server can (llama-server)
+        special-token strings in ``text`` are ordinary text, as in :func:`sdk.count_tokens`.
+        For many texts, or exact chunking budgets, use :class:`sdk.ServerTokenizer`."""
+        ids, _ = await self._tokenize(text, model=model, pieces=False, timeout=timeout)
+        return ids
+
+    async def _tokenize(
+        self,
+        text: str,
+        *,
+        model: str | None,
+        pieces: bool,
+        timeout: TimeoutArg = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> tuple[list[int], list[str | list[int]] | None]:
+        """Ids of ``text`` and, when ``pieces`` and the server gives them (llama-server),
+        each token's piece: a string, or a list of byte values for part of a character."""
+        if not isinstance(text, str):
+            raise TypeError(f"tokenize() takes str, not {type(text).__name__}")
+        if not text:
+            return [], ([] if pieces else None)
+        flavor = self._tokenize_flavor
+        while True:
+            # The first request carries both servers' fields; the answer says which it was.
+            body: dict[str, Any] = {}
+            if flavor != "vllm":  # llama-server's fields
+                body.update(content=text, add_special=False, parse_special=False, with_pieces=pieces)
+            if flavor != "llama":  # vLLM's
+                body.update(prompt=text, add_special_tokens=False)
+                if model is not None:
+                    body["model"] = model
+            try:
+                resp = await self._send(
+                    "POST", "/tokenize", body=body, headers=extra_headers, timeout=timeout, root=True
+                )
+            except (BadRequestError, UnprocessableEntityError):
+                if flavor is None:
+                    raise
+                flavor = None  # another kind of server behind the same URL: ask with both
+                continue
+            except NotFoundError as e:
+                e.message = (
+                    f"{self._root()}/tokenize does not exist: counts from the server need "
+                    f"llama-server, vLLM or a seam server in front of them ({e.message})"
+                )
+                raise
+            break
+        data = _json(resp)
+        if flavor is None:
+            self._tokenize_flavor = flavor = "vllm" if "max_model_len" in data else "llama"
+        return _tokens_from(data, resp.status_code, pieces=pieces and flavor == "llama")
+
     async def models(self, *, timeout: TimeoutArg = None) -> list[ModelInfo]:
         """The server's model list (``/v1/models`` or ``/models``)."""
         resp = await self._send("GET", self._backend.models_path, timeout=timeout)
@@ -1039,6 +1097,35 @@ def _json(resp: httpx2.Response) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise APIError("the response is not a JSON object", status=resp.status_code, body=body)
     return body
+
+
+def _tokens_from(
+    data: dict[str, Any], status: int, *, pieces: bool
+) -> tuple[list[int], list[str | list[int]] | None]:
+    """Ids (and pieces) from a ``/tokenize`` answer: ``{"tokens": [id, ...]}``, or with
+    pieces ``{"tokens": [{"id": id, "piece": "text" | [byte, ...]}, ...]}``."""
+    tokens = data.get("tokens")
+    if not isinstance(tokens, list):
+        raise APIError("the /tokenize answer has no list of tokens", status=status, body=None)
+    ids: list[int] = []
+    got: list[str | list[int]] = []
+    for t in tokens:
+        if isinstance(t, dict):
+            i, piece = t.get("id"), t.get("piece")
+            if isinstance(piece, str) or (
+                isinstance(piece, list) and all(isinstance(b, int) and 0 <= b < 256 for b in piece)
+            ):
+                got.append(piece)
+            else:
+                raise APIError("a /tokenize piece is neither text nor bytes", status=status, body=None)
+        else:
+            i = t
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise APIError("a /tokenize token id is not a non-negative integer", status=status, body=None)
+        ids.append(i)
+    if pieces and len(got) == len(ids):
+        return ids, got
+    return ids, None
 
 
 def _texts(params: Mapping[str, Any]) -> tuple[list[str], int]:

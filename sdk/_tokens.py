@@ -20,13 +20,18 @@ import functools
 import gzip
 import hashlib
 import importlib.resources
+import inspect
 import os
 import tempfile
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 import regex
 import tiktoken
 
@@ -41,11 +46,15 @@ __all__ = [
     "Encoder",
     "EncodingSpec",
     "EncodingUnavailable",
+    "SupportsAsyncEncode",
     "SupportsEncode",
     "TokenizerError",
+    "WorkerEncoder",
+    "acount_tokens",
     "count_tokens",
     "encoder",
     "get_encoding",
+    "is_async_tokenizer",
     "known_encodings",
     "pattern",
     "token_byte_lengths",
@@ -361,6 +370,107 @@ class SupportsEncode(Protocol):
 EncodingSpec: TypeAlias = "str | os.PathLike[str] | SupportsEncode | tokenizers.Tokenizer"
 
 
+@runtime_checkable
+class SupportsAsyncEncode(Protocol):
+    """An async tokenizer (:class:`sdk.ServerTokenizer`): ``await encode(text)`` gives the ids.
+
+    It may also have ``async count(text) -> int`` and ``async encode_ends(text,
+    start_byte) -> list[int]`` (the UTF-8 end of every token), which are used when there.
+    """
+
+    async def encode(self, text: str, /) -> Sequence[int]: ...
+
+
+# What the async entry points (``Chunker.achunk``, ``acount_tokens``) take.
+AsyncEncodingSpec: TypeAlias = "EncodingSpec | SupportsAsyncEncode"
+
+
+def is_async_tokenizer(obj: object) -> bool:
+    """Whether ``obj`` is a tokenizer whose ``encode`` must be awaited."""
+    return not isinstance(obj, (str, os.PathLike)) and inspect.iscoroutinefunction(
+        getattr(obj, "encode", None)
+    )
+
+
+async def acount_tokens(text: str, encoding: AsyncEncodingSpec = DEFAULT_ENCODING) -> int:
+    """Exact token count of ``text``, awaited: with an async tokenizer (a
+    :class:`sdk.ServerTokenizer`) it is the server's count; a local encoding counts a
+    long text in a worker thread so the event loop goes on."""
+    if is_async_tokenizer(encoding):
+        count = getattr(encoding, "count", None)
+        if inspect.iscoroutinefunction(count):
+            n: int = await count(text)
+            return n
+        return len(await encoding.encode(text))  # type: ignore[union-attr, misc]
+    counter = token_counter(encoding)  # type: ignore[arg-type]
+    if len(text) < 1 << 16:
+        return counter.count(text)
+    return await anyio.to_thread.run_sync(counter.count, text)
+
+
+class WorkerEncoder:
+    """An async tokenizer for synchronous code in an anyio worker thread.
+
+    The chunking engine is synchronous; ``Chunker.achunk`` runs it in a worker thread
+    and hands it this, which carries each request back to the event loop
+    (``anyio.from_thread.run``) and waits for the answer. The caller's cancellation
+    reaches the request and ends the engine's work with it. Counts of texts up to
+    64 KiB are remembered (the engine may ask for one text more than once).
+    """
+
+    __slots__ = ("_cache", "_count", "_ends", "_tok", "name")
+
+    _CACHE_ENTRIES = 4096
+    _CACHE_CHARS = 1 << 16
+
+    def __init__(self, tok: SupportsAsyncEncode, name: str) -> None:
+        self._tok = tok
+        self.name = name
+        count = getattr(tok, "count", None)
+        ends = getattr(tok, "encode_ends", None)
+        self._count = count if inspect.iscoroutinefunction(count) else None
+        self._ends = ends if inspect.iscoroutinefunction(ends) else None
+        self._cache: OrderedDict[str, int] = OrderedDict()
+
+    @staticmethod
+    def _run(fn: Callable[..., Any], *args: object) -> Any:
+        anyio.from_thread.check_cancelled()
+        return anyio.from_thread.run(fn, *args)
+
+    def _remember(self, text: str, n: int) -> None:
+        if len(text) <= self._CACHE_CHARS:
+            self._cache[text] = n
+            if len(self._cache) > self._CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = list(self._run(self._tok.encode, text))
+        self._remember(text, len(ids))
+        return ids
+
+    def count(self, text: str) -> int:
+        n = self._cache.get(text)
+        if n is not None:
+            self._cache.move_to_end(text)
+            return n
+        if self._count is None:
+            return len(self.encode(text))
+        got = self._run(self._count, text)
+        if isinstance(got, bool) or not isinstance(got, int):
+            raise TypeError(f"{self.name}: count() returned {type(got).__name__}, not int")
+        self._remember(text, got)
+        return got
+
+    def encode_ends(self, text: str, start_byte: int) -> list[int]:
+        if self._ends is None:
+            n = self.count(text)
+            width = len(text.encode("utf-8"))
+            return [start_byte + (width * (i + 1)) // n for i in range(n)]
+        ends: list[int] = list(self._run(self._ends, text, start_byte))
+        self._remember(text, len(ends))
+        return ends
+
+
 def _utf8_ends(text: str) -> list[int]:
     """UTF-8 byte offset of every character end of ``text``, with 0 first (by character index)."""
     if text.isascii():
@@ -470,10 +580,20 @@ def _unknown(name: str) -> ValueError:
     )
 
 
-def token_counter(encoding: EncodingSpec = DEFAULT_ENCODING) -> Encoder | HFEncoder | GenericEncoder:
+def token_counter(
+    encoding: EncodingSpec = DEFAULT_ENCODING,
+) -> Encoder | HFEncoder | GenericEncoder | WorkerEncoder:
     """The exact counter for ``encoding`` (see :func:`count_tokens` for what it may be)."""
     if isinstance(encoding, str) and encoding in _SPECS:
         return encoder(encoding)
+    if isinstance(encoding, (Encoder, HFEncoder, GenericEncoder, WorkerEncoder)):
+        return encoding
+    if is_async_tokenizer(encoding):
+        raise TypeError(
+            f"{type(encoding).__name__} is an async tokenizer: count with "
+            "'await sdk.acount_tokens(text, encoding=...)' and chunk with "
+            "'await Chunker(..., encoding=...).achunk(text)'"
+        )
     if isinstance(encoding, (str, os.PathLike)):
         path = os.fspath(encoding)
         if os.path.isdir(path) and os.path.isfile(os.path.join(path, "tokenizer.json")):

@@ -10,8 +10,18 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 
+import anyio
+import anyio.to_thread
+
 from sdk._errors import SDKError
-from sdk._tokens import DEFAULT_ENCODING, EncodingSpec, known_encodings
+from sdk._tokens import (
+    DEFAULT_ENCODING,
+    AsyncEncodingSpec,
+    EncodingSpec,
+    WorkerEncoder,
+    is_async_tokenizer,
+    known_encodings,
+)
 
 from ._engine import Engine, RawChunk, Sizer
 from ._prose import LEVELS, PROSE, boundaries
@@ -51,7 +61,9 @@ class Chunker:
 
     ``encoding`` is a tiktoken name, a ``tokenizers.Tokenizer`` (counted without
     special tokens), a path to a ``tokenizer.json``, or any object with
-    ``encode(str) -> Sequence[int]``; every reported count is exact in it.
+    ``encode(str) -> Sequence[int]``; every reported count is exact in it. An async
+    tokenizer (:class:`sdk.ServerTokenizer`: the server's own counts) is taken too, and
+    then chunking is awaited: ``await chunker.achunk(text)``.
 
     ``max_tokens`` is the budget of every chunk, overlap included. ``overlap`` tokens
     of the previous chunk's tail (cut at a word or grapheme boundary) are carried at
@@ -71,7 +83,7 @@ class Chunker:
         self,
         max_tokens: int = 512,
         *,
-        encoding: EncodingSpec = DEFAULT_ENCODING,
+        encoding: AsyncEncodingSpec = DEFAULT_ENCODING,
         overlap: int = 0,
         kind: str = "auto",
         language: str | None = None,
@@ -91,7 +103,8 @@ class Chunker:
         self.encoding = encoding
         self.kind = kind
         self.language = language
-        self.sizer = Sizer(encoding)
+        # An async tokenizer is reached from a worker thread, one bridge per call.
+        self.sizer: Sizer | None = None if is_async_tokenizer(encoding) else Sizer(encoding)  # type: ignore[arg-type]
 
     def chunk(
         self,
@@ -103,6 +116,60 @@ class Chunker:
         heading_context: bool = False,
     ) -> list[Chunk]:
         """Chunk ``text``; see :func:`chunk` for the arguments."""
+        if self.sizer is None:
+            raise TypeError("this Chunker counts with an async tokenizer: use 'await chunker.achunk(text)'")
+        return self._chunk(self.sizer, text, kind, language, filename, heading_context)
+
+    async def achunk(
+        self,
+        text: str,
+        *,
+        kind: str | None = None,
+        language: str | None = None,
+        filename: str | None = None,
+        heading_context: bool = False,
+    ) -> list[Chunk]:
+        """:meth:`chunk`, awaited: the work runs in a worker thread, so the event loop
+        goes on. With an async tokenizer (:class:`sdk.ServerTokenizer`) every count the
+        chunks report comes from it; cancelling the call cancels its pending request and
+        ends the work. Several ``achunk`` calls may run side by side (a task group, or
+        :meth:`achunk_many`), their requests sharing the tokenizer's concurrency."""
+        sizer = self.sizer
+        if sizer is None:
+            tok = self.encoding
+            sizer = Sizer(WorkerEncoder(tok, getattr(tok, "name", None) or type(tok).__name__))  # type: ignore[arg-type]
+        return await anyio.to_thread.run_sync(
+            functools.partial(self._chunk, sizer, text, kind, language, filename, heading_context)
+        )
+
+    async def achunk_many(
+        self, texts: Iterable[str], *, kind: str | None = None, concurrency: int = 4
+    ) -> list[list[Chunk]]:
+        """Chunk each text (``concurrency`` at once, each in a worker thread), in order."""
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        items = list(texts)
+        out: list[list[Chunk]] = [[] for _ in items]
+        limiter = anyio.CapacityLimiter(concurrency)
+
+        async def one(i: int, text: str) -> None:
+            async with limiter:
+                out[i] = await self.achunk(text, kind=kind)
+
+        async with anyio.create_task_group() as tg:
+            for i, text in enumerate(items):
+                tg.start_soon(one, i, text)
+        return out
+
+    def _chunk(
+        self,
+        sizer: Sizer,
+        text: str,
+        kind: str | None,
+        language: str | None,
+        filename: str | None,
+        heading_context: bool,
+    ) -> list[Chunk]:
         text = _check_text(text)
         kind = self.kind if kind is None else kind
         if kind not in _KINDS:
@@ -113,14 +180,14 @@ class Chunker:
             return []
         root = self._root(text, kind, language if language is not None else self.language, filename)
         if heading_context and root.kind == "markdown":
-            return self._with_heading_context(text, root)
-        raw = Engine(text, self.max_tokens - self.overlap, self.sizer).run(root)
+            return self._with_heading_context(sizer, text, root)
+        raw = Engine(text, self.max_tokens - self.overlap, sizer).run(root)
         chunks = _finish(text, raw, self.max_tokens)
         if self.overlap:
-            chunks = self._with_overlap(text, chunks)
+            chunks = self._with_overlap(sizer, text, chunks)
         return chunks
 
-    def _with_heading_context(self, text: str, root: Section) -> list[Chunk]:
+    def _with_heading_context(self, sizer: Sizer, text: str, root: Section) -> list[Chunk]:
         """Prefix each chunk with its heading trail, counted inside the budget.
 
         The source parts are packed to a budget lowered by what the longest trail
@@ -137,13 +204,13 @@ class Chunker:
                 break
             out: list[Chunk] = []
             excess = 0
-            raw = Engine(text, budget, self.sizer).run(root)
+            raw = Engine(text, budget, sizer).run(root)
             for r, c in zip(raw, _finish(text, raw, self.max_tokens)):
                 context = f"{c.path}\n\n" if c.path else ""
                 if not context:
                     out.append(c)
                     continue
-                n = self.sizer.count(context + c.text)
+                n = sizer.count(context + c.text)
                 if n > self.max_tokens:
                     if r.oversize:
                         # An indivisible unit over the lowered budget: the trail would
@@ -238,10 +305,10 @@ class Chunker:
             return PROSE.root(text)
         return factory(text, language, filename)
 
-    def _with_overlap(self, text: str, chunks: list[Chunk]) -> list[Chunk]:
+    def _with_overlap(self, sizer: Sizer, text: str, chunks: list[Chunk]) -> list[Chunk]:
         out = [chunks[0]]
         for prev, cur in itertools.pairwise(chunks):
-            start = _overlap_start(text, prev.start, cur, self.overlap, self.max_tokens, self.sizer)
+            start = _overlap_start(text, prev.start, cur, self.overlap, self.max_tokens, sizer)
             if start == cur.start:
                 out.append(cur)
                 continue
@@ -251,7 +318,7 @@ class Chunker:
                     carried,
                     start,
                     cur.end,
-                    self.sizer.count(carried),
+                    sizer.count(carried),
                     cur.kind,
                     cur.language,
                     cur.path,

@@ -275,6 +275,7 @@ class ServerApp:
             "/v1/messages/count_tokens": ("POST", self._count_tokens),
             "/v1/chat/completions": ("POST", self._chat),
             "/v1/models": ("GET", self._list_models),
+            "/tokenize": ("POST", self._tokenize),
         }
         route = routes.get(path)
         if route is None:
@@ -622,6 +623,38 @@ class ServerApp:
         finally:
             self._router().close(route)
         await send_json(send, 200, {"input_tokens": n.input_tokens})
+
+    async def _tokenize(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+        """An engine's ``/tokenize``, in llama-server's shape (``content``, ``with_pieces``)
+        or vLLM's (``prompt``, ``model``): no special tokens are added, and special-token
+        strings are ordinary text where the engine allows it. The answer has ``tokens``
+        (ids, or ``{"id", "piece"}`` objects with ``with_pieces`` where the engine gives
+        pieces) and ``count``."""
+        data = await self._body(receive)
+        text = data.get("content", data.get("prompt"))
+        if not isinstance(text, str):
+            raise HTTPError(
+                400, "invalid_request_error", "content: the text to tokenize (a string) is required"
+            )
+        model = data.get("model")
+        pieces = data.get("with_pieces") is True
+        route = self._route_for(scope)
+        try:
+            ids, got = await self._call(
+                receive,
+                self.client._tokenize(
+                    text,
+                    model=model if isinstance(model, str) else None,
+                    pieces=pieces,
+                    extra_headers={ROUTE_HEADER: route},
+                ),
+            )
+        finally:
+            self._router().close(route)
+        tokens: list[Any] = (
+            [{"id": i, "piece": p} for i, p in zip(ids, got, strict=True)] if got is not None else ids
+        )
+        await send_json(send, 200, {"tokens": tokens, "count": len(ids)})
 
     async def _list_models(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         now = anyio.current_time()

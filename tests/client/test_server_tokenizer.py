@@ -1,0 +1,253 @@
+"""Exact counts from the server's own tokenizer: ``Client.tokenize``, ``ServerTokenizer``
+and ``Chunker.achunk`` against the real llama-server (Gemma 3's tokenizer, which no
+local encoding matches), and the answers a broken or hostile server may give."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from sdk import APIError, Client, NotFoundError, ServerTokenizer, acount_tokens, count_tokens
+from sdk._tokens import WorkerEncoder
+from sdk.chunking import Chunker, chunk
+from tests.corpus import corpus_files
+from tests.invariants import grapheme_starts
+from tests.llama import LlamaServer
+
+pytestmark = pytest.mark.anyio
+
+# A few files of every kind; the start of each keeps the test short on a 2-core machine.
+_FILES = [
+    "prose/en_harbor_log_longform.txt",
+    "prose/ja_dialogue_kinsoku.txt",
+    "prose/emoji_sequences.txt",
+    "prose/zh_hans_long_paragraph.txt",
+    "code/shapes.py",
+    "code/lib.rs",
+    "json/cjk_product.json",
+    "jsonl/chat_turns.jsonl",
+    "markdown/ja_readme.md",
+    "mixed/incident-chat",
+]
+_HEAD = 5000
+
+
+def _corpus() -> list[tuple[str, str, str]]:
+    files = {cf.name: cf for cf in corpus_files()}
+    out = []
+    for name in _FILES:
+        cf = files[name]
+        text = cf.read()[:_HEAD]
+        kind = cf.kind
+        if kind in ("json", "jsonl"):
+            kind = "text"  # a cut-off document is no longer JSON
+        out.append((name, text, kind))
+    return out
+
+
+async def _check(tok: ServerTokenizer, text: str, chunks: list[Any], budget: int) -> None:
+    """Tiling, exact server counts, budgets, never inside a grapheme."""
+    assert "".join(c.text for c in chunks) == text
+    starts = grapheme_starts(text)
+    pos = 0
+    for c in chunks:
+        assert c.start == pos and text[c.start : c.end] == c.text
+        assert c.start in starts
+        assert c.oversize == (c.tokens > budget)
+        pos = c.end
+    assert await tok.count_many([c.text for c in chunks]) == [c.tokens for c in chunks]
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_every_invariant_holds_in_the_servers_tokens(llama_server: LlamaServer) -> None:
+    async with Client(base_url=llama_server.url, api_key="unused") as client:
+        tok = ServerTokenizer(client)
+        over_locally = 0
+        for budget in (16, 64, 256):
+            chunker = Chunker(budget, encoding=tok)
+            for name, text, kind in _corpus():
+                chunks = await chunker.achunk(text, kind=kind, filename=name)
+                await _check(tok, text, chunks, budget)
+                assert not any(c.oversize for c in chunks), name
+                # The same budget in a local encoding is not a budget in Gemma's tokens.
+                local = chunk(text, budget, kind=kind, filename=name)
+                sizes = await tok.count_many([c.text for c in local])
+                over_locally += sum(n > budget for n in sizes)
+        assert over_locally > 0
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_overlap_and_heading_trails_are_counted_by_the_server(llama_server: LlamaServer) -> None:
+    files = {cf.name: cf for cf in corpus_files()}
+    md = files["markdown/zh_rate_limiter_article.md"].read()[:6000]
+    prose = files["prose/en_harbor_log_longform.txt"].read()[:6000]
+    async with Client(base_url=llama_server.url, api_key="unused") as client:
+        tok = ServerTokenizer(client)
+        with_overlap = await Chunker(96, encoding=tok, overlap=24).achunk(prose, kind="text")
+        assert len(with_overlap) > 2
+        assert await tok.count_many([c.text for c in with_overlap]) == [c.tokens for c in with_overlap]
+        assert all(c.tokens <= 96 for c in with_overlap)
+        assert any(c.start < prev.end for prev, c in itertools.pairwise(with_overlap))
+        trails = await Chunker(128, encoding=tok).achunk(md, kind="markdown", heading_context=True)
+        assert any(c.context for c in trails)
+        assert await tok.count_many([c.text for c in trails]) == [c.tokens for c in trails]
+        assert all(c.tokens <= 128 for c in trails)
+
+
+async def test_tokenize_adds_no_special_tokens_and_reads_their_strings_as_text(
+    llama_server: LlamaServer,
+) -> None:
+    async with Client(base_url=llama_server.url, api_key="unused") as client:
+        plain = await client.tokenize("Hello world")
+        assert len(plain) == 2  # no BOS added
+        special = await client.tokenize("<bos>")
+        assert len(special) > 1  # the string "<bos>", not the BOS token
+        assert await client.tokenize("") == []
+        tok = ServerTokenizer(client)
+        assert await acount_tokens("Hello <bos> world", tok) == len(
+            await client.tokenize("Hello <bos> world")
+        )
+        # A cut inside a character: the ends stay in order, within the text.
+        text = "ユーザー名 😀👍🏽 naïve"
+        ends = await tok.encode_ends(text, 10)
+        assert len(ends) == len(await tok.encode(text))
+        assert ends == sorted(ends) and ends[-1] == 10 + len(text.encode("utf-8"))
+
+
+async def test_many_counts_go_side_by_side_within_the_limit(llama_server: LlamaServer) -> None:
+    in_flight = peak = 0
+
+    class Counting(httpx2.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx2.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            try:
+                return await self.inner.handle_async_request(request)
+            finally:
+                in_flight -= 1
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    texts = [f"Line {i}: the harbour master logged {i * 7} crates." for i in range(30)]
+    async with (
+        httpx2.AsyncClient(transport=Counting()) as http,
+        Client(base_url=llama_server.url, api_key="unused", http_client=http) as client,
+    ):
+        tok = ServerTokenizer(client, concurrency=3)
+        counts = await tok.count_many(texts)
+        assert counts == [len(await client.tokenize(t)) for t in texts]  # in order
+        assert peak == 3
+        assert tok.requests == len(texts)
+
+
+async def test_cancelling_achunk_stops_its_requests(llama_server: LlamaServer) -> None:
+    text = corpus_files(("prose",))[3].read() * 4
+    async with Client(base_url=llama_server.url, api_key="unused") as client:
+        tok = ServerTokenizer(client)
+        with anyio.move_on_after(0.3) as scope:
+            await Chunker(24, encoding=tok).achunk(text, kind="text")
+        assert scope.cancelled_caught
+        sent = tok.requests
+        assert sent > 0
+        await anyio.wait_all_tasks_blocked()
+        await anyio.sleep(0.2)  # a worker thread still running would have asked again by now
+        assert tok.requests == sent
+
+
+async def test_sync_entry_points_refuse_an_async_tokenizer_with_the_way_to_go() -> None:
+    async with Client(base_url="http://127.0.0.1:9", api_key="unused") as client:
+        tok = ServerTokenizer(client)
+        with pytest.raises(TypeError, match="achunk"):
+            Chunker(64, encoding=tok).chunk("some text")
+        with pytest.raises(TypeError, match="acount_tokens"):
+            count_tokens("some text", tok)  # type: ignore[arg-type]
+        with pytest.raises(ValueError):
+            ServerTokenizer(client, concurrency=0)
+        assert "k" not in repr(tok).replace("ServerTokenizer", "")  # no key, just the URL
+
+
+async def test_achunk_with_a_local_encoding_equals_chunk() -> None:
+    text = corpus_files(("prose",))[0].read()
+    chunker = Chunker(64)
+    assert await chunker.achunk(text) == chunker.chunk(text)
+    many = await chunker.achunk_many([text[:500], text[500:2000], ""])
+    assert many == [chunker.chunk(text[:500]), chunker.chunk(text[500:2000]), []]
+
+
+def _answering(
+    answer: Any, status: int = 200, seen: list[dict[str, Any]] | None = None
+) -> httpx2.AsyncClient:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if seen is not None:
+            seen.append(json.loads(request.content))
+        body = answer(len(seen or ())) if callable(answer) else answer
+        return httpx2.Response(status, json=body)
+
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"tokens": "1 2 3"},
+        {"tokens": [1, -2]},
+        {"tokens": [1, True]},
+        {"tokens": [{"id": 1, "piece": {"x": 1}}]},
+        {"tokens": [{"id": 1, "piece": [300]}]},
+        {"no": "tokens"},
+        [1, 2, 3],
+    ],
+)
+async def test_a_malformed_tokenize_answer_is_a_typed_error(answer: Any) -> None:
+    async with Client(base_url="http://server.test", api_key="unused", http_client=_answering(answer)) as c:
+        with pytest.raises(APIError):
+            await ServerTokenizer(c).encode_ends("some text")
+
+
+async def test_a_server_without_tokenize_says_what_is_needed() -> None:
+    http = _answering({"error": {"type": "not_found_error", "message": "File Not Found"}}, 404)
+    async with Client(base_url="http://server.test", api_key="unused", http_client=http) as c:
+        with pytest.raises(NotFoundError, match="llama-server, vLLM"):
+            await c.tokenize("text")
+
+
+async def test_vllm_answers_are_learnt_from_the_first_and_then_asked_in_its_shape() -> None:
+    # vLLM's /tokenize answer shape: count, max_model_len, tokens (no pieces).
+    seen: list[dict[str, Any]] = []
+    http = _answering({"count": 3, "max_model_len": 4096, "tokens": [11, 12, 13]}, 200, seen)
+    async with Client(base_url="http://server.test/v1", api_key="unused", http_client=http) as c:
+        tok = ServerTokenizer(c, model="qwen")
+        assert await tok.encode_ends("abcdef", 4) == [6, 8, 10]  # spread evenly without pieces
+        assert await tok.count("abcdef") == 3
+    assert "content" in seen[0] and "prompt" in seen[0]
+    assert seen[1] == {"prompt": "abcdef", "add_special_tokens": False, "model": "qwen"}
+
+
+def test_the_bridge_remembers_counts_it_was_given() -> None:
+    class Tok:
+        calls = 0
+
+        async def encode(self, text: str) -> list[int]:
+            Tok.calls += 1
+            return list(range(len(text.split())))
+
+    async def main() -> list[int]:
+        bridge = WorkerEncoder(Tok(), "words")
+
+        def work() -> list[int]:
+            return [bridge.count("a b c"), bridge.count("a b c"), len(bridge.encode_ends("a b", 0))]
+
+        return await anyio.to_thread.run_sync(work)
+
+    assert anyio.run(main) == [3, 3, 2]
+    assert Tok.calls == 2
