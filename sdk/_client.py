@@ -332,8 +332,15 @@ class Client:
         if self._closed:
             return
         self._closed = True
-        for s in list(self._live):
+        live = list(self._live)
+        for s in live:
             s._abort(APIConnectionError("the client was closed"))
+        if live:
+            # Each reader closes its response and, on a server that keeps streams
+            # (llama-server), stops the generation there, which needs the pool still open.
+            with anyio.move_on_after(_CLOSE_GRACE, shield=True):
+                for s in live:
+                    await s._inner.reader_closed()
         if self._own_http:
             with anyio.CancelScope(shield=True):
                 await self._http.aclose()
@@ -997,6 +1004,8 @@ class Client:
 
 
 _MAX_HEADER_SECRETS = 32
+# How long closing waits for open streams to stop their server-side generation.
+_CLOSE_GRACE = 6.0
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
 
 

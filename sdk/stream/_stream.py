@@ -276,6 +276,7 @@ class MessageStream:
         self._decoder_now: EventDecoder | None = None  # the current body's decoder
         self._fed = 0  # bytes of the current body (and those it continues) fed to it
         self._orphan: Callable[[], Awaitable[None]] | None = None  # stops a broken kept stream
+        self._pump_done: anyio.Event | None = None  # set when the current reader has cleaned up
 
     @property
     def state(self) -> MessageState:
@@ -333,6 +334,14 @@ class MessageStream:
             self._reader.cancel()
         if self._buf is not None:
             self._buf.put_nowait(_End(stalled=False))  # wakes a consumer waiting for events
+
+    async def reader_closed(self) -> None:
+        """Wait until the reader has closed its response and, for a server that keeps
+        streams, stopped the generation there (after :meth:`abort`: the client waits for
+        this before closing the connection pool those requests need)."""
+        done = self._pump_done
+        if done is not None:
+            await done.wait()
 
     def preempt(self) -> bool:
         """Pause for a scheduler that needs the slot: the reader closes the upstream at
@@ -397,6 +406,7 @@ class MessageStream:
         finished = False
         errored = False
         end: _End | BaseException | None = None
+        done = self._pump_done = anyio.Event()
         scope = self._reader = anyio.CancelScope()
         self._idle_fired = False
         self._preempt_cut = False
@@ -507,6 +517,7 @@ class MessageStream:
                         await upstream.cancel()  # a server that keeps streams: stop it there
                 elif upstream.cancel is not None and not finished:
                     self._orphan = upstream.cancel  # broken: a resume continues it, or stops it
+            done.set()
             if isinstance(end, _End) and observer is not None:
                 if end.stalled:
                     observer.released()

@@ -12,7 +12,7 @@ import anyio
 import httpx2
 import pytest
 
-from sdk import Client, IncompleteStreamError, RetryPolicy
+from sdk import APIConnectionError, Client, IncompleteStreamError, RetryPolicy
 from tests.llama import LlamaServer
 
 from .fault_server import Reply, Request, fault_server, messages_events, prefill_of
@@ -173,3 +173,29 @@ def test_hosted_apis_are_known_by_host() -> None:
         assert c.stall.enabled is False and c._slots_known, url
     assert Client(base_url="https://api.anthropic.com/v1", api_key="k").hosted
     assert not Client(base_url="http://127.0.0.1:8080", api_key="k")._slots_known
+
+
+async def _idle(server: LlamaServer, seconds: float) -> None:
+    with anyio.fail_after(seconds):
+        while server.busy_slots():
+            await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_closing_the_client_stops_its_open_stream_on_the_engine(llama_server: LlamaServer) -> None:
+    """llama-server keeps a conversation stream generating after its connection closes;
+    closing the client stops it there before the connection pool goes."""
+    await _idle(llama_server, 60)  # nothing left over from an earlier test
+    req = {"model": llama_server.model, "max_tokens": 1500, "messages": LIST, **GREEDY}
+    c = Client(base_url=llama_server.url)
+    s = c.stream(**req)
+    await s.__aenter__()
+    with anyio.fail_after(60):
+        async for _ in s.text_deltas():
+            break  # generation is under way: 1500 tokens would take minutes here
+    assert llama_server.busy_slots() == 1
+    await c.aclose()
+    await _idle(llama_server, 5)
+    with pytest.raises(APIConnectionError, match="closed"):
+        await s.final_message()
+    await s.__aexit__(None, None, None)
