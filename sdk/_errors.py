@@ -55,11 +55,12 @@ anything shaped like an API key or an authorization value.
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 if TYPE_CHECKING:
     from ._models import Message
@@ -114,10 +115,38 @@ _known_lock = threading.Lock()
 _known_re: re.Pattern[str] | None = None
 
 
+# Base64 spellings are matched only for values at least this long (a shorter value's
+# base64 core is a few characters that ordinary base64 text holds by chance).
+_MIN_BASE64_SECRET = 12
+
+
 def _forms(value: str) -> set[str]:
-    """A value and the spellings a server may echo it in: percent-encoded, JSON-escaped."""
-    forms = {value, quote(value, safe=""), value.replace("\\", "\\\\").replace('"', '\\"')}
-    return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+    """Patterns for a value and the spellings a server may echo it in: JSON-escaped,
+    percent-encoded (``%xx`` or ``+`` for a space, hex digits in either case), every
+    character a ``\\uXXXX`` escape (either case), and inside base64 or base64url text
+    (at any of the three alignments: the characters that depend on the value only)."""
+    literal = {value, value.replace("\\", "\\\\").replace('"', '\\"'), quote_plus(value, safe="")}
+    forms = {re.escape(f) for f in literal if len(f) >= MIN_SECRET_LENGTH}
+    units: list[str] = []
+    for c in value:
+        o = ord(c)
+        if o >= 0x10000:  # a JSON escape spells it as a surrogate pair
+            o -= 0x10000
+            units += (f"\\u{0xD800 + (o >> 10):04x}", f"\\u{0xDC00 + (o & 0x3FF):04x}")
+        else:
+            units.append(f"\\u{o:04x}")
+    for escaped in (quote(value, safe=""), "".join(units)):
+        if len(escaped) >= MIN_SECRET_LENGTH:
+            forms.add(f"(?i:{re.escape(escaped)})")
+    raw = value.encode("utf-8", "surrogatepass")
+    if len(raw) >= _MIN_BASE64_SECRET:
+        for lead in range(3):
+            enc = base64.b64encode(b"\0" * lead + raw).decode("ascii")
+            # skip what the lead bytes decide; stop before what the next bytes would
+            core = enc[(8 * lead + 5) // 6 : (8 * (lead + len(raw))) // 6]
+            forms.add(re.escape(core))
+            forms.add(re.escape(core.replace("+", "-").replace("/", "_")))
+    return forms
 
 
 def longest_secret() -> int:
@@ -152,8 +181,8 @@ def release_secret(value: str) -> None:
         _known_re = None
 
 
-def _alternation(values: Iterable[str]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
+def _alternation(patterns: Iterable[str]) -> re.Pattern[str]:
+    return re.compile("|".join(sorted(patterns, key=len, reverse=True)))
 
 
 def redact(text: str) -> str:

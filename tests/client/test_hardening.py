@@ -439,3 +439,56 @@ async def test_compressed_bodies_of_every_lawful_and_broken_shape() -> None:
     for parts in ([gz[:-8]], [gz[: len(gz) // 2]], [gz + b"garbage!"]):
         with pytest.raises(APIConnectionError):
             await read_bounded(resp(parts, "gzip"), 1 << 20)
+
+
+def _spellings(key: str) -> dict[str, str]:
+    import base64
+    from urllib.parse import quote, quote_plus
+
+    raw = key.encode()
+    return {
+        "percent, lower-case hex": quote(key, safe="").lower(),
+        "percent, upper-case hex": quote(key, safe=""),
+        "form-encoded": quote_plus(key, safe=""),
+        "unicode escapes": "".join(f"\\u{ord(c):04x}" for c in key),
+        "unicode escapes, upper-case": "".join(f"\\u{ord(c):04X}" for c in key),
+        "base64 of the key": base64.b64encode(raw).decode(),
+        "inside basic auth": base64.b64encode(b"user:" + raw).decode(),
+        "base64url, offset 2": base64.urlsafe_b64encode(b"ab" + raw + b"tail").decode(),
+    }
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("spelling", list(_spellings("k").keys()))
+async def test_a_key_echoed_in_another_spelling_is_masked(spelling: str) -> None:
+    key = "Sess/ion+Key with=Odd&chars-0042"
+    echoed = _spellings(key)[spelling]
+
+    async def handler(req: Request, reply: Reply) -> None:
+        await send_raw(reply, 500, {"content-type": "text/plain"}, f"upstream said: {echoed}".encode())
+
+    async with fault_server(handler) as server, client(server, api_key=key) as c:
+        with pytest.raises(InternalServerError) as e:
+            await c.create(model="m", max_tokens=5, messages=MSG)
+    text = _everything(e.value)
+    assert "upstream said" in text
+    assert echoed not in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(key=KEYS.filter(lambda k: len(k) >= 12), before=st.binary(max_size=5), after=st.binary(max_size=5))
+def test_base64_around_a_key_never_shows_its_core(key: str, before: bytes, after: bytes) -> None:
+    import base64
+
+    from sdk._errors import redact, register_secret, release_secret
+
+    register_secret(key)
+    try:
+        for enc in (base64.b64encode, base64.urlsafe_b64encode):
+            blob = enc(before + key.encode() + after).decode()
+            masked = redact(blob)
+            assert "***" in masked
+            # what is left around the mask decodes to at most two bytes of the key
+            assert len(blob) - len(masked.replace("***", "")) >= (len(key) * 4) // 3 - 4
+    finally:
+        release_secret(key)
