@@ -242,6 +242,9 @@ async def _turn(
         out.file.write("\n")
     except SessionBudgetError as e:
         err.print(f"[red]too long for the window:[/red] {escape(str(e))}")
+        if line is not None and session.pending is None and len(session.turns):
+            session.pop_turn()  # not sent: the next question must not carry it
+            err.print("[dim]that message was not sent and is not kept; send a shorter one[/dim]")
         return False
     except SDKError as e:
         if started:

@@ -144,6 +144,19 @@ class Session:
             block["is_error"] = True
         return self.log.append("user", [block], pinned=pin)
 
+    def pop_turn(self) -> Turn:
+        """Remove the last turn and give it back: a question the window cannot hold (a
+        :class:`SessionBudgetError` leaves it logged, as the caller's data) or one sent by
+        mistake. Not while an answer is pending (``discard_pending()`` first)."""
+        if self.pending is not None:
+            raise SessionError("an answer is pending: call resume() or discard_pending() first")
+        if not len(self.log):
+            raise SessionError("the log is empty")
+        turn = self.log.pop()
+        if self.summary is not None and self.summary[0] > len(self.log):
+            self.summary = None  # it covered the removed turn
+        return turn
+
     def pin(self, turn_id: int, pinned: bool = True) -> Turn:
         return self.log.set_pinned(turn_id, pinned)
 

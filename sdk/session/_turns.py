@@ -201,7 +201,11 @@ class TurnLog:
             usage=usage,
             request_estimate=request_estimate,
         )
-        i = turn.id
+        self._push(turn)
+        return turn
+
+    def _push(self, turn: Turn) -> None:
+        i, estimate, pinned = turn.id, turn.estimate, turn.pinned
         self._turns.append(turn)
         self._cum.append(self._cum[-1] + estimate)
         self._gstart.append(i)
@@ -215,7 +219,20 @@ class TurnLog:
             start = min(self._gstart[j] for j in owners)
             if start < i:
                 self._regroup(start, i)
-        return turn
+
+    def pop(self) -> Turn:
+        """Remove the last turn and return it. The groups and sums are rebuilt from the
+        turns that stay (a tool result merged its call's group; without it they part)."""
+        if not self._turns:
+            raise IndexError("pop from an empty turn log")
+        last = self._turns[-1]
+        kept = self._turns[:-1]
+        self._turns, self._cum, self._pcum, self._pn = [], [0], [0], [0]
+        self._gstart, self._tool_at = [], {}
+        for t in kept:
+            self._push(t)
+        self.epoch += 1
+        return last
 
     def set_pinned(self, turn_id: int, pinned: bool = True) -> Turn:
         turn = self._turns[turn_id]

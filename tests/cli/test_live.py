@@ -89,6 +89,29 @@ def test_chat_two_turns_quit_and_resume(llama_server: LlamaServer, tmp_path: Pat
     assert len(Session.load(path).log) == 6
 
 
+def test_chat_goes_on_after_a_message_too_long_for_the_window(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "chat.json"
+    child = spawn_chat(llama_server, path)
+    try:
+        child.expect_exact("you> ")
+        child.sendline("word " * 1500)
+        child.expect_exact("too long for the window")
+        child.expect_exact("was not sent and is not kept")
+        child.expect_exact("you> ")
+        child.sendline(FIRST)
+        child.expect_exact("model> ")
+        child.expect(r"\[context\] kept 1 turns, left out 0")
+        child.expect_exact("you> ")
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0, child.before
+    assert [t.text for t in Session.load(path).log][:1] == [FIRST]
+
+
 def test_bench_latency_writes_a_chart(seam: CliRunner, llama_server: LlamaServer, tmp_path: Path) -> None:
     png = tmp_path / "latency.png"
     status, out, err = run(

@@ -355,3 +355,26 @@ def test_breakpoints_mark_the_system_the_pinned_head_and_the_newest_message() ->
     assert marked == [(1, "ok"), (len(messages) - 1, log[len(log) - 1].text)]
     assert messages[2]["content"][0]["text"] == report.marker
     assert all("cache_control" not in b for t in log for b in t.content)
+
+
+def test_a_question_the_window_cannot_hold_can_be_taken_back() -> None:
+    from sdk.session import SessionError
+
+    s = Session(None, model="m", context_window=200, reserve_output=50)
+    s.add_user("a short question")
+    s.add_assistant("a short answer")
+    before = s.fit()
+    s.add_user("word " * 400)
+    with pytest.raises(SessionBudgetError):
+        s.fit()
+    taken = s.pop_turn()
+    assert taken.text == "word " * 400  # the caller's data comes back
+    assert [t.text for t in s.log] == ["a short question", "a short answer"]
+    assert s.fit().tokens == before.tokens
+    s.pending = None
+    s.add_user("next")
+    from sdk.session._answer import PendingAnswer
+
+    s.pending = PendingAnswer(after=2)
+    with pytest.raises(SessionError, match="pending"):
+        s.pop_turn()

@@ -105,3 +105,47 @@ def test_content_is_copied_and_checked() -> None:
     with pytest.raises(TypeError):
         log.append("user", [{"type": "text", "text": object()}])
     assert len(log) == 1
+
+
+def _state(log: TurnLog) -> tuple[Any, ...]:
+    n = len(log)
+    return (
+        [(t.id, t.kind, t.estimate, t.pinned) for t in log],
+        log.total_tokens,
+        [log.group_start(i) for i in range(n)],
+        [log.pinned_tokens_before(c) for c in range(n + 1)],
+        [log.pinned_count_before(c) for c in range(n + 1)],
+    )
+
+
+def test_pop_leaves_the_log_as_if_the_turn_had_never_been_added() -> None:
+    call = [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]
+    result = [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]
+    steps: list[tuple[str, Any, bool]] = [
+        ("user", "question", True),
+        ("assistant", call, False),
+        ("user", "an aside between call and result", False),
+        ("user", result, False),
+        ("assistant", "answer", False),
+    ]
+    for k in range(1, len(steps) + 1):
+        log = TurnLog()
+        for role, content, pinned in steps[:k]:
+            log.append(role, content, pinned=pinned)
+        fresh = TurnLog()
+        for role, content, pinned in steps[: k - 1]:
+            fresh.append(role, content, pinned=pinned)
+        epoch = log.epoch
+        popped = log.pop()
+        assert popped.id == k - 1 and popped.content == log_content(steps[k - 1][1])
+        assert _state(log) == _state(fresh)  # the result's merge of groups is undone too
+        assert log.epoch > epoch
+        log.append(*steps[k - 1][:2], pinned=steps[k - 1][2])  # and it can be added again
+    with pytest.raises(IndexError):
+        TurnLog().pop()
+
+
+def log_content(content: Any) -> Any:
+    from sdk.session._turns import normalize_content
+
+    return normalize_content(content)
