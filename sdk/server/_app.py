@@ -186,13 +186,14 @@ class ServerApp:
             while True:
                 router = self._router()
                 for u in self.upstreams:
+                    probed_at = u.failures
                     try:
                         with anyio.fail_after(HEALTH_INTERVAL):  # however slowly it answers
                             r = await http.get(u.url + "/health")
                         ok = r.status_code == 200
                     except Exception:
                         ok = False
-                    router.set_health(u, ok)
+                    router.set_health(u, ok, probed_at=probed_at)
                 await anyio.sleep(HEALTH_INTERVAL)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:

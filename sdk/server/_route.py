@@ -49,6 +49,7 @@ class Engine:
         self.in_flight = 0
         self.healthy = True
         self.slots: int | None = None
+        self.failures = 0  # times traffic found it dead: a health answer from before is stale
 
     def __repr__(self) -> str:
         return f"<Engine {self.index} in_flight={self.in_flight} healthy={self.healthy}>"
@@ -92,7 +93,12 @@ class Router(httpx2.AsyncBaseTransport):
     def engine_of(self, rid: str) -> Engine | None:
         return self._routes.get(rid)
 
-    def set_health(self, engine: Engine, healthy: bool) -> None:
+    def set_health(self, engine: Engine, healthy: bool, *, probed_at: int | None = None) -> None:
+        """Mark ``engine`` up or down. ``probed_at`` is ``engine.failures`` when the health
+        probe that says so was sent: a 200 sent before traffic found the engine dead (the
+        answer may even predate the crash) does not mark it up again."""
+        if healthy and probed_at is not None and probed_at != engine.failures:
+            return
         changed = engine.healthy != healthy
         engine.healthy = healthy
         if changed and self.on_health is not None:
@@ -131,6 +137,7 @@ class Router(httpx2.AsyncBaseTransport):
 
     def _failed(self, rid: str | None, engine: Engine, exc: Exception) -> None:
         if isinstance(exc, _DOWN):
+            engine.failures += 1
             self.set_health(engine, False)
         self._move(rid, engine)
 

@@ -171,3 +171,25 @@ async def test_with_every_engine_down_retries_go_round_them() -> None:
                 await http.get("http://engine/x", headers={ROUTE_HEADER: rid})
     assert {q.url.host for q in seen} == {"10.0.0.1", "10.0.0.2", "10.0.0.3"}
     assert sum(e.in_flight for e in es) == 1
+
+
+async def test_a_health_answer_from_before_a_failure_does_not_mark_the_engine_up() -> None:
+    """The health loop's probe may be answered (200) just before the engine dies, and
+    land after traffic marked it down: that answer is stale and is ignored."""
+    es = engines(2)
+    router = Router(es, recorder([], down={"10.0.0.1"}))
+    probe = es[0].failures  # the health loop sends its probe...
+    rid = router.open()
+    if router.engine_of(rid) is not es[0]:
+        router.close(rid)
+        rid = router.open()
+    async with httpx2.AsyncClient(transport=router) as http:
+        with pytest.raises(httpx2.ConnectError):  # ...traffic finds the engine dead...
+            await http.get("http://engine/v1/models", headers={ROUTE_HEADER: rid})
+    assert es[0].healthy is False
+    router.set_health(es[0], True, probed_at=probe)  # ...and the earlier 200 lands
+    assert es[0].healthy is False
+    router.set_health(es[0], True, probed_at=es[0].failures)  # a probe sent since then
+    assert es[0].healthy is True
+    router.set_health(es[0], False, probed_at=probe)  # a failed probe always counts
+    assert es[0].healthy is False
