@@ -224,6 +224,15 @@ class SyncClient:
         result: list[ModelInfo] = self._call(run)
         return result
 
+    def tokenize(self, text: str, *, model: str | None = None, timeout: TimeoutArg = None) -> list[int]:
+        """The server's token ids of ``text`` (see :meth:`sdk.Client.tokenize`)."""
+
+        async def run() -> list[int]:
+            return await self._client.tokenize(text, model=model, timeout=timeout)
+
+        result: list[int] = self._call(run)
+        return result
+
     def metrics(self) -> Mapping[str, TierMetrics]:
         return self._client.metrics()
 

@@ -25,6 +25,7 @@ def test_the_sync_client_streams_creates_and_counts(llama_server: LlamaServer) -
         assert text == whole.text and final.text == text and stats.pauses >= 0
         assert c.count_tokens(model=llama_server.model, messages=LIST).input_tokens > 0  # type: ignore[arg-type]
         assert [m.id for m in c.models()] == [llama_server.model]
+        assert len(c.tokenize("Hello world")) == 2  # the server's own tokens, no BOS
 
         # Threads share the client: one loop, one pool, one scheduler.
         results: list[str] = []
