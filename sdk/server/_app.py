@@ -279,6 +279,8 @@ class ServerApp:
             "/tokenize": ("POST", self._tokenize),
         }
         route = routes.get(path)
+        if route is None and path.startswith("/v1/models/") and len(path) > len("/v1/models/"):
+            route = ("GET", self._get_model)  # a model id may hold slashes (org/name)
         if route is None:
             raise HTTPError(404, "not_found_error", f"no route {path}")
         if method != route[0]:
@@ -657,7 +659,8 @@ class ServerApp:
         )
         await send_json(send, 200, {"tokens": tokens, "count": len(ids)})
 
-    async def _list_models(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+    async def _known_models(self) -> list[dict[str, Any]]:
+        """The engines' models, asked at most every 30 s."""
         now = anyio.current_time()
         if self._models is None or now - self._models[0] > 30.0:
             seen: dict[str, dict[str, Any]] = {}
@@ -668,7 +671,18 @@ class ServerApp:
                 except SDKError:
                     continue
             self._models = (now, list(seen.values()))
-        models = self._models[1]
+        return self._models[1]
+
+    async def _get_model(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+        model_id = scope["path"][len("/v1/models/") :]
+        for m in await self._known_models():
+            if m["id"] == model_id:
+                await send_json(send, 200, m)
+                return
+        raise HTTPError(404, "not_found_error", f"no model {model_id!r} on this server")
+
+    async def _list_models(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+        models = await self._known_models()
         await send_json(
             send,
             200,

@@ -50,3 +50,23 @@ async def test_tokenize_is_authenticated_and_checks_its_body(served: Served) -> 
     async with Client(base_url=served.url, api_key=ALICE) as c:
         with pytest.raises(BadRequestError):
             await c._send("POST", "/tokenize", body={"content": ["a", 1]}, root=True)
+
+
+async def test_official_sdks_retrieve_a_model_by_id(served: Served) -> None:
+    import anthropic
+    import openai
+
+    model = served.upstream.model
+    a = anthropic.AsyncAnthropic(base_url=served.url, api_key=ALICE)
+    o = openai.AsyncOpenAI(base_url=served.url + "/v1", api_key=ALICE)
+    try:
+        got = await a.models.retrieve(model)
+        assert got.id == model and got.type == "model"
+        assert (await o.models.retrieve(model)).id == model
+        with pytest.raises(anthropic.NotFoundError):
+            await a.models.retrieve("no-such-model")
+        with pytest.raises(openai.NotFoundError):
+            await o.models.retrieve("org/no-such-model")
+    finally:
+        await a.close()
+        await o.close()
