@@ -3,7 +3,9 @@
 1. Chunking: ``seam chunk`` over corpora/ (prose in many scripts, code, JSON,
    Markdown, mixed), cut at safe seams within exact budgets: the summary table and a
    self-contained HTML page showing every chunk; the contract (chunks tile each file,
-   counts exact, within budget) is checked at three budgets as it goes.
+   counts exact, within budget) is checked at three budgets as it goes. Then, once
+   llama-server runs, the same budget in the served model's own tokens: chunks cut in
+   ``o200k_base`` overflow in Gemma's tokenizer, chunks counted by the server do not.
 2. Streams: llama.cpp's llama-server (Gemma 3 270M on the CPU) started on a free
    loopback port; one answer streamed through each backend (Messages API and
    OpenAI-compatible); a slow reader with a small buffer (the reader pauses, memory stays
@@ -40,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rich.console import Console
 
-from sdk import Client, count_tokens
+from sdk import Client, ServerTokenizer, count_tokens
 from sdk.chunking import Chunker
 from sdk.cli._bench import latency_table, prompt
 from sdk.stream import FlowControl, StallPolicy
@@ -155,6 +157,25 @@ async def streams(url: str, model: str) -> None:
         prefix = min(len(resumed), len(whole))
         same = resumed[:prefix] == whole[:prefix]
         print(f"  text equals the uninterrupted greedy answer over their common length: {same}")
+
+
+async def server_tokens(url: str) -> None:
+    """The same budget in the served model's own tokens, counted by llama-server itself."""
+    budget = 128
+    async with Client(base_url=url) as c:
+        tok = ServerTokenizer(c)
+        for name in ("code/lib.rs", "json/openapi_petstore.json"):
+            text = (ROOT / name).read_text(encoding="utf-8")
+            local = Chunker(budget).chunk(text, filename=name)
+            sizes = await tok.count_many([ch.text for ch in local])
+            over = sum(n > budget for n in sizes)
+            exact = await Chunker(budget, encoding=tok).achunk(text, filename=name)
+            top = max(ch.tokens for ch in exact)
+            print(
+                f"  {name}: in o200k_base {len(local)} chunks, {over} over {budget} in Gemma's tokens "
+                f"(largest {max(sizes)}); with ServerTokenizer {len(exact)} chunks, largest {top}"
+            )
+        print(f"  ({tok.requests} /tokenize requests in all)")
 
 
 def chat(url: str) -> None:
@@ -281,6 +302,8 @@ async def scheduling_server(url: str, model: str) -> None:
 
 
 async def live(url: str, model: str) -> None:
+    print("\n== 1b. Budgets in the served model's own tokens: ServerTokenizer ==")
+    await server_tokens(url)
     print("\n== 2. Streams against llama-server ==")
     await streams(url, model)
     print("\n== 3. A chat kept in a session: seam chat ==")
