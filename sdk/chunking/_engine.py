@@ -24,7 +24,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, islice, repeat
 
 from sdk._tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
 
@@ -234,9 +234,9 @@ class Engine:
         part, a heading): the start of this section joins it if it can.
         """
         text = self.text
-        end_byte = start_byte + self._width(section.start, section.end)
         n: int | None = None
         if view is not None:
+            end_byte = start_byte + self._width(section.start, section.end)
             n = self._exact(view, section.start, start_byte, section.end, end_byte)
         elif section.end - section.start <= self.budget * self.sizer.max_token_chars:
             view = self._encode(section.start, section.end, start_byte)
@@ -260,8 +260,23 @@ class Engine:
                     )
                 )
                 return
-        parts = section.splitter.split(text, section) if section.splitter is not None else ()
-        if len(parts) < 2:
+        splitter = section.splitter
+        edges: Sequence[int] = ()
+        parts: Sequence[Section] | None = None
+        template = section
+        if splitter is not None:
+            cut = getattr(splitter, "split_edges", None)
+            found = cut(text, section) if cut is not None else None
+            if found is not None:
+                # Uniform parts as plain offsets: a Section is made only for a part
+                # that must descend.
+                edges, template = found
+            else:
+                parts = splitter.split(text, section)
+                if len(parts) >= 2:
+                    edges = [p.start for p in parts]
+                    edges.append(parts[-1].end)
+        if len(edges) < 3:
             if n is None:
                 n = self.sizer.count(text[section.start : section.end])
             self.out.append(
@@ -270,7 +285,7 @@ class Engine:
                 )
             )
             return
-        self._pack(parts, view, start_byte, lead)
+        self._pack(edges, parts, template, view, start_byte, lead)
 
     def _joined_count(self, head: RawChunk, start: int, end: int, tokens: int) -> int:
         """Exact count of ``head`` joined with the ``tokens``-long stretch ``[start, end)`` after it."""
@@ -293,37 +308,55 @@ class Engine:
 
     def _pack(
         self,
-        parts: Sequence[Section],
+        edges: Sequence[int],
+        parts: Sequence[Section] | None,
+        template: Section,
         view: _View | None,
         start_byte: int,
         lead: RawChunk | None = None,
     ) -> None:
+        """Pack the parts between ``edges`` greedily, descending into those that do not fit.
+
+        ``parts`` are the splitter's sections; ``None`` when the parts are uniform (all
+        like ``template``, none sticky), and made only when one must descend.
+        """
         text = self.text
         count = self.sizer.count
         budget = self.budget
-        k = len(parts)
+        k = len(edges) - 1
         additive = self.sizer.additive
+        lo_edge, hi_edge = edges[0], edges[k]
         if view is None:
             # One encode of the whole range costs what one per part would, and serves
             # every level below it.
-            view = self._encode(parts[0].start, parts[-1].end, start_byte)
-        offsets = [start_byte]
-        for p in parts:
-            offsets.append(offsets[-1] + self._width(p.start, p.end))
+            view = self._encode(lo_edge, hi_edge, start_byte)
+        if self.ascii or text[lo_edge:hi_edge].isascii():
+            shift = start_byte - lo_edge
+            offsets = [e + shift for e in edges] if shift else list(edges)
+        else:
+            pieces = map(text.__getitem__, map(slice, edges, islice(edges, 1, None)))
+            offsets = list(accumulate(map(len, map(str.encode, pieces)), initial=start_byte))
         ends = view.ends
-        prefix = [bisect_right(ends, b) for b in offsets]  # estimates; exact at exact edges
+        prefix = list(map(bisect_right, repeat(ends, k + 1), offsets))  # estimates; exact at exact edges
         shared = view
-
-        def run_count(i: int, j: int) -> int:
-            return self._exact(shared, parts[i].start, offsets[i], parts[j - 1].end, offsets[j])
+        exact = self._exact
 
         def size(i: int, j: int, joined: bool | None, base: int, origin: int) -> int:
             """Exact count of parts i..j-1, after the open chunk when ``joined`` is not None."""
             if joined is None:
-                return run_count(i, j)
+                return exact(shared, edges[i], offsets[i], edges[j], offsets[j])
             if joined:
-                return base + run_count(i, j)
-            return count(text[origin : parts[j - 1].end])
+                return base + exact(shared, edges[i], offsets[i], edges[j], offsets[j])
+            return count(text[origin : edges[j]])
+
+        uniform = parts is None
+        t_partial = template.partial
+
+        def part(i: int) -> Section:
+            if parts is not None:
+                return parts[i]
+            t = template
+            return Section(edges[i], edges[i + 1], t.splitter, t.state, t.kind, t.language, t.path, t.partial)
 
         # ``open_`` is the last chunk emitted from a part that had to be cut: the parts
         # after it may join it while they fit (left-to-right greedy, like text-splitter).
@@ -333,9 +366,10 @@ class Engine:
             joined: bool | None
             if open_ is not None:
                 base, origin, first = open_.tokens, open_.start, open_.first
-                joined = additive(text, parts[i].start)
+                joined = additive(text, edges[i])
             else:
-                base, origin, first = 0, parts[i].start, parts[i]
+                base, origin = 0, edges[i]
+                first = template if uniform else parts[i]  # type: ignore[index]
                 joined = None
 
             j = bisect_right(prefix, prefix[i] + budget - base, i + 1) - 1
@@ -359,7 +393,7 @@ class Engine:
                     if m > budget:
                         break
                     j, n = j + 1, m
-            if j > i + 1 and parts[j - 1].sticky:
+            if not uniform and j > i + 1 and parts[j - 1].sticky:  # type: ignore[index]
                 # A sticky part (a heading) opens the next chunk instead of ending this one.
                 j -= 1
                 n = size(i, j, joined, base, origin)
@@ -369,22 +403,25 @@ class Engine:
                     continue
                 # The part does not fit (after a heading, or at all): cut it; its first
                 # pieces join a heading that must not end a chunk.
-                self._place(parts[i], shared, offsets[i], open_)
+                self._place(part(i), shared, offsets[i], open_)
                 last = self.out[-1]
                 open_ = None if last.oversize else last
                 i += 1
                 continue
-            made = RawChunk(
-                origin,
-                parts[j - 1].end,
-                n,
-                first,
-                sticky_end=parts[j - 1].sticky,
-                partial=(open_ is not None and open_.partial) or parts[i].partial or parts[j - 1].partial,
-            )
+            if uniform:
+                sticky_end = False
+                partial = (open_ is not None and open_.partial) or t_partial
+            else:
+                sticky_end = parts[j - 1].sticky  # type: ignore[index]
+                partial = (
+                    (open_ is not None and open_.partial)
+                    or parts[i].partial  # type: ignore[index]
+                    or parts[j - 1].partial  # type: ignore[index]
+                )
+            made = RawChunk(origin, edges[j], n, first, sticky_end=sticky_end, partial=partial)
             if open_ is not None:
                 self.out[-1] = made
             else:
                 self.out.append(made)
-            open_ = made if made.sticky_end else None
+            open_ = made if sticky_end else None
             i = j

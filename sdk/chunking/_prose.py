@@ -13,7 +13,9 @@ with an opening bracket. Graphemes glued by kinsoku form one indivisible unit.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Sequence
+from itertools import repeat
 
 import regex
 
@@ -70,36 +72,89 @@ _IDENT_OR_GRAPHEME = regex.compile(r"(?:(?=[\p{XID_Continue}])\X){1," + str(IDEN
 _GRAPHEME = regex.compile(r"\X")
 
 
+class _CharFlag(dict[str, bool]):
+    """Character -> whether it is in ``chars`` or matches ``pattern``, memoized (a dict
+    hit is far cheaper than a regex match, and ``map`` can look many up in C)."""
+
+    def __init__(self, chars: frozenset[str], pattern: regex.Pattern[str]) -> None:
+        super().__init__()
+        self._chars = chars
+        self._pattern = pattern
+
+    def __missing__(self, ch: str) -> bool:
+        flag = ch in self._chars or self._pattern.match(ch) is not None
+        self[ch] = flag
+        return flag
+
+
+# A cut is refused when the character after it may not start a piece (kinsoku) or joins
+# the grapheme before it, or when the character before it may not end a piece, is a
+# zero-width joiner (it asks to join what follows: GB11 emoji sequences, Indic
+# half-forms, whatever a property table says) or a prepended mark. Level patterns cut
+# after whitespace or punctuation, so such a cut is inside a grapheme only in those cases.
+_BAD_AFTER = _CharFlag(_NO_START, _JOINS_PREVIOUS)
+_BAD_BEFORE = _CharFlag(_NO_END | {"\u200d"}, _PREPEND)
+# The same without kinsoku: grapheme safety alone.
+_JOINS_AFTER = _CharFlag(frozenset(), _JOINS_PREVIOUS)
+_JOINS_BEFORE = _CharFlag(frozenset("\u200d"), _PREPEND)
+
+
 def allowed_cut(text: str, p: int) -> bool:
     """Kinsoku and grapheme safety for a cut found by a level pattern."""
-    before = text[p - 1]
-    after = text[p]
-    if after in _NO_START or before in _NO_END:
-        return False
-    if before == "\u200d":
-        # Never cut right after a zero-width joiner: it asks to join what follows
-        # (GB11 emoji sequences, Indic half-forms), whatever a property table says.
-        return False
-    # Level patterns cut after whitespace or punctuation; such a cut is inside a
-    # grapheme only when the next character extends the previous grapheme or the
-    # previous one is a prepended mark.
-    joins = _JOINS_CACHE.get(after)
-    if joins is None:
-        joins = _JOINS_CACHE[after] = _JOINS_PREVIOUS.match(after) is not None
-    prepend = _PREPEND_CACHE.get(before)
-    if prepend is None:
-        prepend = _PREPEND_CACHE[before] = _PREPEND.match(before) is not None
-    return not (joins or prepend)
+    return not (_BAD_AFTER[text[p]] or _BAD_BEFORE[text[p - 1]])
 
 
-# Per-character property memo: a dict lookup is far cheaper than a regex match.
-_JOINS_CACHE: dict[str, bool] = {}
-_PREPEND_CACHE: dict[str, bool] = {}
+def _refused(text: str, cuts: list[int], after: _CharFlag, before: _CharFlag) -> list[bool]:
+    get = text.__getitem__
+    return list(
+        map(
+            operator.or_,
+            map(after.__getitem__, map(get, cuts)),
+            map(before.__getitem__, map(get, map(operator.sub, cuts, repeat(1)))),
+        )
+    )
+
+
+def allowed_cuts(text: str, cuts: list[int]) -> list[int]:
+    """The cuts that :func:`allowed_cut` allows, looked up in C (``map`` over memos)."""
+    refused = _refused(text, cuts, _BAD_AFTER, _BAD_BEFORE)
+    if True not in refused:
+        return cuts
+    return list(itertools.compress(cuts, map(operator.not_, refused)))
+
+
+# Kinsoku glues graphemes into one indivisible unit; a run of such graphemes is bounded
+# (as identifier runs are): past KINSOKU_RUN_MAX graphemes, a cut that only kinsoku
+# refuses is taken, so a run of thousands of brackets or prolonged sound marks is cut
+# rather than one oversize unit. A cut inside a grapheme is never taken.
+KINSOKU_RUN_MAX = 32
+
+
+def _bounded_grapheme_cuts(text: str, start: int, cuts: list[int]) -> list[int]:
+    """Allowed grapheme cuts, with glued runs bounded by KINSOKU_RUN_MAX graphemes."""
+    refused = _refused(text, cuts, _BAD_AFTER, _BAD_BEFORE)
+    if True not in refused:
+        return cuts
+    if refused.count(True) < KINSOKU_RUN_MAX:
+        return list(itertools.compress(cuts, map(operator.not_, refused)))
+    unsafe = _refused(text, cuts, _JOINS_AFTER, _JOINS_BEFORE)
+    out: list[int] = []
+    run = 1  # graphemes since the last cut taken
+    for p, no, bad in zip(cuts, refused, unsafe):
+        if not no or (not bad and run >= KINSOKU_RUN_MAX):
+            out.append(p)
+            run = 1
+        else:
+            run += 1
+    return out
 
 
 def _ends(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
     def find(text: str, start: int, end: int) -> list[int]:
-        return [m.end() for m in pattern.finditer(text, start, end) if start < m.end() < end]
+        ends = list(map(_END, pattern.finditer(text, start, end)))
+        if ends and ends[-1] >= end:
+            ends.pop()
+        return ends
 
     return find
 
@@ -108,20 +163,32 @@ def _cut_ends(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int
     """Like :func:`_ends`, for a pattern whose ``skip`` matches make no cut."""
 
     def find(text: str, start: int, end: int) -> list[int]:
-        return [
-            m.end()
-            for m in pattern.finditer(text, start, end)
-            if m.group("skip") is None and start < m.end() < end
-        ]
+        found = list(pattern.finditer(text, start, end))
+        cuts = list(map(_LASTGROUP, found))
+        if "skip" in cuts:
+            ends = list(itertools.compress(map(_END, found), map(operator.not_, cuts)))
+        else:
+            ends = list(map(_END, found))
+        if ends and ends[-1] >= end:
+            ends.pop()
+        return ends
 
     return find
 
 
 def _starts(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
     def find(text: str, start: int, end: int) -> list[int]:
-        return [m.start() for m in pattern.finditer(text, start, end) if m.start() > start]
+        starts = list(map(_START, pattern.finditer(text, start, end)))
+        if starts and starts[0] <= start:
+            del starts[0]
+        return starts
 
     return find
+
+
+_START: Callable[[regex.Match[str]], int] = regex.Match.start  # map() calls them in C
+_END: Callable[[regex.Match[str]], int] = regex.Match.end
+_LASTGROUP = operator.attrgetter("lastgroup")
 
 
 # The regex module's \X looks back over a whole run of regional indicators to pair them,
@@ -134,13 +201,16 @@ _RI_RUN = regex.compile(
 )
 
 
-def _cluster_starts(text: str, start: int, end: int, pattern: regex.Pattern[str]) -> list[int]:
+def _cluster_starts(text: str, start: int, end: int, pattern: regex.Pattern[str] | None = None) -> list[int]:
     """Starts of ``pattern``'s matches in ``[start, end)`` (``pattern`` matches whole
-    grapheme clusters), with long runs of regional indicators paired directly."""
+    grapheme clusters; ``None``: the clusters themselves), with long runs of regional
+    indicators paired directly."""
     out: list[int] = []
     pos = start
+    find: Callable[[str, int, int, regex.Pattern[str] | None], list[int]]
+    find = _grapheme_starts if pattern is None else _match_starts
     for run in _RI_RUN.finditer(text, start, end):
-        out += [m.start() for m in pattern.finditer(text, pos, run.start())]
+        out += find(text, pos, run.start(), pattern)
         lo = run.start()
         first = lo
         while _PREPEND.match(text, first):  # Prepends join the first pair
@@ -159,8 +229,56 @@ def _cluster_starts(text: str, start: int, end: int, pattern: regex.Pattern[str]
         out.append(lo)
         out += range(first + 2, ris, 2)
         pos = run.end()
-    out += [m.start() for m in pattern.finditer(text, pos, end)]
+    out += find(text, pos, end, pattern)
     return out
+
+
+# Every rule of UAX #29 that keeps two characters in one cluster (CR LF, Hangul jamo
+# sequences, Extend/ZWJ/SpacingMark after anything, Prepend before anything, emoji ZWJ
+# sequences, Indic conjuncts, regional indicator pairs, and the consonants the regex
+# module treats as prepended) has one of these on a side of the position. Between two
+# characters that are neither, a cluster always ends, so \X runs only on short windows
+# around these (checked against \X for every code point in tests).
+_JOINING = regex.compile(
+    r"[\p{Grapheme_Cluster_Break=Extend}\p{Grapheme_Cluster_Break=ZWJ}"
+    r"\p{Grapheme_Cluster_Break=SpacingMark}\p{Grapheme_Cluster_Break=Prepend}"
+    r"\p{Grapheme_Cluster_Break=Regional_Indicator}\p{Grapheme_Cluster_Break=L}"
+    r"\p{Grapheme_Cluster_Break=V}\p{Grapheme_Cluster_Break=T}\r"
+    # Letters the regex module's \X joins to the consonant after them (as Prepend)
+    r"\p{Indic_Syllabic_Category=Consonant_Prefixed}\p{Indic_Syllabic_Category=Consonant_With_Stacker}"
+    r"\p{Indic_Syllabic_Category=Consonant_Preceding_Repha}]+"
+)
+
+
+def _grapheme_starts(text: str, pos: int, end: int, pattern: regex.Pattern[str] | None = None) -> list[int]:
+    r"""Starts of the grapheme clusters in ``[pos, end)`` (``pos`` starts one): every
+    position between two characters that join nothing, and \X's starts in windows
+    (from the character before a run of joining characters to the one after it)."""
+    out: list[int] = []
+    done = pos  # clusters before it are found
+    lo = hi = -1  # the window waiting to be run
+    grapheme = _GRAPHEME  # looked up here: a test may wrap it
+    for m in _JOINING.finditer(text, pos, end):
+        a = max(m.start() - 1, pos)
+        b = min(m.end() + 1, end)
+        if a < hi:  # touches the waiting window: one window
+            hi = b
+            continue
+        if hi >= 0:
+            out += map(_START, grapheme.finditer(text, lo, hi))
+            done = hi
+        out += range(done, a)
+        lo, hi = a, b
+    if hi >= 0:
+        out += map(_START, grapheme.finditer(text, lo, hi))
+        done = hi
+    out += range(done, end)
+    return out
+
+
+def _match_starts(text: str, pos: int, end: int, pattern: regex.Pattern[str] | None) -> list[int]:
+    assert pattern is not None
+    return list(map(_START, pattern.finditer(text, pos, end)))
 
 
 def _line_breaks(text: str, start: int, end: int) -> list[int]:
@@ -179,15 +297,36 @@ _SCRIPTS: tuple[tuple[regex.Pattern[str], int], ...] = (
     (regex.compile(r"[\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]"), 4),
     (regex.compile(r"[\p{L}\p{N}_]"), 5),
 )
-_SCRIPT_CACHE: dict[str, int] = {}
+
+
+class _ScriptClasses(dict[str, int]):
+    """Character -> script class (0: joins its neighbours), memoized."""
+
+    def __missing__(self, ch: str) -> int:
+        cls = next((c for pattern, c in _SCRIPTS if pattern.match(ch)), 0)
+        self[ch] = cls
+        return cls
+
+
+_SCRIPT_CLASS = _ScriptClasses()
+_CLASSES = range(1, 6)
+_WEAK_CHANGES = frozenset({(_HAN_KANA, _HIRAGANA)})
+_STRONG_CHANGES = frozenset((a, b) for a in _CLASSES for b in _CLASSES if a != b) - _WEAK_CHANGES
 
 
 def _script_class(ch: str) -> int:
-    cls = _SCRIPT_CACHE.get(ch)
-    if cls is None:
-        cls = next((c for pattern, c in _SCRIPTS if pattern.match(ch)), 0)  # 0: joins neighbours
-        _SCRIPT_CACHE[ch] = cls
-    return cls
+    return _SCRIPT_CLASS[ch]
+
+
+def _changes(text: str, graphemes: list[int], weak: bool) -> list[int]:
+    # The class of a grapheme is that of its first character; classless ones (0) join
+    # their neighbours, so a change is between consecutive graphemes that have a class.
+    classes = list(map(_SCRIPT_CLASS.__getitem__, map(text.__getitem__, graphemes)))
+    starts = list(itertools.compress(graphemes, classes))
+    classes = list(itertools.compress(classes, classes))
+    kinds = _WEAK_CHANGES if weak else _STRONG_CHANGES
+    pairs = zip(classes, itertools.islice(classes, 1, None))
+    return list(itertools.compress(itertools.islice(starts, 1, None), map(kinds.__contains__, pairs)))
 
 
 def _script_changes(text: str, start: int, end: int, weak: bool) -> list[int]:
@@ -197,17 +336,7 @@ def _script_changes(text: str, start: int, end: int, weak: bool) -> list[int]:
     phrase: 私は|ユーザー名を|入力) or cross Latin/CJK/Hangul; the weak ones start a
     hiragana run after kanji or katakana (入力|します), used only when nothing better is left.
     """
-    out: list[int] = []
-    prev = 0
-    for g in _cluster_starts(text, start, end, _GRAPHEME):
-        cls = _script_class(text[g])
-        if cls and prev and cls != prev and g > start:
-            is_weak = cls == _HIRAGANA and prev == _HAN_KANA
-            if is_weak == weak:
-                out.append(g)
-        if cls:
-            prev = cls
-    return out
+    return _changes(text, _cluster_starts(text, start, end), weak)
 
 
 def _strong_script_changes(text: str, start: int, end: int) -> list[int]:
@@ -219,7 +348,7 @@ def _weak_script_changes(text: str, start: int, end: int) -> list[int]:
 
 
 def _graphemes(text: str, start: int, end: int) -> list[int]:
-    return [g for g in _cluster_starts(text, start, end, _GRAPHEME) if g > start]
+    return [g for g in _cluster_starts(text, start, end) if g > start]
 
 
 def _identifiers(text: str, start: int, end: int) -> list[int]:
@@ -242,13 +371,29 @@ LEVELS: tuple[tuple[str, Callable[[str, int, int], list[int]]], ...] = (
 )
 
 
+_SCRIPT_LEVEL = 6
+_GRAPHEME_LEVEL = 8
+assert [name for name, _ in LEVELS[_SCRIPT_LEVEL:]] == ["script", "weak script", "grapheme"]
+
+
 def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, list[int]]:
     """The first level at or below ``level`` with allowed cuts in ``(start, end)``.
 
     Returns ``(level_found, cuts)``; ``cuts`` is empty when none is left at any level.
     """
+    graphemes: list[int] | None = None  # the three lowest levels share one pass
     for index in range(level, len(LEVELS)):
-        cuts = [p for p in LEVELS[index][1](text, start, end) if allowed_cut(text, p)]
+        if index < _SCRIPT_LEVEL:
+            cuts = allowed_cuts(text, LEVELS[index][1](text, start, end))
+        else:
+            if graphemes is None:
+                graphemes = _cluster_starts(text, start, end)
+            if index < _GRAPHEME_LEVEL:
+                cuts = allowed_cuts(text, _changes(text, graphemes, index > _SCRIPT_LEVEL))
+            else:
+                if graphemes and graphemes[0] <= start:
+                    del graphemes[0]
+                cuts = _bounded_grapheme_cuts(text, start, graphemes)
         if cuts:
             return index, cuts
     return len(LEVELS), []
@@ -266,14 +411,22 @@ class ProseSplitter:
     def root(self, text: str, start: int = 0, end: int | None = None, path: str | None = None) -> Section:
         return Section(start, len(text) if end is None else end, self, 0, self.kind, self.language, path)
 
-    def split(self, text: str, section: Section) -> Sequence[Section]:
+    def split_edges(self, text: str, section: Section) -> tuple[list[int], Section]:
+        """The edges of the parts (``[start, *cuts, end]``, or ``[]`` when the section
+        cannot be cut) and a section every part is like but for its span."""
         level = section.state if isinstance(section.state, int) else 0
-        found, cuts = boundaries(text, section.start, section.end, level)
-        if not cuts:
+        found, edges = boundaries(text, section.start, section.end, level)
+        if not edges:
+            return edges, section
+        edges.insert(0, section.start)
+        edges.append(section.end)
+        return edges, section._replace(state=found + 1, sticky=False)
+
+    def split(self, text: str, section: Section) -> Sequence[Section]:
+        edges, t = self.split_edges(text, section)
+        if not edges:
             return ()
-        edges = [section.start, *cuts, section.end]
-        nxt = found + 1
-        kind, language, path, partial = section.kind, section.language, section.path, section.partial
+        kind, language, path, partial, nxt = t.kind, t.language, t.path, t.partial, t.state
         return [Section(a, b, self, nxt, kind, language, path, partial) for a, b in itertools.pairwise(edges)]
 
 
