@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import anyio
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 
 from sdk._errors import SDKError
 from sdk._tokens import (
@@ -35,6 +36,23 @@ _KINDS = ("auto", "text", "markdown", "code", "json", "jsonl")
 # modules that exist; a kind without one falls back to prose rules with a warning.
 RootFactory = Callable[[str, "str | None", "str | None"], Section]
 _ROOTS: dict[str, RootFactory] = {}
+
+
+# achunk's engines run in threads of their own, at most this many per event loop. An
+# engine waits in its thread for each count of an async tokenizer, and that count may
+# itself need a thread of anyio's default pool (trio resolves host names in one; a
+# tokenizer may encode in one): engines holding every default thread would deadlock.
+_ENGINE_THREADS = 40
+_engine_limiter: RunVar[anyio.CapacityLimiter] = RunVar("sdk_chunking_engine_threads")
+
+
+def _engine_threads() -> anyio.CapacityLimiter:
+    try:
+        return _engine_limiter.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(_ENGINE_THREADS)
+        _engine_limiter.set(limiter)
+        return limiter
 
 
 def register_kind(kind: str, factory: RootFactory) -> None:
@@ -139,7 +157,8 @@ class Chunker:
             tok = self.encoding
             sizer = Sizer(WorkerEncoder(tok, getattr(tok, "name", None) or type(tok).__name__))  # type: ignore[arg-type]
         return await anyio.to_thread.run_sync(
-            functools.partial(self._chunk, sizer, text, kind, language, filename, heading_context)
+            functools.partial(self._chunk, sizer, text, kind, language, filename, heading_context),
+            limiter=_engine_threads(),
         )
 
     async def achunk_many(

@@ -251,3 +251,23 @@ def test_the_bridge_remembers_counts_it_was_given() -> None:
 
     assert anyio.run(main) == [3, 3, 2]
     assert Tok.calls == 2
+
+
+async def test_many_achunks_side_by_side_leave_the_default_threads_to_the_tokenizer() -> None:
+    # Each achunk's engine waits in a worker thread for its tokenizer; the tokenizer's
+    # own work may need a worker thread too (trio resolves a host name in one, a local
+    # tokenizer may encode in one). Engines holding every default thread deadlocked.
+    class Threaded:
+        name = "threaded"
+
+        async def encode(self, text: str) -> list[int]:
+            return await anyio.to_thread.run_sync(lambda: list(range(len(text.split()))))
+
+    chunker = Chunker(8, encoding=Threaded())
+    texts = [f"text {i} " + "word " * 40 for i in range(50)]
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            for t in texts:
+                tg.start_soon(chunker.achunk, t)
+        many = await chunker.achunk_many(texts, concurrency=50)
+    assert all(sum(c.tokens for c in cs) == len(t.split()) for cs, t in zip(many, texts, strict=True))
