@@ -120,12 +120,31 @@ _known_re: re.Pattern[str] | None = None
 _MIN_BASE64_SECRET = 12
 
 
+_ESCAPE = re.compile(r"(%[0-9A-F]{2}|\\u[0-9a-f]{4})")
+
+
+def _any_case_hex(spelling: str) -> str:
+    """A pattern for an escaped spelling whose escapes' hex digits (``%2F``, ``\\u002f``)
+    match in either case, and nothing else does: the value's own letters keep their case.
+    (An inline ``(?i:...)`` group would also fold them, and it keeps the alternation of
+    every secret from scanning by first character: redaction became 20 times slower.)"""
+    out: list[str] = []
+    for i, part in enumerate(_ESCAPE.split(spelling)):
+        if i % 2 == 0:
+            out.append(re.escape(part))
+            continue
+        head = 1 if part[0] == "%" else 2
+        out.append(re.escape(part[:head]))
+        out.extend(d if d.isdigit() else f"[{d.lower()}{d.upper()}]" for d in part[head:])
+    return "".join(out)
+
+
 def _forms(value: str) -> set[str]:
     """Patterns for a value and the spellings a server may echo it in: JSON-escaped,
     percent-encoded (``%xx`` or ``+`` for a space, hex digits in either case), every
     character a ``\\uXXXX`` escape (either case), and inside base64 or base64url text
     (at any of the three alignments: the characters that depend on the value only)."""
-    literal = {value, value.replace("\\", "\\\\").replace('"', '\\"'), quote_plus(value, safe="")}
+    literal = {value, value.replace("\\", "\\\\").replace('"', '\\"')}
     forms = {re.escape(f) for f in literal if len(f) >= MIN_SECRET_LENGTH}
     units: list[str] = []
     for c in value:
@@ -135,9 +154,9 @@ def _forms(value: str) -> set[str]:
             units += (f"\\u{0xD800 + (o >> 10):04x}", f"\\u{0xDC00 + (o & 0x3FF):04x}")
         else:
             units.append(f"\\u{o:04x}")
-    for escaped in (quote(value, safe=""), "".join(units)):
+    for escaped in (quote(value, safe=""), quote_plus(value, safe=""), "".join(units)):
         if len(escaped) >= MIN_SECRET_LENGTH:
-            forms.add(f"(?i:{re.escape(escaped)})")
+            forms.add(_any_case_hex(escaped))
     raw = value.encode("utf-8", "surrogatepass")
     if len(raw) >= _MIN_BASE64_SECRET:
         for lead in range(3):
