@@ -15,6 +15,12 @@ Leaves that do not fit (a huge string, a long comment) and ERROR regions of brok
 code fall back to prose rules at the line level; single tokens stay whole. Nesting
 deeper than ``_MAX_DEPTH`` splits is cut by lines, then tokens (the engine recurses
 once per level). ``Chunk.path`` is the chain of definitions the chunk starts in.
+
+A syntax tree costs about 20 bytes of memory per byte of source, so a long Python
+source is parsed a window at a time (its top-level statements come out of a window as
+out of the whole; see ``CodeSplitter._window``), and a window's nodes are released
+once the engine has moved past them. Node kinds are tested through a per-grammar
+table of bits indexed by ``kind_id`` rather than by comparing type names.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import regex
 import tree_sitter
@@ -161,36 +167,112 @@ _CHAINS = frozenset(
 )
 # Past this many nested splits, a node is cut by lines and tokens (see _lines_of_tokens).
 _MAX_DEPTH = 120
+# A source longer than this is parsed a window at a time (see CodeSplitter._window), in
+# the languages whose top-level statements were checked to come out of a window exactly
+# as out of the whole source. (Not C and its kin: a function cut off by the end of a
+# window leaves loose tokens at the top level that do not look broken.)
+_WINDOW_BYTES = 256 * 1024
+_WINDOWED = frozenset({"python"})
 
 
-@dataclass(frozen=True, slots=True)
-class _Nodes:
+class _Nodes(NamedTuple):
     """State of a code section: sibling nodes spanning bytes ``[start, end)``.
 
     ``chain`` is the definition chain enclosing the nodes (their parent's path);
     ``depth`` counts the splits above them (past ``_MAX_DEPTH``: lines, then tokens).
     """
 
-    nodes: tuple[Node, ...]
+    nodes: Sequence[Node]
     chain: tuple[str, ...]
     start: int
     end: int
     depth: int = 0
 
 
-def _is_comment(node: Node) -> bool:
-    return "comment" in node.type
+# Per node kind, what the splitter needs to know, as bits (one table per grammar, by
+# ``kind_id``: an int lookup instead of string tests on every child).
+_COMMENT = 1
+_FORWARD = 2  # describes the definition below it (_ATTACHED_FORWARD)
+_CLOSER = 4  # unnamed token ending what precedes it
+_OPENER = 8  # unnamed token opening what follows
+_TEXT = 16  # free text (_TEXTLIKE)
+_LABEL = 32  # names a definition (_LABELLED)
+_DEFINITION = 64  # named definition (_DEFINITIONS)
+_CHAIN = 128  # left-nested chain (_CHAINS)
+_ERROR = 256
+_NAMED = 512
+_ERROR_ID = 0xFFFF  # tree-sitter's ERROR symbol
+
+_KIND_FLAGS: dict[str, dict[int, int]] = {}
+
+
+def _kind_flags(language: str, grammar: tree_sitter.Language) -> dict[int, int]:
+    """Bits for every node kind of ``grammar`` (computed once per language)."""
+    table = _KIND_FLAGS.get(language)
+    if table is not None:
+        return table
+    table = {_ERROR_ID: _ERROR | _NAMED}
+    for kind_id in range(grammar.node_kind_count):
+        kind = grammar.node_kind_for_id(kind_id)
+        if kind is None:
+            continue
+        named = grammar.node_kind_is_named(kind_id)
+        bits = _NAMED if named else 0
+        if "comment" in kind:
+            bits |= _COMMENT
+        if kind in _ATTACHED_FORWARD:
+            bits |= _FORWARD
+        if not named and kind in _CLOSERS:
+            bits |= _CLOSER
+        if not named and kind in _OPENERS:
+            bits |= _OPENER
+        if any(word in kind.lower() for word in _TEXTLIKE):
+            bits |= _TEXT
+        if kind in _LABELLED:
+            bits |= _LABEL
+        if named and kind in _DEFINITIONS:
+            bits |= _DEFINITION
+        if kind in _CHAINS:
+            bits |= _CHAIN
+        if kind == "ERROR":
+            bits |= _ERROR
+        table[kind_id] = bits
+    _KIND_FLAGS[language] = table
+    return table
+
+
+class _Tail(NamedTuple):
+    """State of the unparsed rest of a long source, from byte ``start`` on."""
+
+    start: int
 
 
 class CodeSplitter:
-    """Splitter for one source; ``Section.state`` is a :class:`_Nodes`.
+    """Splitter for one source; ``Section.state`` is a :class:`_Nodes` (or a :class:`_Tail`).
 
     The source is parsed on the first split, so a text that fits the budget whole is
     never parsed. ``touched`` counts the nodes looked at, so tests can check the walk
-    stays lazy.
+    stays lazy; ``parsed`` counts the bytes given to the parser and ``widest`` the
+    longest stretch parsed at once (a syntax tree takes about 20 bytes of memory per
+    byte of source, so a long source is parsed a window at a time).
     """
 
-    __slots__ = ("_ascii", "_data", "_grammar", "_text", "_tree", "language", "touched")
+    __slots__ = (
+        "_ascii",
+        "_data",
+        "_flags",
+        "_grammar",
+        "_live",
+        "_parser",
+        "_plain",
+        "_row",
+        "_text",
+        "_tree",
+        "language",
+        "parsed",
+        "touched",
+        "widest",
+    )
 
     def __init__(self, text: str, language: str, grammar: tree_sitter.Language) -> None:
         self._text = text
@@ -198,25 +280,120 @@ class CodeSplitter:
         self._tree: tree_sitter.Tree | None = None
         self._data = b""
         self._ascii = True
+        self._plain = True  # ASCII without CR: every token edge is a grapheme edge
+        self._flags = _kind_flags(language, grammar)
         self.language = language
         self.touched = 0
+        self.parsed = 0
+        self.widest = 0
+        self._parser: tree_sitter.Parser | None = None
+        self._live: list[list[Node]] | None = None  # node lists of the current window
+        self._row = (0, 0)  # (byte, row) last passed by the windows
+
+    def _load(self) -> bytes:
+        if not self._data and self._text:
+            text = self._text
+            self._ascii = text.isascii()
+            self._plain = self._ascii and "\r" not in text
+            self._data = text.encode("ascii" if self._ascii else "utf-8")
+        return self._data
 
     @property
     def tree(self) -> tree_sitter.Tree:
-        """The syntax tree (parsed once, on first use)."""
+        """The syntax tree of the whole source (parsed once, on first use)."""
         if self._tree is None:
-            self._ascii = self._text.isascii()
-            self._data = self._text.encode("ascii" if self._ascii else "utf-8")
-            self._tree = tree_sitter.Parser(self._grammar).parse(self._data)
+            data = self._load()
+            self._tree = tree_sitter.Parser(self._grammar).parse(data)
+            self.parsed += len(data)
+            self.widest = max(self.widest, len(data))
         return self._tree
+
+    def _parse(self, lo: int, hi: int) -> list[Node]:
+        """The non-empty top-level nodes of ``data[lo:hi]`` parsed alone (absolute offsets)."""
+        data = self._data
+        parser = self._parser
+        if parser is None:
+            parser = self._parser = tree_sitter.Parser(self._grammar)
+        at, row = self._row
+        if lo < at:
+            at, row = 0, 0
+        row += data.count(b"\n", at, lo)
+        self._row = (lo, row)
+        end_row = row + data.count(b"\n", lo, hi)
+        start = tree_sitter.Point(row, lo - data.rfind(b"\n", 0, lo) - 1)
+        end = tree_sitter.Point(end_row, hi - data.rfind(b"\n", 0, hi) - 1)
+        parser.included_ranges = [tree_sitter.Range(start, end, lo, hi)]
+        root = parser.parse(data).root_node
+        self.parsed += hi - lo
+        self.widest = max(self.widest, hi - lo)
+        return [c for c in root.children if c.end_byte > c.start_byte]
+
+    def _window(self, text: str, section: Section, lo: int) -> Sequence[Section]:
+        """The top-level nodes from byte ``lo`` on, one window of the source at a time.
+
+        The window (256 KiB, or an eighth of what precedes it, so a huge source takes
+        few) is parsed alone. Its last top-level node may run past the window's end,
+        so it (and the comments, decorators or broken nodes just before it) is left
+        to the next window, which starts at that node: a top-level statement parses
+        alike alone and in context. The rest of the source is one more section (a
+        :class:`_Tail`), split by the engine after this window's nodes are placed; the
+        previous window's nodes are released then, so one tree at a time is alive.
+        A node longer than a window is parsed with everything after it at once.
+        """
+        if self._live is not None:
+            for nodes in self._live:
+                nodes.clear()  # nodes keep their tree alive
+        self._live = []
+        data = self._data
+        n = len(data)
+        hi = min(n, lo + max(_WINDOW_BYTES, lo // 8))
+        children = self._parse(lo, hi)
+        keep = len(children)
+        if hi < n:
+            flags = self._flags
+            # Keep what comes before the last node and before anything broken (and the
+            # node before that, which error recovery may have cut short), less the
+            # comments and decorators that lead into what is left out.
+            for i, child in enumerate(children):
+                if child.has_error or not flags.get(child.kind_id, 0) & _NAMED:
+                    keep = max(0, i - 1)
+                    break
+            keep = min(keep, len(children) - 1)
+            while keep > 0 and flags.get(children[keep - 1].kind_id, 0) & (_COMMENT | _FORWARD):
+                keep -= 1
+            if keep == 0:
+                hi = n
+                children = self._parse(lo, n)
+                keep = len(children)
+        if not children:
+            return self._prose(text, section)
+        nxt = children[keep].start_byte if keep < len(children) else n
+        committed = children[:keep]
+        self.touched += keep
+        end = section.start + (nxt - lo if self._ascii else len(data[lo:nxt].decode("utf-8")))
+        head = Section(section.start, end, self, None, "code", self.language, None)
+        parts = self._tile(text, head, _Nodes((), (), lo, nxt), self._group(committed), (), None)
+        if nxt < n:
+            parts.append(Section(end, section.end, self, _Tail(nxt), "code", self.language, None))
+        elif len(parts) == 1:  # one node: cut inside it
+            only = parts[0]
+            return only.splitter.split(text, only) if only.splitter is not None else ()
+        return parts
 
     # -- the Splitter protocol -------------------------------------------------------
 
     def split(self, text: str, section: Section) -> Sequence[Section]:
         state = section.state
+        if isinstance(state, _Tail):
+            return self._window(text, section, state.start)
         if not isinstance(state, _Nodes):
             return ()
-        if not state.nodes:  # the root: parse now
+        if not state.nodes:
+            if isinstance(state.nodes, list):  # released with its window
+                return self._prose(text, section)
+            # The root: parse now.
+            if len(self._load()) > _WINDOW_BYTES and self.language in _WINDOWED:
+                return self._window(text, section, 0)
             state = _Nodes((self.tree.root_node,), (), 0, len(self._data))
         if len(state.nodes) == 1 and state.depth >= _MAX_DEPTH:
             groups = self._lines_of_tokens(state.nodes[0])
@@ -226,28 +403,38 @@ class CodeSplitter:
         node = state.nodes[0]
         chain = state.chain
         path = section.path
+        flags = self._flags
+        lo, hi = state.start, state.end
         while True:
-            if node.is_error:
+            bits = flags.get(node.kind_id, 0)
+            if bits & _ERROR:
                 return self._prose(text, section)
-            name = _definition_name(self._data, node, self.language)
-            if name is not None:
-                chain = (*chain, name)
-                path = ".".join(chain)
+            if bits & _DEFINITION:
+                name = _definition_name(self._data, node, self.language)
+                if name is not None:
+                    chain = (*chain, name)
+                    path = ".".join(chain)
             children = self._children(node)
             if not children:
-                if _textlike(node) or state.start < node.start_byte or state.end > node.end_byte:
+                ns = node.start_byte
+                if bits & _TEXT or hi > node.end_byte or lo > ns or self._multiline(node):
                     return self._prose(text, section)
                 return ()
             only = children[0]
-            if len(children) == 1 and only.start_byte <= state.start and only.end_byte >= state.end:
+            if len(children) == 1 and only.start_byte <= lo and only.end_byte >= hi:
                 node = only  # a node that is all one child: look through it
                 continue
             groups = self._group(children)
             if len(groups) == 1:  # all glued together (a decorated definition): cut between members
-                return self._members(text, section, state, children, chain, path)
-            return self._tile(text, section, state, groups, chain, path)
+                parts = self._members(text, section, state, children, chain, path)
+            else:
+                parts = self._tile(text, section, state, groups, chain, path)
+            return parts
 
     # -- helpers -----------------------------------------------------------------------
+
+    def _multiline(self, node: Node) -> bool:
+        return self._data.find(b"\n", node.start_byte, node.end_byte) >= 0
 
     def _children(self, node: Node) -> list[Node]:
         """Non-empty children; a one-line left-recursive chain (``a + b + c``, ``x.f().g()``,
@@ -257,17 +444,24 @@ class CodeSplitter:
         """
         children = [c for c in node.children if c.end_byte > c.start_byte]
         self.touched += len(children) or 1
-        kind = node.type
+        if not children:
+            return children
+        flags = self._flags
+        kind = node.kind_id
         while children:
             first = children[0]
-            if not first.is_named or first.child_count < 2 or first.start_point.row != first.end_point.row:
+            first_kind = first.kind_id
+            first_bits = flags.get(first_kind, 0)
+            if not first_bits & _NAMED or first.child_count < 2:
                 break
-            if first.type != kind and not (kind in _CHAINS and first.type in _CHAINS):
+            if first_kind != kind and not (flags.get(kind, 0) & first_bits & _CHAIN):
+                break
+            if first.start_point.row != first.end_point.row:
                 break
             inner = [c for c in first.children if c.end_byte > c.start_byte]
             self.touched += len(inner)
             children[:1] = inner
-            kind = first.type
+            kind = first_kind
         return children
 
     def _lines_of_tokens(self, node: Node) -> list[list[Node]]:
@@ -308,26 +502,34 @@ class CodeSplitter:
         lead into what follows.
         """
         data = self._data
-        joins = [False] * len(children)
-        leads = [False] * len(children)
+        flags = self._flags
+        n = len(children)
+        joins = [False] * n
+        leads = [False] * n
         prev = children[0]
-        prev_type, prev_named, prev_end = prev.type, prev.is_named, prev.end_byte
+        prev_bits, prev_end = flags.get(prev.kind_id, 0), prev.end_byte
         prev_trailing = False  # prev is a comment ending the line of the node before it
-        for i in range(1, len(children)):
+        for i in range(1, n):
             cur = children[i]
-            cur_type, cur_named = cur.type, cur.is_named
-            cur_comment = "comment" in cur_type
-            newlines = data.count(b"\n", prev_end, cur.start_byte)
-            back = (cur_comment and newlines == 0) or (not cur_named and cur_type in _CLOSERS)
+            bits = flags.get(cur.kind_id, 0)
+            start = cur.start_byte
+            if bits & _COMMENT:
+                newlines = data.count(b"\n", prev_end, start)
+                back = newlines == 0
+            else:
+                back = bits & _CLOSER != 0
+                if not back and prev_bits & _COMMENT and not prev_trailing:
+                    newlines = data.count(b"\n", prev_end, start)
+                else:
+                    newlines = 0
             forward = not back and (
-                prev_type in _ATTACHED_FORWARD
-                or ("comment" in prev_type and not prev_trailing and newlines <= 1)
-                or (not prev_named and prev_type in _OPENERS)
+                prev_bits & (_FORWARD | _OPENER) != 0
+                or (prev_bits & _COMMENT != 0 and not prev_trailing and newlines <= 1)
             )
             joins[i] = back or forward
             leads[i - 1] = forward
-            prev_trailing = back and cur_comment
-            prev_type, prev_named, prev_end = cur_type, cur_named, cur.end_byte
+            prev_trailing = back and bits & _COMMENT != 0
+            prev_bits, prev_end = bits, cur.end_byte
         return joins, leads
 
     def _group(self, children: list[Node]) -> list[list[Node]]:
@@ -376,27 +578,26 @@ class CodeSplitter:
         parts: list[Section] = []
         glue = False  # the part before is sticky: so is the whitespace after it
         leading: list[bool] = []  # parts that lead into the next one
-
-        def char(b: int) -> int:
-            if linear:
-                return section.start + (b - lo)
-            return pos_c + len(data[pos_b:b].decode("utf-8"))
+        depth = state.depth + 1
+        base_c = section.start
 
         for index, group in enumerate(groups):
-            gs = max(group[0].start_byte, pos_b)
-            ge = min(group[-1].end_byte, hi)
+            gs = group[0].start_byte
+            if gs < pos_b:
+                gs = pos_b
+            ge = group[-1].end_byte
+            if ge > hi:
+                ge = hi
             if ge <= gs:
                 continue
             if gs > pos_b:
-                c = char(gs)
-                gap = Section(pos_c, c, PROSE, 0, "code", language, path)
-                parts.append(gap._replace(sticky=True) if glue else gap)
+                c = base_c + (gs - lo) if linear else pos_c + len(data[pos_b:gs].decode("utf-8"))
+                parts.append(Section(pos_c, c, PROSE, 0, "code", language, path, False, glue))
                 leading.append(glue)
                 pos_b, pos_c = gs, c
-            c = char(ge)
-            part = self._part(group, pos_c, c, gs, ge, chain, path, state.depth + 1)
+            c = base_c + (ge - lo) if linear else pos_c + len(data[pos_b:ge].decode("utf-8"))
             glue = sticky is not None and sticky[index]
-            parts.append(part._replace(sticky=True) if glue else part)
+            parts.append(self._part(group, pos_c, c, pos_b, ge, chain, path, depth, glue))
             leading.append(glue)
             pos_b, pos_c = ge, c
         if pos_b < hi:
@@ -405,6 +606,8 @@ class CodeSplitter:
             for i in range(len(leading) - 1, -1, -1):
                 if leading[i] and i + 1 < len(parts) and parts[i].path != parts[i + 1].path:
                     parts[i] = parts[i]._replace(path=parts[i + 1].path)
+        if self._plain:
+            return parts
         return _snap(text, parts)
 
     def _part(
@@ -417,25 +620,35 @@ class CodeSplitter:
         chain: tuple[str, ...],
         path: str | None,
         depth: int,
+        sticky: bool,
     ) -> Section:
+        flags = self._flags
+        language = self.language
         if len(group) == 1:
             node = group[0]
+            bits = flags.get(node.kind_id, 0)
             if node.child_count == 0:  # a token: whole, unless it is free text
-                if node.is_error or _textlike(node):
-                    return Section(start, end, PROSE, 1, "code", self.language, path)
-                return Section(start, end, None, None, "code", self.language, path)
+                if bits & (_ERROR | _TEXT) or self._multiline(node):
+                    return Section(start, end, PROSE, 1, "code", language, path, False, sticky)
+                return Section(start, end, None, None, "code", language, path, False, sticky)
+            elif bits & _ERROR:
+                return Section(start, end, PROSE, 1, "code", language, path, False, sticky)
             principal = node
         else:
-            leads = (n for n in group if not (_is_comment(n) or n.type in _ATTACHED_FORWARD))
-            principal = next(leads, group[0])
-        if principal.type in _LABELLED:
-            label = _label(self._data, principal, self.language)
+            principal = group[0]
+            for n in group:
+                if not flags.get(n.kind_id, 0) & (_COMMENT | _FORWARD):
+                    principal = n
+                    break
+            bits = flags.get(principal.kind_id, 0)
+        if bits & _LABEL:
+            label = _label(self._data, principal, language)
             if label is not None:
                 path = ".".join((*chain, label))
-        if len(group) == 1 and group[0].is_error:
-            return Section(start, end, PROSE, 1, "code", self.language, path)
-        state = _Nodes(tuple(group), chain, bs, be, depth)
-        return Section(start, end, self, state, "code", self.language, path)
+        if self._live is not None:
+            self._live.append(group)
+        state = _Nodes(group, chain, bs, be, depth)
+        return Section(start, end, self, state, "code", language, path, False, sticky)
 
 
 _GRAPHEME = regex.compile(r"\X")

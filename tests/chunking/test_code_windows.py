@@ -1,0 +1,87 @@
+"""A long source is parsed a window at a time: bounded parser work and tree memory.
+
+A tree-sitter tree takes about 20 bytes of memory per byte of source, outside
+Python's allocator (``tracemalloc`` does not see it), so these tests bound what the
+splitter hands the parser instead: the bytes parsed in all and the longest stretch
+parsed at once. They are operation counts, not clocks.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import sdk.chunking._code as code
+from sdk import count_tokens
+from sdk.chunking import Chunker
+from sdk.chunking._code import CodeSplitter, code_root
+from sdk.chunking._engine import Engine, Sizer
+from tests.invariants import check_chunks
+
+
+def _module(functions: int) -> str:
+    body = (
+        "# Handler {i}.\n"
+        "@route('/items/{i}')\n"
+        "def handler_{i}(request, *, retries=3):\n"
+        '    """Handle request number {i}."""\n'
+        "    payload = request.json()  # parsed body\n"
+        "    for attempt in range(retries):\n"
+        "        if payload.get('id') == {i}:\n"
+        "            return {{'ok': True, 'attempt': attempt, 'value': payload['v'] * {i}}}\n"
+        "    raise LookupError(f'no match for {{payload!r}}')\n\n\n"
+        "TABLE_{i} = {{\n" + "".join(f"    'key{k}': '''line\nline''',\n" for k in range(12)) + "}}\n\n"
+    )
+    return "".join(body.format(i=i) for i in range(functions))
+
+
+def test_a_long_source_is_parsed_once_a_window_at_a_time() -> None:
+    text = _module(2_000)  # about 1.3 MB
+    n = len(text.encode("utf-8"))
+    assert n > 1_200_000
+    root = code_root(text, "python")
+    splitter = root.splitter
+    assert isinstance(splitter, CodeSplitter)
+    raw = Engine(text, 64, Sizer("o200k_base")).run(root)
+    assert raw[0].start == 0 and raw[-1].end == len(text)
+    assert all(a.end == b.start for a, b in itertools.pairwise(raw))
+    assert all(r.tokens <= 64 for r in raw)
+    sample = raw[:: max(1, len(raw) // 50)]
+    assert all(count_tokens(text[r.start : r.end]) == r.tokens for r in sample)
+    # Each byte reaches the parser about once (a window's last statement is parsed
+    # again with the next window), and never more than a window's worth at a time:
+    # the whole source at once would hold a tree of about 25 MB here.
+    assert splitter.parsed <= 1.05 * n
+    assert splitter.widest <= max(code._WINDOW_BYTES, n // 8) + 1_000
+
+
+@pytest.mark.parametrize("window", [2_000, 9_000])
+def test_windows_cut_where_one_parse_of_the_whole_cuts(monkeypatch: pytest.MonkeyPatch, window: int) -> None:
+    # Windows end inside strings, dict literals, decorated and commented definitions.
+    text = _module(60)
+    whole = {}
+    for budget in (16, 64, 256):
+        monkeypatch.setattr(code, "_WINDOWED", frozenset())
+        whole[budget] = Chunker(budget).chunk(text, kind="code", language="python")
+    monkeypatch.setattr(code, "_WINDOWED", frozenset({"python"}))
+    monkeypatch.setattr(code, "_WINDOW_BYTES", window)
+    for budget in (16, 64, 256):
+        got = Chunker(budget).chunk(text, kind="code", language="python")
+        check_chunks(text, got, budget)
+        ours = {(c.start, c.path) for c in got}
+        theirs = {(c.start, c.path) for c in whole[budget]}
+        # Only the packing next to a window's end may differ (a chunk may not run on
+        # into the next window); every cut is still one the whole parse allows.
+        assert len(ours ^ theirs) <= 2 * (len(text) // window + 1), budget
+
+
+def test_broken_code_in_a_long_source_still_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(code, "_WINDOW_BYTES", 4_000)
+    text = _module(10) + "def broken(:\n    return ((\n" + _module(10) + "x = '''never closed\n" + _module(5)
+    root = code_root(text, "python")
+    splitter = root.splitter
+    assert isinstance(splitter, CodeSplitter)
+    for budget in (16, 64):
+        got = Chunker(budget).chunk(text, kind="code", language="python")
+        check_chunks(text, got, budget)
