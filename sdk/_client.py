@@ -30,6 +30,7 @@ import dataclasses
 import logging
 import os
 import random
+import re
 import secrets
 from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -267,6 +268,9 @@ class Client:
         else:
             base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or HOSTED_BASE_URL
         self.base_url = base.rstrip("/")
+        # What reprs, names and messages show: a password in the URL (sent as basic auth)
+        # never appears, and is masked wherever redaction runs.
+        self._shown_url = _without_userinfo(self.base_url)
         self.backend_name: BackendName = backend or detect_backend(self.base_url)
         self._backend: Backend = (
             OpenAIBackend() if self.backend_name == "openai" else MessagesBackend(anthropic_version)
@@ -278,8 +282,11 @@ class Client:
         # registered for redaction by value (the key, and the latest credential header
         # values sent: at most _MAX_HEADER_SECRETS); released on close
         self._secrets: OrderedDict[str, None] = OrderedDict()
+        url = httpx2.URL(self.base_url)
+        self._pinned = {s for s in (api_key, url.password) if s}  # kept while headers come and go
         self._register(api_key)
-        host = httpx2.URL(self.base_url).host.lower()
+        self._register(url.password)
+        host = url.host.lower()
         # hosted: Anthropic's API (prompt-cache breakpoints, no prefill on newer models);
         # service: any hosted API, where nothing is self-hosted: no slot probe, no stall
         # cuts (a resume re-bills the prompt) and no preemption.
@@ -317,7 +324,7 @@ class Client:
         self._slots_probe: anyio.Event | None = None
 
     def __repr__(self) -> str:
-        return f"Client(base_url={self.base_url!r}, backend={self.backend_name!r}, api_key={self._key!r})"
+        return f"Client(base_url={self._shown_url!r}, backend={self.backend_name!r}, api_key={self._key!r})"
 
     async def __aenter__(self) -> Client:
         return self
@@ -357,10 +364,7 @@ class Client:
         if register_secret(secret):
             self._secrets[secret] = None
             while len(self._secrets) > _MAX_HEADER_SECRETS:  # the oldest header value goes
-                oldest = next(iter(self._secrets))
-                if oldest == self._key.value:
-                    self._secrets.move_to_end(oldest)
-                    oldest = next(iter(self._secrets))
+                oldest = next(s for s in self._secrets if s not in self._pinned)
                 del self._secrets[oldest]
                 release_secret(oldest)
 
@@ -537,7 +541,7 @@ class Client:
                 return response
             err = await self._error(response, deadline)
             if status == 404 and method == "POST" and path == backend_path:
-                err.message = _not_found_hint(err.message, self.base_url + path, self.backend_name)
+                err.message = _not_found_hint(err.message, self._shown_url + path, self.backend_name)
             delay = retry_decision(status, response.headers, attempt, self.retry, rng=self._rng)
             if flight is not None and status in (429, 529) and delay is not None:
                 log.info("%s %s: %d, back in the scheduler's queue for %.2f s", method, path, status, delay)
@@ -860,7 +864,7 @@ class Client:
         return cancel
 
     def _root(self) -> str:
-        return self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+        return _root_of(self.base_url)
 
     async def echoes_prefill(self) -> bool:
         """Whether the server repeats an assistant prefill at the start of its answer
@@ -944,7 +948,7 @@ class Client:
                 continue
             except NotFoundError as e:
                 e.message = (
-                    f"{self._root()}/tokenize does not exist: counts from the server need "
+                    f"{_root_of(self._shown_url)}/tokenize does not exist: counts from the server need "
                     f"llama-server, vLLM or a seam server in front of them ({e.message})"
                 )
                 raise
@@ -1095,6 +1099,15 @@ async def _cost(params: Mapping[str, Any]) -> Cost:
         mt = params.get("max_completion_tokens")
     out = mt if isinstance(mt, int) and not isinstance(mt, bool) and mt > 0 else 0
     return Cost(est, out)
+
+
+def _root_of(url: str) -> str:
+    return url[:-3] if url.endswith("/v1") else url
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` with any ``user:password@`` before the host shown as ``***@``."""
+    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#]*@", r"\1***@", url, count=1)
 
 
 def _json(resp: httpx2.Response) -> dict[str, Any]:

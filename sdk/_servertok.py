@@ -56,12 +56,12 @@ class ServerTokenizer:
         self.requests = 0  # sent so far: what a batch or a chunking cost the server
 
     def __repr__(self) -> str:
-        return f"ServerTokenizer({self._client.base_url!r}, model={self.model!r})"
+        return f"ServerTokenizer({self._client._shown_url!r}, model={self.model!r})"
 
     @property
     def name(self) -> str:
         """Names the tokenizer in reports and session files: the server and the model."""
-        return f"server:{self._client.base_url}" + (f"#{self.model}" if self.model else "")
+        return f"server:{self._client._shown_url}" + (f"#{self.model}" if self.model else "")
 
     async def _ask(self, text: str, pieces: bool) -> tuple[list[int], list[str | list[int]] | None]:
         if not text:

@@ -271,3 +271,19 @@ async def test_many_achunks_side_by_side_leave_the_default_threads_to_the_tokeni
                 tg.start_soon(chunker.achunk, t)
         many = await chunker.achunk_many(texts, concurrency=50)
     assert all(sum(c.tokens for c in cs) == len(t.split()) for cs, t in zip(many, texts, strict=True))
+
+
+async def test_credentials_in_the_base_url_never_show() -> None:
+    secret = "s3cret-Pass-42"
+    http = _answering({"error": {"type": "not_found_error", "message": "File Not Found"}}, 404)
+    async with Client(
+        base_url=f"http://alice:{secret}@server.test:8080", api_key="unused", http_client=http
+    ) as c:
+        tok = ServerTokenizer(c, model="m")
+        shown = [repr(c), repr(tok), tok.name]
+        with pytest.raises(NotFoundError) as e:
+            await tok.count("text")
+        shown += [str(e.value), repr(e.value), e.value.message]
+        for s in shown:
+            assert secret not in s, s
+        assert "server.test:8080" in tok.name and "alice" not in tok.name
