@@ -927,6 +927,14 @@ class Client:
             raise TypeError(f"tokenize() takes str, not {type(text).__name__}")
         if not text:
             return [], ([] if pieces else None)
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ValueError(
+                    f"text holds a lone surrogate U+{ord(text[exc.start]):04X} at offset {exc.start}; "
+                    "it cannot be encoded as UTF-8 or tokenized"
+                ) from None
         flavor = self._tokenize_flavor
         while True:
             # The first request carries both servers' fields; the answer says which it was.
@@ -952,8 +960,13 @@ class Client:
                     f"llama-server, vLLM or a seam server in front of them ({e.message})"
                 )
                 raise
+            data = _json(resp)
+            if flavor == "vllm" and "max_model_len" not in data:
+                # Not vLLM's answer: llama-server answers a body without ``content`` with
+                # no tokens at all (200), so the count would be 0. Ask with both.
+                flavor = None
+                continue
             break
-        data = _json(resp)
         if flavor is None:
             self._tokenize_flavor = flavor = "vllm" if "max_model_len" in data else "llama"
         return _tokens_from(data, resp.status_code, pieces=pieces and flavor == "llama")

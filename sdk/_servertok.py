@@ -64,6 +64,8 @@ class ServerTokenizer:
         return f"server:{self._client._shown_url}" + (f"#{self.model}" if self.model else "")
 
     async def _ask(self, text: str, pieces: bool) -> tuple[list[int], list[str | list[int]] | None]:
+        if not isinstance(text, str):
+            raise TypeError(f"{type(self).__name__} takes str, not {type(text).__name__}")
         if not text:
             return [], None
         if self._limiter is None:
@@ -85,7 +87,9 @@ class ServerTokenizer:
         """The UTF-8 end of every token of ``text`` (counted from ``start_byte``), never
         decreasing: exact in number, and where the server names each token's piece
         (llama-server) their lengths place the ends; else they are spread evenly."""
-        width = len(text.encode("utf-8"))
+        if not isinstance(text, str):
+            raise TypeError(f"{type(self).__name__} takes str, not {type(text).__name__}")
+        width = len(text.encode("utf-8", "surrogatepass"))
         ids, pieces = await self._ask(text, width <= _PIECES_BYTES)
         n = len(ids)
         if pieces is None:

@@ -287,3 +287,44 @@ async def test_credentials_in_the_base_url_never_show() -> None:
         for s in shown:
             assert secret not in s, s
         assert "server.test:8080" in tok.name and "alice" not in tok.name
+
+
+async def test_a_llama_server_behind_a_url_learnt_as_vllm_is_asked_again() -> None:
+    # One URL, other servers behind it (a router over mixed engines, a restart): a body in
+    # vLLM's shape alone gets {"tokens": []} from llama-server, a count of 0.
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        if len(seen) == 1:
+            return httpx2.Response(200, json={"count": 2, "max_model_len": 99, "tokens": [5, 6]})
+        if "content" not in body:
+            return httpx2.Response(200, json={"tokens": []})  # what llama-server answers
+        return httpx2.Response(200, json={"tokens": [7, 8, 9]})
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    async with Client(base_url="http://server.test", api_key="unused", http_client=http) as c:
+        assert await c.tokenize("first") == [5, 6]
+        assert await c.tokenize("three tokens here") == [7, 8, 9]
+        assert await c.tokenize("again") == [7, 8, 9]
+    assert "content" in seen[2] and "prompt" in seen[2]
+    assert "prompt" not in seen[3]  # learnt again: llama-server
+
+
+async def test_texts_that_cannot_be_sent_are_refused_before_a_request() -> None:
+    seen: list[dict[str, Any]] = []
+    async with Client(
+        base_url="http://server.test", api_key="unused", http_client=_answering({"tokens": [1]}, 200, seen)
+    ) as c:
+        tok = ServerTokenizer(c)
+        for bad in (None, b"", 0, b"bytes"):
+            with pytest.raises(TypeError):
+                await tok.encode(bad)  # type: ignore[arg-type]
+            with pytest.raises(TypeError):
+                await tok.encode_ends(bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="lone surrogate U\\+D800 at offset 1"):
+            await c.tokenize("a\ud800b")
+        with pytest.raises(ValueError, match="lone surrogate"):
+            await tok.encode_ends("a\ud800b")
+    assert seen == []
