@@ -1127,7 +1127,10 @@ def _json(resp: httpx2.Response) -> dict[str, Any]:
     try:
         body = _jsonexact.loads(resp.content)
     except orjson.JSONDecodeError:
-        body_text = redact(resp.text)[:2000]
+        # cut before masking (a little more is kept, so a key across the cut is masked):
+        # masking a whole 32 MiB answer would hold the event loop for seconds
+        head = resp.content[: 2000 * 4 + min(longest_secret(), 8192)]
+        body_text = redact(head.decode("utf-8", "replace"))[:2000]
         raise APIError("the response is not JSON", status=resp.status_code, body=body_text) from None
     if not isinstance(body, dict):
         raise APIError("the response is not a JSON object", status=resp.status_code, body=body)

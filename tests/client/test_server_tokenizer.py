@@ -328,3 +328,26 @@ async def test_texts_that_cannot_be_sent_are_refused_before_a_request() -> None:
         with pytest.raises(ValueError, match="lone surrogate"):
             await tok.encode_ends("a\ud800b")
     assert seen == []
+
+
+async def test_a_huge_answer_that_is_not_json_is_cut_before_it_is_masked(monkeypatch: Any) -> None:
+    import sdk._client
+
+    masked: list[int] = []
+    real = sdk._client.redact
+
+    def redact(text: str) -> str:
+        masked.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(sdk._client, "redact", redact)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=b"<html>" + b"x" * (8 << 20))
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    async with Client(base_url="http://server.test", api_key="unused", http_client=http) as c:
+        with pytest.raises(APIError, match="not JSON") as e:
+            await c.tokenize("text")
+    assert len(str(e.value.body)) <= 2000
+    assert masked and max(masked) < 1 << 16
