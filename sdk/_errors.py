@@ -140,11 +140,14 @@ def _any_case_hex(spelling: str) -> str:
 
 
 def _forms(value: str) -> set[str]:
-    """Patterns for a value and the spellings a server may echo it in: JSON-escaped,
-    percent-encoded (``%xx`` or ``+`` for a space, hex digits in either case), every
-    character a ``\\uXXXX`` escape (either case), and inside base64 or base64url text
-    (at any of the three alignments: the characters that depend on the value only)."""
-    literal = {value, value.replace("\\", "\\\\").replace('"', '\\"')}
+    """Patterns for a value and the spellings a server may echo it in: JSON-escaped
+    (``/`` as ``\\/`` too), percent-encoded (``%xx`` or ``+`` for a space, hex digits in
+    either case), every character a ``\\uXXXX`` escape (either case), and inside base64 or
+    base64url text (at any of the three alignments: the characters that depend on the
+    value only)."""
+    json_escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    # JSON may also escape "/" as "\\/" (PHP's json_encode does by default)
+    literal = {value, json_escaped, json_escaped.replace("/", "\\/")}
     forms = {re.escape(f) for f in literal if len(f) >= MIN_SECRET_LENGTH}
     units: list[str] = []
     for c in value:

@@ -452,6 +452,7 @@ def _spellings(key: str) -> dict[str, str]:
         "percent, upper-case hex": quote(key, safe=""),
         "form-encoded": quote_plus(key, safe=""),
         "form-encoded, lower-case hex": re.sub("%..", lambda m: m[0].lower(), quote_plus(key, safe="")),
+        "JSON with escaped slashes": key.replace("/", "\\/"),
         "unicode escapes": "".join(f"\\u{ord(c):04x}" for c in key),
         "unicode escapes, upper-case": "".join(f"\\u{ord(c):04X}" for c in key),
         "base64 of the key": base64.b64encode(raw).decode(),
