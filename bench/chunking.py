@@ -4,6 +4,7 @@
     python bench/chunking.py --quick    # smaller texts, fewer repeats
     python bench/chunking.py --groups prose big --budgets 256 --only langchain
     python bench/chunking.py --wall     # wall time instead of CPU time
+    python bench/chunking.py --scale    # only the linearity and memory rows
 
 For each corpus group (``corpora/<group>/``, kind as in ``tests/corpus.py``'s
 ``GROUP_KINDS``; missing groups are skipped) and for a ~2 MB text made by repeating the
@@ -18,6 +19,19 @@ wheel, else ``from_callback``; ``trim=False`` so it can tile; its
 ``TokenChunker`` and ``RecursiveChunker`` (given the tiktoken encoding object) and
 LangChain's ``RecursiveCharacterTextSplitter`` (``length_function`` counts tokens;
 ``from_language`` for code it knows).
+
+Real documents the project did not write, side by side with the corpus groups: the
+source of the ``hypothesis`` package as installed (Python, about 1 MB) and a large
+JSON document shipped by an installed package (botocore's ``endpoints.json``, else
+litellm's model price table); a group whose files are missing is skipped.
+
+Linearity and memory (``--scale``): each shape (ordinary prose, Markdown, JSON, Python
+source, and the pathological runs: ``"see" + "!" * N + "x"``, a CSV row of empty fields,
+regional-indicator flags, millions of identifier characters, a hex dump, CJK without
+punctuation, brackets) is chunked at budget 64 at 1 MB and 16 MB (``--quick``: 1 and
+4 MB), each in a fresh process: CPU seconds per MB at each size, their ratio, and the
+peak memory the process grew by while chunking (``ru_maxrss``, the text already built),
+per MB of input.
 
 Seam measures, on every contender's chunks located in the source:
 over-budget chunks (exact count), texts not tiled losslessly (``"".join != text``;
@@ -35,9 +49,14 @@ import argparse
 import gc
 import importlib
 import inspect
+import json
 import os
+import resource
+import subprocess
 import sys
+import sysconfig
 import time
+import tracemalloc
 import warnings
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
@@ -101,6 +120,43 @@ def load_groups(quick: bool) -> dict[str, list[Text]]:
             Text("prose/big", big, "text")
         ]
     return groups
+
+
+# Real documents the project did not write (installed packages), by group title.
+_SITE = Path(sysconfig.get_paths()["purelib"])
+REAL_SOURCE = _SITE / "hypothesis"
+REAL_JSON = (
+    _SITE / "botocore" / "data" / "endpoints.json",
+    _SITE / "litellm" / "model_prices_and_context_window_backup.json",
+)
+
+
+def real_groups(quick: bool) -> dict[str, tuple[str, list[Text]]]:
+    """``title -> (group for structural measures, texts)``."""
+    out: dict[str, tuple[str, list[Text]]] = {}
+    limit = (256 if quick else 1024) * 1024
+    if REAL_SOURCE.is_dir():
+        texts: list[Text] = []
+        size = 0
+        for path in sorted(REAL_SOURCE.rglob("*.py")):
+            if size >= limit:
+                break
+            text = path.read_text(encoding="utf-8")
+            texts.append(
+                Text(f"hypothesis/{path.relative_to(REAL_SOURCE)}", text, "code", path.name, "python")
+            )
+            size += len(text.encode("utf-8"))
+        if texts:
+            out[f"real: hypothesis source, {len(texts)} files (kind=code)"] = ("code", texts)
+    for path in REAL_JSON:
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            out[f"real: {path.parent.name}/{path.name} (kind=json)"] = (
+                "json",
+                [Text(path.name, text, "json", path.name)],
+            )
+            break
+    return out
 
 
 # --------------------------------------------------------------------------- contenders
@@ -477,6 +533,147 @@ def _structural(
         tally.structural[fname] = tally.structural.get(fname, 0) + got
 
 
+# --------------------------------------------------------------------------- linearity and memory
+
+
+def _repeat_to(unit: str, size: int, sep: str = "") -> str:
+    """``unit`` repeated (joined by ``sep``) to at least ``size`` UTF-8 bytes."""
+    n = max(1, -(-size // len((unit + sep).encode("utf-8"))))
+    return sep.join([unit] * n)
+
+
+def _corpus_text(group: str, sep: str = "\n\n") -> str:
+    return sep.join(cf.read() for cf in corpus_files((group,)))
+
+
+def _json_unit() -> str:
+    return ",\n".join(cf.read().strip() for cf in corpus_files(("json",)))
+
+
+def _python_unit() -> str:
+    if REAL_SOURCE.is_dir():
+        return "\n\n".join(p.read_text(encoding="utf-8") for p in sorted(REAL_SOURCE.rglob("*.py"))[:40])
+    return _corpus_text("code")
+
+
+# name -> (kind, filename, make(size in bytes) -> text)
+SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
+    "prose": ("text", None, lambda n: _repeat_to(_corpus_text("prose"), n, "\n\n")),
+    "markdown": ("markdown", None, lambda n: _repeat_to(_corpus_text("markdown"), n, "\n\n")),
+    "json": ("json", None, lambda n: "[" + _repeat_to(_json_unit(), n, ",\n") + "]"),
+    "python source": ("code", "big.py", lambda n: _repeat_to(_python_unit(), n, "\n\n")),
+    '"see" + "!" * N + "x"': ("text", None, lambda n: "see" + "!" * n + "x"),
+    "CSV row of empty fields": ("text", None, lambda n: "a" + "," * n + "\n"),
+    "regional-indicator flags": (
+        "text",
+        None,
+        lambda n: "\U0001f1ef\U0001f1f5\U0001f1eb\U0001f1f7" * (n // 16),
+    ),
+    "identifier characters": ("text", None, lambda n: "a" * n),
+    "hex dump, no spaces": ("text", None, lambda n: "0123456789abcdef" * (n // 16)),
+    "CJK, no punctuation": ("text", None, lambda n: "日本語の文章を書きます" * (n // 33)),
+    "brackets": ("text", None, lambda n: "[" * n),
+}
+SCALE_BUDGET = 64
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak() -> bool:
+    """Reset the process's peak resident size to its current size (Linux)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _one(shape: str, megabytes: int, budget: int) -> dict[str, float]:
+    """Chunk one shape in this (fresh) process: CPU time, then the peak the process grew
+    by (resident size, the text and the encoder already loaded) and the peak of Python
+    allocations (``tracemalloc``, a second run)."""
+    kind, filename, make = SHAPES[shape]
+    text = make(megabytes << 20)
+    size = len(text.encode("utf-8"))
+    chunker = Chunker(budget, encoding=ENCODING)
+    chunker.chunk("warm up, 準備。" * 10, kind=kind, filename=filename)
+    gc.collect()
+    before = _status_kib("VmRSS") if _reset_peak() else None
+    max_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.process_time()
+    chunks = chunker.chunk(text, kind=kind, filename=filename)
+    seconds = time.process_time() - t0
+    if before is not None:
+        grew = ((_status_kib("VmHWM") or 0) - before) * 1024
+    else:
+        grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - max_before) * 1024
+    found = {
+        "bytes": size,
+        "seconds": seconds,
+        "grew": grew,
+        "chunks": len(chunks),
+        "oversize": sum(c.oversize for c in chunks),
+        "over": sum(c.tokens > budget and not c.oversize for c in chunks),
+    }
+    del chunks
+    gc.collect()
+    tracemalloc.start()
+    chunker.chunk(text, kind=kind, filename=filename)
+    found["python_peak"] = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return found
+
+
+def run_scale(quick: bool) -> None:
+    sizes = (1, 4) if quick else (1, 16)
+    print(f"\n### Linearity and memory (budget {SCALE_BUDGET}, each run in a fresh process)\n")
+    print(
+        "CPU seconds per MB at each size and their ratio (linear: within 1.5×); the peak the "
+        "process grew by while chunking the larger input, per MB of input (target: at most 8)."
+    )
+    print()
+    print(
+        f"| shape | s/MB at {sizes[0]} MB | s/MB at {sizes[1]} MB | ratio | grew, MB per input MB | chunks | oversize |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for shape in SHAPES:
+        got = []
+        for mb in sizes:
+            proc = subprocess.run(
+                [sys.executable, __file__, "--one", shape, str(mb), str(SCALE_BUDGET)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if proc.returncode != 0:
+                got.append(None)
+                print(f"  ! {shape} at {mb} MB: {proc.stderr.strip()[-200:]}", file=sys.stderr)
+                continue
+            got.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        if any(g is None for g in got):
+            print(f"| {shape} | error |  |  |  |  |  |  |")
+            continue
+        small, large = got
+        assert small is not None and large is not None
+        per = [g["seconds"] / (g["bytes"] / 2**20) for g in (small, large)]
+        print(
+            f"| {shape} | {per[0]:.2f} | {per[1]:.2f} | {per[1] / per[0]:.2f}× | "
+            f"{large['grew'] / large['bytes']:.1f} | {large['python_peak'] / large['bytes']:.1f} | "
+            f"{int(large['chunks'])} | {int(large['oversize'])} |"
+        )
+        sys.stdout.flush()
+
+
 # --------------------------------------------------------------------------- driver
 
 
@@ -591,12 +788,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="256 KB big text, fewer repeats")
     ap.add_argument(
-        "--groups", nargs="*", help="only these groups (prose, code, ...; big: the ~2 MB prose text)"
+        "--groups",
+        nargs="*",
+        help="only these groups (prose, code, ...; big: the ~2 MB prose text; real: installed "
+        "packages' files; scale: linearity and memory)",
     )
     ap.add_argument("--budgets", nargs="*", type=int, default=list(BUDGETS))
     ap.add_argument("--only", nargs="*", help="only contenders whose name contains one of these")
     ap.add_argument("--wall", action="store_true", help="time with perf_counter instead of CPU time")
+    ap.add_argument("--scale", action="store_true", help="only the linearity and memory rows")
+    ap.add_argument("--no-scale", action="store_true", help="leave out the linearity and memory rows")
+    ap.add_argument("--one", nargs=3, metavar=("SHAPE", "MB", "BUDGET"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(_one(args.one[0], int(args.one[1]), int(args.one[2]))))
+        return 0
+    if args.scale:
+        run_scale(args.quick)
+        return 0
     global CLOCK
     if args.wall:
         CLOCK = time.perf_counter
@@ -624,6 +833,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         title = f"{key} (kind={texts[0].kind})" if group in GROUP_KINDS else key
         run_group(title, group, texts, players, args.budgets, repeats, time_cap)
+    for title, (group, texts) in real_groups(args.quick).items():
+        if args.groups and "real" not in args.groups:
+            continue
+        run_group(title, group, texts, players, args.budgets, repeats, time_cap)
+    if not args.no_scale and (not args.groups or "scale" in args.groups):
+        run_scale(args.quick)
     print(
         f"\nTotal run time {time.perf_counter() - started:.0f} s (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)."
     )

@@ -21,6 +21,7 @@ follows them instead of ending one.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,10 @@ __all__ = ["Engine", "RawChunk", "Sizer"]
 def _never(text: str, p: int) -> bool:
     return False
 
+
+# Characters per encode call on a long range: the encoder returns a list of Python ints
+# (36 bytes a token), so a whole 16 MB text at once would cost more than the text.
+_SEGMENT = 1 << 18
 
 # No bound is known for other tokenizers: a normalizer may drop characters, and an
 # unknown-word token may stand for a whole word.
@@ -74,7 +79,7 @@ class Sizer:
             self._lengths: tuple[int, ...] = token_byte_lengths(counter.name)
             self.max_token_bytes = self.max_token_chars = max(self._lengths)
             self.additive: Callable[[str, int], bool] = ADDITIVE.get(counter.name, _never)
-            self._ends: Callable[[str, int], list[int]] = self._tiktoken_ends
+            self._ends: Callable[[str, int], Sequence[int]] = self._tiktoken_ends
         else:
             # Additivity is proven only for tiktoken's pre-tokenizers.
             self._lengths = ()
@@ -88,16 +93,15 @@ class Sizer:
     def encode(self, text: str) -> list[int]:
         return self._encode(text)
 
-    def byte_ends(self, tokens: list[int], start: int = 0) -> list[int]:
-        """Cumulative UTF-8 byte end of each tiktoken token, counted from ``start``."""
-        ends = list(accumulate(map(self._lengths.__getitem__, tokens), initial=start))
-        del ends[0]
-        return ends
+    def byte_ends(self, tokens: list[int], start: int = 0) -> Sequence[int]:
+        """Cumulative UTF-8 byte end of each tiktoken token, counted from ``start``
+        (8 bytes each: a list of Python ints would take 36)."""
+        return array("q", islice(accumulate(map(self._lengths.__getitem__, tokens), initial=start), 1, None))
 
-    def _tiktoken_ends(self, text: str, start: int) -> list[int]:
+    def _tiktoken_ends(self, text: str, start: int) -> Sequence[int]:
         return self.byte_ends(self._encode(text), start)
 
-    def encode_ends(self, text: str, start: int = 0) -> list[int]:
+    def encode_ends(self, text: str, start: int = 0) -> Sequence[int]:
         """The UTF-8 end of each token of ``text``, counted from ``start``.
 
         Exact for tiktoken; for other tokenizers exact in number (one per token) and
@@ -125,7 +129,7 @@ class _View:
     between additive positions and at ``lo``/``hi`` themselves.
     """
 
-    ends: list[int]
+    ends: Sequence[int]
     lo: int
     hi: int
 
@@ -133,7 +137,7 @@ class _View:
 class Engine:
     """Packs the sections of one text into chunks of at most ``budget`` tokens."""
 
-    __slots__ = ("ascii", "budget", "out", "sizer", "text")
+    __slots__ = ("_back", "_head", "_tail", "_to", "ascii", "budget", "out", "sizer", "text")
 
     def __init__(self, text: str, budget: int, sizer: Sizer) -> None:
         self.text = text
@@ -141,6 +145,44 @@ class Engine:
         self.sizer = sizer
         self.out: list[RawChunk] = []
         self.ascii = text.isascii()
+        # Memos by position (packing asks about the same chunk edge several times):
+        # the additive position at or after it / at or before it (-1: none near),
+        # and the exact count of the stretch up to / back to it.
+        self._to: dict[int, int] = {}
+        self._back: dict[int, int] = {}
+        self._head: dict[int, int] = {}
+        self._tail: dict[int, int] = {}
+
+    def _forward(self, p: int) -> int:
+        """``p`` if additive, else the first additive position after it within reach, else -1."""
+        found = self._to.get(p)
+        if found is None:
+            additive = self.sizer.additive
+            text = self.text
+            if additive(text, p):
+                found = p
+            elif additive is _never:
+                found = -1
+            else:
+                q = next_additive(additive, text, p, len(text))
+                found = -1 if q is None else q
+            self._to[p] = found
+        return found
+
+    def _backward(self, p: int) -> int:
+        """``p`` if additive, else the last additive position before it within reach
+        (down to 0), else -1."""
+        found = self._back.get(p)
+        if found is None:
+            additive = self.sizer.additive
+            text = self.text
+            if additive(text, p):
+                found = p
+            else:
+                q = prev_additive(additive, text, p, -1)
+                found = -1 if q is None else q
+            self._back[p] = found
+        return found
 
     def run(self, root: Section) -> list[RawChunk]:
         if root.start < root.end:
@@ -193,35 +235,62 @@ class Engine:
         is moved to the nearest additive position inside, and only the stretch between
         is encoded again.
         """
-        text = self.text
-        additive = self.sizer.additive
-        count = self.sizer.count
         ends = view.ends
         if a == view.lo and b == view.hi:
             return len(ends)
-        if additive is _never:
-            return count(text[a:b])
+        if self.sizer.additive is _never:
+            return self.sizer.count(self.text[a:b])
         lo = bisect_right(ends, a_byte)
         hi = bisect_right(ends, b_byte)
         extra = 0
         r = a
-        if a != view.lo and not additive(text, a):
-            found = next_additive(additive, text, a, b)
-            if found is None:
-                return count(text[a:b])
-            r = found
-            extra += count(text[a:r])
-            lo = bisect_right(ends, a_byte + self._width(a, r))
-        if b != view.hi and not additive(text, b):
-            back = prev_additive(additive, text, b, r - 1)
-            if back is None:
-                return count(text[a:b])
-            extra += count(text[back:b])
-            hi = bisect_right(ends, b_byte - self._width(back, b))
+        if a != view.lo:
+            r = self._forward(a)
+            if r != a:
+                if r < 0 or r >= b:
+                    return self.sizer.count(self.text[a:b])
+                head = self._head.get(a)
+                if head is None:
+                    head = self._head[a] = self.sizer.count(self.text[a:r])
+                extra += head
+                lo = bisect_right(ends, a_byte + self._width(a, r))
+        if b != view.hi:
+            back = self._backward(b)
+            if back != b:
+                if back < r:
+                    return self.sizer.count(self.text[a:b])
+                tail = self._tail.get(b)
+                if tail is None:
+                    tail = self._tail[b] = self.sizer.count(self.text[back:b])
+                extra += tail
+                hi = bisect_right(ends, b_byte - self._width(back, b))
         return extra + hi - lo
 
     def _encode(self, start: int, end: int, start_byte: int) -> _View:
-        return _View(self.sizer.encode_ends(self.text[start:end], start_byte), start, end)
+        sizer = self.sizer
+        if end - start <= _SEGMENT or sizer.additive is _never:
+            return _View(sizer.encode_ends(self.text[start:end], start_byte), start, end)
+        # A long range is encoded in segments cut at additive positions (the tokens are
+        # those of one encode), so the encoder's list of token ids stays short.
+        ends: array[int] = array("q")
+        pos, byte = start, start_byte
+        while pos < end:
+            cut = self._segment_end(pos + _SEGMENT, end)
+            ends.extend(sizer.encode_ends(self.text[pos:cut], byte))
+            byte += self._width(pos, cut)
+            pos = cut
+        return _View(ends, start, end)
+
+    def _segment_end(self, target: int, end: int) -> int:
+        """An additive position at or after ``target`` (looked for near each of a few
+        targets a segment apart), else ``end``."""
+        while target < end - _SEGMENT // 4:
+            for probe in range(target, min(target + 1024, end), 64):
+                found = self._forward(probe)
+                if 0 <= found < end:
+                    return found
+            target += _SEGMENT
+        return end
 
     def _place(
         self, section: Section, view: _View | None, start_byte: int, lead: RawChunk | None = None
@@ -235,10 +304,12 @@ class Engine:
         """
         text = self.text
         n: int | None = None
-        if view is not None:
+        if section.end - section.start > self.budget * self.sizer.max_token_chars:
+            pass  # cannot fit: cut without counting
+        elif view is not None:
             end_byte = start_byte + self._width(section.start, section.end)
             n = self._exact(view, section.start, start_byte, section.end, end_byte)
-        elif section.end - section.start <= self.budget * self.sizer.max_token_chars:
+        else:
             view = self._encode(section.start, section.end, start_byte)
             n = len(view.ends)
         if n is not None and n <= self.budget:
@@ -289,7 +360,7 @@ class Engine:
 
     def _joined_count(self, head: RawChunk, start: int, end: int, tokens: int) -> int:
         """Exact count of ``head`` joined with the ``tokens``-long stretch ``[start, end)`` after it."""
-        if self.sizer.additive(self.text, start):
+        if self._forward(start) == start:
             return head.tokens + tokens
         return self.sizer.count(self.text[head.start : end])
 
@@ -324,7 +395,6 @@ class Engine:
         count = self.sizer.count
         budget = self.budget
         k = len(edges) - 1
-        additive = self.sizer.additive
         lo_edge, hi_edge = edges[0], edges[k]
         if view is None:
             # One encode of the whole range costs what one per part would, and serves
@@ -340,6 +410,7 @@ class Engine:
         prefix = list(map(bisect_right, repeat(ends, k + 1), offsets))  # estimates; exact at exact edges
         shared = view
         exact = self._exact
+        forward = self._forward
 
         def size(i: int, j: int, joined: bool | None, base: int, origin: int) -> int:
             """Exact count of parts i..j-1, after the open chunk when ``joined`` is not None."""
@@ -366,7 +437,7 @@ class Engine:
             joined: bool | None
             if open_ is not None:
                 base, origin, first = open_.tokens, open_.start, open_.first
-                joined = additive(text, edges[i])
+                joined = forward(edges[i]) == edges[i]
             else:
                 base, origin = 0, edges[i]
                 first = template if uniform else parts[i]  # type: ignore[index]

@@ -64,7 +64,7 @@ def test_cluster_starts_from_any_cluster_boundary(text: str, data: st.DataObject
 
 
 @settings(max_examples=examples(500), deadline=None)
-@given(st.text(st.sampled_from(list("a 。、）」「（ーっ\u200d\u0301\u0600!,") + ["\U0001f1ef"]), max_size=40))
+@given(st.text(st.sampled_from([*"a 。、）」「（ーっ\u200d\u0301\u0600!,", "\U0001f1ef"]), max_size=40))
 def test_allowed_cuts_is_allowed_cut_at_each_position(text: str) -> None:
     positions = list(range(1, len(text)))
     assert _prose.allowed_cuts(text, positions) == [p for p in positions if _prose.allowed_cut(text, p)]

@@ -1,0 +1,112 @@
+"""Work and memory grow linearly with the input, on ordinary text and on the shapes
+that used to cost quadratic time or gigabytes: a run of terminals with no space after
+it, a CSV row of empty fields, flags (regional indicators), millions of identifier
+characters, CJK without punctuation, a run of brackets.
+
+Measured by operation counts, never by the clock: the characters handed to the encoder
+per input character must not grow with the input, and ``tracemalloc``'s peak stays a
+small multiple of the input's size. A run of brackets (which kinsoku glues) is cut
+once it is longer than ``KINSOKU_RUN_MAX`` graphemes, instead of being one oversize unit.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+
+import pytest
+
+from sdk.chunking import Chunker, _prose
+from tests.corpus import corpus_files
+from tests.invariants import check_chunks
+
+SHAPES: dict[str, Callable[[int], str]] = {
+    "terminals": lambda n: "see" + "!" * n + "x",
+    "csv": lambda n: "a" + "," * n + "\n",
+    "flags": lambda n: "\U0001f1ef\U0001f1f5\U0001f1eb\U0001f1f7" * (n // 4),
+    "identifier": lambda n: "a" * n,
+    "hex": lambda n: "0123456789abcdef" * (n // 16),
+    "cjk": lambda n: "日本語の文章を書きます" * (n // 11),
+    "brackets": lambda n: "[" * n,
+    "prolonged marks": lambda n: "ー" * n,
+}
+
+
+def _encoded_per_char(text: str, budget: int = 64) -> float:
+    chunker = Chunker(budget)
+    encode = chunker.sizer._encode
+    seen = [0]
+
+    def counting(s: str) -> list[int]:
+        seen[0] += len(s)
+        return encode(s)
+
+    chunker.sizer._encode = counting
+    chunks = chunker.chunk(text, kind="text")
+    assert "".join(c.text for c in chunks) == text
+    assert all(c.tokens <= budget or c.oversize for c in chunks)
+    return seen[0] / len(text)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_encoder_work_per_character_does_not_grow(shape: str) -> None:
+    small = _encoded_per_char(SHAPES[shape](1 << 15))
+    large = _encoded_per_char(SHAPES[shape](1 << 18))
+    assert large <= 8, (shape, large)  # each character is encoded a bounded number of times
+    assert large <= small * 1.25 + 0.1, (shape, small, large)
+
+
+def test_a_run_of_terminals_is_one_match_of_each_level_pattern() -> None:
+    """The sentence and clause patterns take a run of terminals with no space after it
+    as one match and never give it back, so no position of the run is scanned twice."""
+    text = "see" + "!" * 100_000 + "x"
+    assert [m.span() for m in _prose._SENTENCE.finditer(text)] == [(3, 100_003)]
+    text = "a" + "," * 100_000 + "\n"
+    assert [m.span() for m in _prose._CLAUSE.finditer(text)] == [(1, 100_001)]
+
+
+def test_a_run_of_brackets_is_cut_not_one_oversize_unit() -> None:
+    text = "[" * 5000
+    chunks = Chunker(64).chunk(text, kind="text")
+    check_chunks(text, chunks, 64)
+    assert len(chunks) > 1
+    assert not any(c.oversize for c in chunks)
+
+
+def test_kinsoku_glues_runs_up_to_the_bound() -> None:
+    run = _prose.KINSOKU_RUN_MAX
+    # A run within the bound stays glued: no chunk ends with an opening bracket.
+    text = ("「" * (run - 1) + "あい。") * 3
+    chunks = Chunker(1).chunk(text, kind="text")
+    check_chunks(text, chunks, 1)
+    assert not any(c.text.endswith("「") for c in chunks[:-1])
+    # A longer run is cut every KINSOKU_RUN_MAX graphemes, never inside a grapheme.
+    text = "ー\u0301" * (5 * run)
+    chunks = Chunker(1).chunk(text, kind="text")
+    check_chunks(text, chunks, 1)
+    assert max(len(c.text) for c in chunks) == 2 * run
+
+
+def _python_peak(text: str, kind: str) -> int:
+    chunker = Chunker(64)
+    chunker.chunk("warm up. 準備。\n\n" * 10, kind="text")  # lazy loads and caches, outside the measure
+    tracemalloc.start()
+    try:
+        chunker.chunk(text, kind=kind)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(("kind", "bound"), [("text", 10), ("json", 10), ("markdown", 16)])
+def test_memory_is_a_small_multiple_of_the_input(kind: str, bound: int) -> None:
+    group = {"text": "prose", "json": "json", "markdown": "markdown"}[kind]
+    unit = (",\n" if kind == "json" else "\n\n").join(cf.read().strip() for cf in corpus_files((group,)))
+    sep = ",\n" if kind == "json" else "\n\n"
+    text = sep.join([unit] * max(1, (1 << 20) // len(unit.encode())))
+    if kind == "json":
+        text = "[" + text + "]"
+    size = len(text.encode("utf-8"))
+    # Chunks returned included (their text is a copy of the input). Markdown keeps line
+    # spans and block sections of the sections it opens, and is not yet within 10.
+    assert _python_peak(text, kind) <= bound * size
