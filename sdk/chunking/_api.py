@@ -165,8 +165,8 @@ class Chunker:
         self, texts: Iterable[str], *, kind: str | None = None, concurrency: int = 4
     ) -> list[list[Chunk]]:
         """Chunk each text (``concurrency`` at once, each in a worker thread), in order."""
-        if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
         items = list(texts)
         out: list[list[Chunk]] = [[] for _ in items]
         limiter = anyio.CapacityLimiter(concurrency)

@@ -182,6 +182,9 @@ async def test_achunk_with_a_local_encoding_equals_chunk() -> None:
     assert await chunker.achunk(text) == chunker.chunk(text)
     many = await chunker.achunk_many([text[:500], text[500:2000], ""])
     assert many == [chunker.chunk(text[:500]), chunker.chunk(text[500:2000]), []]
+    for bad in (0, True, 1.5):
+        with pytest.raises(ValueError, match="concurrency"):
+            await chunker.achunk_many([text], concurrency=bad)  # type: ignore[arg-type]
 
 
 def _answering(
