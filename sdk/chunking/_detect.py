@@ -144,6 +144,34 @@ def _code_evidence(prefix: str) -> tuple[float, float]:
     return code / total, syntactic / len(lines)
 
 
+# Line-oriented configuration by content (YAML, TOML, INI, .env, properties): most
+# lines that are not comments are keys with values or section headers. List items
+# ("- x") prove nothing (Markdown has them too) unless they hold a key.
+_CONFIG_KEY = re.compile(
+    r"^[ \t]*(?:-[ \t]+|[#;](?=[A-Za-z_]))?"  # a list item's key; a setting commented out (#KEY=1)
+    r"(?:[A-Za-z0-9_][\w.\-/]*(?:[ \t][\w.\-/]+){0,3}|\"[^\"\n]+\"|'[^'\n]+')[ \t]*"
+    r"(?::(?:[ \t]+\S.*)?|[ \t]*=[ \t]*.*)$"
+)
+_CONFIG_SECTION = re.compile(r"^[ \t]*\[\[?[^\[\]\n]+\]\]?[ \t]*$")
+_CONFIG_NEUTRAL = re.compile(r"^[ \t]*(?:-[ \t]|-$|---[ \t]*$|\.\.\.[ \t]*$|[#;!])")
+_CONFIG_SHARE = 0.8
+_CONFIG_MIN_LINES = 3
+
+
+def _looks_like_config(prefix: str) -> bool:
+    """Most non-comment lines are ``key: value``, ``key = value`` or ``[section]``
+    (at least three), so its ``#`` lines are comments, not Markdown headings."""
+    keyed = other = 0
+    for ln in prefix.splitlines()[:200]:
+        if not ln.strip():
+            continue
+        if _CONFIG_KEY.match(ln) or _CONFIG_SECTION.match(ln):
+            keyed += 1
+        elif not _CONFIG_NEUTRAL.match(ln):
+            other += 1
+    return keyed >= _CONFIG_MIN_LINES and keyed >= _CONFIG_SHARE * (keyed + other)
+
+
 def _markdown_signals(prefix: str) -> int:
     score = 2 * len(_MD_HEADING.findall(prefix)) + 3 * len(_MD_FENCE.findall(prefix))
     return score + min(len(_MD_OTHER.findall(prefix)), 6)
@@ -194,15 +222,21 @@ def _decide(text: str, language: str | None, filename: str | None) -> tuple[str,
     # what passes it). A fence says Markdown with code in it.
     share, syntax = _code_evidence(prefix)
     fenced = _MD_FENCE.search(prefix) is not None
+    unnamed: str | None = None  # why the classifier named no language
     if prefix.startswith("#!") or (share >= _CODE_SHARE and not fenced):
         name, why = detect_language(prefix)
         if name is not None and name != "json":
             return "code", why, name
-        if share >= _SURELY_CODE and syntax >= _SYNTAX and not fenced:
-            # Code beyond doubt in a language the classifier cannot name: say so
-            # (chunking then warns and uses prose rules) rather than call it prose.
-            unsure = why.removeprefix("content: ")
-            return "code", f"content: {share:.0%} code-shaped lines, but {unsure}", None
+        unnamed = why
+    # Keys and values (YAML, TOML, INI) look code-shaped too, and their "#" comments
+    # like Markdown headings: as lines of text, like such files found by name.
+    if not fenced and _looks_like_config(prefix):
+        return "text", "content: line-oriented configuration (keys and values)", None
+    if unnamed is not None and share >= _SURELY_CODE and syntax >= _SYNTAX and not fenced:
+        # Code beyond doubt in a language the classifier cannot name: say so
+        # (chunking then warns and uses prose rules) rather than call it prose.
+        unsure = unnamed.removeprefix("content: ")
+        return "code", f"content: {share:.0%} code-shaped lines, but {unsure}", None
     md = _markdown_signals(prefix)
     if md >= 4:
         return "markdown", f"content: Markdown structure (score {md})", None

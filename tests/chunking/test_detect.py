@@ -204,3 +204,46 @@ def test_corpus_groups_are_told_apart() -> None:
             assert kind in ("code", "json"), (cf.name, why)
         else:
             assert kind in ("text", "markdown"), (cf.name, why)
+
+
+_YAML = """# Deployment settings
+# Edit with care.
+
+server:
+  # the port to listen on
+  port: 8080
+  host: 0.0.0.0
+  tls:
+    enabled: true
+
+# Workers
+workers:
+  - name: ingest
+    replicas: 3
+"""
+_TOML = (
+    '# Project\n\n[project]\nname = "demo"\nversion = "1.0"\n\n# deps\n[project.dependencies]\nhttpx = "*"\n'
+)
+_INI = "; settings\n# comment\n[main]\nkey=value\nother = 2\n\n[db]\nurl = postgres://x\n"
+_COMMENTED = (
+    "# The login shell.\n# Default: DSHELL=/bin/bash\n#DSHELL=/bin/bash\n\n"
+    "# Homes\n#DHOME=/home\n#SKEL=/etc/skel\n"
+)
+
+
+@pytest.mark.parametrize("text", [_YAML, _TOML, _INI, _COMMENTED], ids=["yaml", "toml", "ini", "commented"])
+def test_configuration_without_a_file_name_is_lines_not_markdown(text: str) -> None:
+    kind, why = detect_kind(text)
+    assert kind == "text" and "configuration" in why
+    assert all(c.path is None for c in chunk(text, 16))  # no "#" comment became a heading
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Changelog\n\n## 1.2\n\n- fixed: the parser\n- added: a flag\n\n## 1.1\n\n- first release\n",
+        "# Title\n\nA paragraph of prose that explains the idea at some length.\n\n## Usage\n\nRun it.\n",
+    ],
+)
+def test_markdown_with_colons_and_lists_stays_markdown(text: str) -> None:
+    assert detect_kind(text)[0] == "markdown"
