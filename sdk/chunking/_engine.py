@@ -29,7 +29,7 @@ from itertools import accumulate, islice, repeat
 
 from sdk._tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
 
-from ._junctions import ADDITIVE, next_additive, prev_additive
+from ._junctions import _REACH, ADDITIVE, next_additive, prev_additive
 from ._types import Section
 
 __all__ = ["Engine", "RawChunk", "Sizer"]
@@ -46,6 +46,9 @@ _SEGMENT = 1 << 18
 # No bound is known for other tokenizers: a normalizer may drop characters, and an
 # unknown-word token may stand for a whole word.
 _UNBOUNDED = 1 << 62
+
+# Stretches up to this many characters are counted once per engine by their text.
+_SHORT = 32
 
 
 class Sizer:
@@ -137,7 +140,20 @@ class _View:
 class Engine:
     """Packs the sections of one text into chunks of at most ``budget`` tokens."""
 
-    __slots__ = ("_back", "_head", "_tail", "_to", "ascii", "budget", "out", "sizer", "text")
+    __slots__ = (
+        "_back",
+        "_head",
+        "_short",
+        "_tail",
+        "_to",
+        "_view_los",
+        "_views",
+        "ascii",
+        "budget",
+        "out",
+        "sizer",
+        "text",
+    )
 
     def __init__(self, text: str, budget: int, sizer: Sizer) -> None:
         self.text = text
@@ -152,6 +168,14 @@ class Engine:
         self._back: dict[int, int] = {}
         self._head: dict[int, int] = {}
         self._tail: dict[int, int] = {}
+        # Counts of short stretches by their text: the stretches re-counted at chunk
+        # edges that are not additive are mostly the same few strings (an indentation,
+        # ``if``, ``)``), so most are a dict hit instead of an encoder call.
+        self._short: dict[str, int] = {}
+        # Every encoding made, in text order (they do not overlap): a stretch that
+        # joins two chunks is counted from the one covering it.
+        self._views: list[_View] = []
+        self._view_los: list[int] = []
 
     def _forward(self, p: int) -> int:
         """``p`` if additive, else the first additive position after it within reach, else -1."""
@@ -179,7 +203,14 @@ class Engine:
             if additive(text, p):
                 found = p
             else:
-                q = prev_additive(additive, text, p, -1)
+                limit = max(-1, p - _REACH)
+                start = p
+                if p > 0 and text[p - 1] in " \t":
+                    # No position right after a space or a tab is additive (a pattern
+                    # takes one space with what follows it, or the whole run): step over
+                    # an indentation at once instead of asking at each of its positions.
+                    start = len(text[limit + 1 : p].rstrip(" \t")) + limit + 2
+                q = prev_additive(additive, text, start, limit)
                 found = -1 if q is None else q
             self._back[p] = found
         return found
@@ -199,7 +230,10 @@ class Engine:
         budget = self.budget
         out: list[RawChunk] = []
         last = len(chunks) - 1
+        byte = self._width(0, chunks[0].start) if chunks else 0  # UTF-8 offset of c.start
         for index, c in enumerate(chunks):
+            start_byte = byte
+            byte += self._width(c.start, c.end)
             if out:
                 prev = out[-1]
                 if (
@@ -209,7 +243,7 @@ class Engine:
                     and (prev.first.kind == c.first.kind or prev.sticky_end)
                     and prev.tokens + c.tokens <= budget + 2
                 ):
-                    n = self._joined_count(prev, c.start, c.end, c.tokens)
+                    n = self._joined_count(prev, c.start, start_byte, c.end, c.tokens)
                     if n <= budget:
                         out[-1] = RawChunk(
                             prev.start,
@@ -222,6 +256,25 @@ class Engine:
                         continue
             out.append(c)
         return out
+
+    def _count(self, a: int, b: int) -> int:
+        """Exact count of ``text[a:b]``, by its text when it is short."""
+        piece = self.text[a:b]
+        if b - a > _SHORT:
+            return self.sizer.count(piece)
+        n = self._short.get(piece)
+        if n is None:
+            n = self._short[piece] = self.sizer.count(piece)
+        return n
+
+    def _covering(self, a: int, b: int) -> _View | None:
+        """An encoding that covers ``[a, b)``, if one was made."""
+        i = bisect_right(self._view_los, a) - 1
+        if i >= 0:
+            view = self._views[i]
+            if b <= view.hi:
+                return view
+        return None
 
     def _width(self, a: int, b: int) -> int:
         """UTF-8 length of ``text[a:b]``."""
@@ -239,37 +292,35 @@ class Engine:
         if a == view.lo and b == view.hi:
             return len(ends)
         if self.sizer.additive is _never:
-            return self.sizer.count(self.text[a:b])
-        lo = bisect_right(ends, a_byte)
-        hi = bisect_right(ends, b_byte)
+            return self._count(a, b)
         extra = 0
         r = a
         if a != view.lo:
             r = self._forward(a)
             if r != a:
                 if r < 0 or r >= b:
-                    return self.sizer.count(self.text[a:b])
+                    return self._count(a, b)
                 head = self._head.get(a)
                 if head is None:
-                    head = self._head[a] = self.sizer.count(self.text[a:r])
+                    head = self._head[a] = self._count(a, r)
                 extra += head
-                lo = bisect_right(ends, a_byte + self._width(a, r))
+                a_byte += self._width(a, r)
         if b != view.hi:
             back = self._backward(b)
             if back != b:
                 if back < r:
-                    return self.sizer.count(self.text[a:b])
+                    return self._count(a, b)
                 tail = self._tail.get(b)
                 if tail is None:
-                    tail = self._tail[b] = self.sizer.count(self.text[back:b])
+                    tail = self._tail[b] = self._count(back, b)
                 extra += tail
-                hi = bisect_right(ends, b_byte - self._width(back, b))
-        return extra + hi - lo
+                b_byte -= self._width(back, b)
+        return extra + bisect_right(ends, b_byte) - bisect_right(ends, a_byte)
 
     def _encode(self, start: int, end: int, start_byte: int) -> _View:
         sizer = self.sizer
         if end - start <= _SEGMENT or sizer.additive is _never:
-            return _View(sizer.encode_ends(self.text[start:end], start_byte), start, end)
+            return self._keep(_View(sizer.encode_ends(self.text[start:end], start_byte), start, end))
         # A long range is encoded in segments cut at additive positions (the tokens are
         # those of one encode), so the encoder's list of token ids stays short.
         ends: array[int] = array("q")
@@ -279,7 +330,13 @@ class Engine:
             ends.extend(sizer.encode_ends(self.text[pos:cut], byte))
             byte += self._width(pos, cut)
             pos = cut
-        return _View(ends, start, end)
+        return self._keep(_View(ends, start, end))
+
+    def _keep(self, view: _View) -> _View:
+        if not self._view_los or view.lo >= self._views[-1].hi:
+            self._views.append(view)
+            self._view_los.append(view.lo)
+        return view
 
     def _segment_end(self, target: int, end: int) -> int:
         """An additive position at or after ``target`` (looked for near each of a few
@@ -314,7 +371,7 @@ class Engine:
             n = len(view.ends)
         if n is not None and n <= self.budget:
             if lead is not None:
-                joined = self._join(lead, section, n)
+                joined = self._join(lead, section, start_byte, n)
                 if joined is not None:
                     self.out[-1] = joined
                     return
@@ -358,14 +415,26 @@ class Engine:
             return
         self._pack(edges, parts, template, view, start_byte, lead)
 
-    def _joined_count(self, head: RawChunk, start: int, end: int, tokens: int) -> int:
+    def _joined_count(self, head: RawChunk, start: int, start_byte: int, end: int, tokens: int) -> int:
         """Exact count of ``head`` joined with the ``tokens``-long stretch ``[start, end)`` after it."""
         if self._forward(start) == start:
             return head.tokens + tokens
-        return self.sizer.count(self.text[head.start : end])
+        return self._span(head.start, start, start_byte, end)
 
-    def _join(self, lead: RawChunk, section: Section, n: int) -> RawChunk | None:
-        total = self._joined_count(lead, section.start, section.end, n)
+    def _span(self, a: int, b: int, b_byte: int, c: int) -> int:
+        """Exact count of ``text[a:c]``; ``b_byte`` is the UTF-8 offset of ``b``, a
+        position between them.
+
+        From the encoding that covers it when there is one (only the stretches next to
+        its edges are encoded again), else by encoding it whole.
+        """
+        view = self._covering(a, c) if self.sizer.additive is not _never else None
+        if view is None:
+            return self.sizer.count(self.text[a:c])
+        return self._exact(view, a, b_byte - self._width(a, b), c, b_byte + self._width(b, c))
+
+    def _join(self, lead: RawChunk, section: Section, start_byte: int, n: int) -> RawChunk | None:
+        total = self._joined_count(lead, section.start, start_byte, section.end, n)
         if total > self.budget:
             return None
         return RawChunk(
@@ -411,6 +480,7 @@ class Engine:
         shared = view
         exact = self._exact
         forward = self._forward
+        width = self._width
 
         def size(i: int, j: int, joined: bool | None, base: int, origin: int) -> int:
             """Exact count of parts i..j-1, after the open chunk when ``joined`` is not None."""
@@ -418,6 +488,10 @@ class Engine:
                 return exact(shared, edges[i], offsets[i], edges[j], offsets[j])
             if joined:
                 return base + exact(shared, edges[i], offsets[i], edges[j], offsets[j])
+            if origin >= shared.lo:
+                # Counted from the shared encoding: only the stretches next to the
+                # chunk's edges are encoded again.
+                return exact(shared, origin, offsets[i] - width(origin, edges[i]), edges[j], offsets[j])
             return count(text[origin : edges[j]])
 
         uniform = parts is None
