@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable, Sequence
-from itertools import repeat
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice, repeat
 
 import regex
 
@@ -51,11 +52,12 @@ _LINE = regex.compile(r"(?:\r\n|\r|\n|\u2028|\u0085)(?:" + _HSPACE + r"*(?:\r\n|
 # A run of terminals that is not followed by white space is taken whole, as a match that
 # makes no cut (the ``skip`` group), and never given back (possessive): otherwise a long
 # run of "!" or "," with no space after it is re-scanned from every position in it
-# (quadratic time). The cuts are those of the plain patterns.
+# (quadratic time). The cuts are those of the plain patterns. The skip run is a class, not a look-ahead
+# per character: the regex module kept 128 bytes of state per repetition of the latter.
 _SENTENCE = regex.compile(
     r"[。！？｡︒﹒﹗﹖．]++[" + _CLOSE_CLASS + r"]*+"
     r"|[\p{Sentence_Terminal}…]++[" + _CLOSE_CLASS + r"]*+(?=" + _HSPACE + r")"
-    r"|(?P<skip>(?:(?![。！？｡︒﹒﹗﹖．])[\p{Sentence_Terminal}…])++)"
+    r"|(?P<skip>(?:[^\P{Sentence_Terminal}。！？｡︒﹒﹗﹖．]|…)++)"
 )
 _CLAUSE = regex.compile(
     r"[、，；：﹐﹑､︐︑]++[" + _CLOSE_CLASS + r"]*+"
@@ -129,59 +131,81 @@ def allowed_cuts(text: str, cuts: list[int]) -> list[int]:
 # rather than one oversize unit. A cut inside a grapheme is never taken.
 KINSOKU_RUN_MAX = 32
 
+# Candidate cuts are found and filtered a batch at a time, so that only a bounded number
+# of them exist as Python ints at once: a list holds 36 bytes an int, and a section with
+# no cut above the grapheme level has a candidate at every character ("see" + "!" * N
+# took 128 bytes per input byte, most of them candidates that kinsoku then refused).
+_BATCH = 1 << 14
 
-def _bounded_grapheme_cuts(text: str, start: int, cuts: list[int]) -> list[int]:
-    """Allowed grapheme cuts, with glued runs bounded by KINSOKU_RUN_MAX graphemes."""
+
+def _batches(found: Iterable[int]) -> Iterator[list[int]]:
+    it = iter(found)
+    while batch := list(islice(it, _BATCH)):
+        yield batch
+
+
+def _inside(batch: list[int], start: int, end: int) -> list[int]:
+    """The candidates of a sorted ``batch`` strictly inside ``(start, end)``."""
+    if batch and (batch[0] <= start or batch[-1] >= end):
+        return batch[bisect_right(batch, start) : bisect_left(batch, end)]
+    return batch
+
+
+def _bounded_batch(text: str, cuts: list[int], run: int, out: list[int]) -> int:
+    """Append to ``out`` the allowed grapheme cuts of ``cuts`` (the next batch of a
+    section's grapheme starts), glued runs bounded by KINSOKU_RUN_MAX graphemes; ``run``
+    is the number of graphemes since the last cut taken. Returns it after the batch."""
     refused = _refused(text, cuts, _BAD_AFTER, _BAD_BEFORE)
     if True not in refused:
-        return cuts
-    if refused.count(True) < KINSOKU_RUN_MAX:
-        return list(itertools.compress(cuts, map(operator.not_, refused)))
+        out += cuts
+        return 1 if cuts else run
+    n_refused = refused.count(True)
+    if run + n_refused <= KINSOKU_RUN_MAX:  # no glued run reaches the bound
+        out += itertools.compress(cuts, map(operator.not_, refused))
+        if False in refused:
+            return 1 + refused[::-1].index(False)
+        return run + n_refused
     unsafe = _refused(text, cuts, _JOINS_AFTER, _JOINS_BEFORE)
-    out: list[int] = []
-    run = 1  # graphemes since the last cut taken
     for p, no, bad in zip(cuts, refused, unsafe):
         if not no or (not bad and run >= KINSOKU_RUN_MAX):
             out.append(p)
             run = 1
         else:
             run += 1
-    return out
+    return run
 
 
-def _ends(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
-    def find(text: str, start: int, end: int) -> list[int]:
-        ends = list(map(_END, pattern.finditer(text, start, end)))
-        if ends and ends[-1] >= end:
-            ends.pop()
-        return ends
+# Each level's finder yields batches of sorted candidate cuts; the first batch may hold
+# candidates at or before ``start`` and the last one at or after ``end`` (dropped by
+# ``_inside``).
+_Batches = Callable[[str, int, int], Iterator[list[int]]]
+
+
+def _ends(pattern: regex.Pattern[str]) -> _Batches:
+    def find(text: str, start: int, end: int) -> Iterator[list[int]]:
+        return _batches(map(_END, pattern.finditer(text, start, end)))
 
     return find
 
 
-def _cut_ends(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
+def _cut_ends(pattern: regex.Pattern[str]) -> _Batches:
     """Like :func:`_ends`, for a pattern whose ``skip`` matches make no cut."""
 
-    def find(text: str, start: int, end: int) -> list[int]:
-        found = list(pattern.finditer(text, start, end))
-        cuts = list(map(_LASTGROUP, found))
-        if "skip" in cuts:
-            ends = list(itertools.compress(map(_END, found), map(operator.not_, cuts)))
-        else:
-            ends = list(map(_END, found))
-        if ends and ends[-1] >= end:
-            ends.pop()
-        return ends
+    def find(text: str, start: int, end: int) -> Iterator[list[int]]:
+        matches = pattern.finditer(text, start, end)
+        while found := list(islice(matches, _BATCH)):
+            cuts = list(map(_LASTGROUP, found))
+            if "skip" in cuts:
+                yield list(itertools.compress(map(_END, found), map(operator.not_, cuts)))
+            else:
+                yield list(map(_END, found))
 
     return find
 
 
-def _starts(pattern: regex.Pattern[str]) -> Callable[[str, int, int], list[int]]:
-    def find(text: str, start: int, end: int) -> list[int]:
-        starts = list(map(_START, pattern.finditer(text, start, end)))
-        if starts and starts[0] <= start:
-            del starts[0]
-        return starts
+def _starts(pattern: regex.Pattern[str]) -> _Batches:
+    def find(text: str, start: int, end: int) -> Iterator[list[int]]:
+        return _batches(map(_START, pattern.finditer(text, start, end)))
 
     return find
 
@@ -205,12 +229,24 @@ def _cluster_starts(text: str, start: int, end: int, pattern: regex.Pattern[str]
     """Starts of ``pattern``'s matches in ``[start, end)`` (``pattern`` matches whole
     grapheme clusters; ``None``: the clusters themselves), with long runs of regional
     indicators paired directly."""
-    out: list[int] = []
+    return list(_iter_cluster_starts(text, start, end, pattern))
+
+
+def _iter_cluster_starts(
+    text: str, start: int, end: int, pattern: regex.Pattern[str] | None = None
+) -> Iterator[int]:
+    """:func:`_cluster_starts`, lazily: a chain of ranges and ``map`` objects, each run in C."""
+    return itertools.chain.from_iterable(_cluster_pieces(text, start, end, pattern))
+
+
+def _cluster_pieces(
+    text: str, start: int, end: int, pattern: regex.Pattern[str] | None
+) -> Iterator[Iterable[int]]:
     pos = start
-    find: Callable[[str, int, int, regex.Pattern[str] | None], list[int]]
-    find = _grapheme_starts if pattern is None else _match_starts
+    find: Callable[[str, int, int, regex.Pattern[str] | None], Iterator[Iterable[int]]]
+    find = _grapheme_pieces if pattern is None else _match_pieces
     for run in _RI_RUN.finditer(text, start, end):
-        out += find(text, pos, run.start(), pattern)
+        yield from find(text, pos, run.start(), pattern)
         lo = run.start()
         first = lo
         while _PREPEND.match(text, first):  # Prepends join the first pair
@@ -226,11 +262,10 @@ def _cluster_starts(text: str, start: int, end: int, pattern: regex.Pattern[str]
         ris = first
         while ris < run.end() and "\U0001f1e6" <= text[ris] <= "\U0001f1ff":
             ris += 1
-        out.append(lo)
-        out += range(first + 2, ris, 2)
+        yield (lo,)
+        yield range(first + 2, ris, 2)
         pos = run.end()
-    out += find(text, pos, end, pattern)
-    return out
+    yield from find(text, pos, end, pattern)
 
 
 # Every rule of UAX #29 that keeps two characters in one cluster (CR LF, Hangul jamo
@@ -250,11 +285,13 @@ _JOINING = regex.compile(
 )
 
 
-def _grapheme_starts(text: str, pos: int, end: int, pattern: regex.Pattern[str] | None = None) -> list[int]:
-    r"""Starts of the grapheme clusters in ``[pos, end)`` (``pos`` starts one): every
-    position between two characters that join nothing, and \X's starts in windows
-    (from the character before a run of joining characters to the one after it)."""
-    out: list[int] = []
+def _grapheme_pieces(
+    text: str, pos: int, end: int, pattern: regex.Pattern[str] | None = None
+) -> Iterator[Iterable[int]]:
+    r"""Starts of the grapheme clusters in ``[pos, end)`` (``pos`` starts one), as
+    ranges and maps: every position between two characters that join nothing, and
+    \X's starts in windows (from the character before a run of joining characters to
+    the one after it)."""
     done = pos  # clusters before it are found
     lo = hi = -1  # the window waiting to be run
     grapheme = _GRAPHEME  # looked up here: a test may wrap it
@@ -265,24 +302,29 @@ def _grapheme_starts(text: str, pos: int, end: int, pattern: regex.Pattern[str] 
             hi = b
             continue
         if hi >= 0:
-            out += map(_START, grapheme.finditer(text, lo, hi))
+            yield map(_START, grapheme.finditer(text, lo, hi))
             done = hi
-        out += range(done, a)
+        yield range(done, a)
         lo, hi = a, b
     if hi >= 0:
-        out += map(_START, grapheme.finditer(text, lo, hi))
+        yield map(_START, grapheme.finditer(text, lo, hi))
         done = hi
-    out += range(done, end)
-    return out
+    yield range(done, end)
 
 
-def _match_starts(text: str, pos: int, end: int, pattern: regex.Pattern[str] | None) -> list[int]:
+def _grapheme_starts(text: str, pos: int, end: int, pattern: regex.Pattern[str] | None = None) -> list[int]:
+    return list(itertools.chain.from_iterable(_grapheme_pieces(text, pos, end)))
+
+
+def _match_pieces(
+    text: str, pos: int, end: int, pattern: regex.Pattern[str] | None
+) -> Iterator[Iterable[int]]:
     assert pattern is not None
-    return list(map(_START, pattern.finditer(text, pos, end)))
+    yield map(_START, pattern.finditer(text, pos, end))
 
 
-def _line_breaks(text: str, start: int, end: int) -> list[int]:
-    return [m.end() for m in _LINE.finditer(text, start, end) if start < m.end() < end]
+def _line_breaks(text: str, start: int, end: int) -> Iterator[list[int]]:
+    return _batches(map(_END, _LINE.finditer(text, start, end)))
 
 
 _HAN_KANA, _HIRAGANA = 1, 2
@@ -318,15 +360,40 @@ def _script_class(ch: str) -> int:
     return _SCRIPT_CLASS[ch]
 
 
-def _changes(text: str, graphemes: list[int], weak: bool) -> list[int]:
-    # The class of a grapheme is that of its first character; classless ones (0) join
-    # their neighbours, so a change is between consecutive graphemes that have a class.
-    classes = list(map(_SCRIPT_CLASS.__getitem__, map(text.__getitem__, graphemes)))
-    starts = list(itertools.compress(graphemes, classes))
-    classes = list(itertools.compress(classes, classes))
-    kinds = _WEAK_CHANGES if weak else _STRONG_CHANGES
-    pairs = zip(classes, itertools.islice(classes, 1, None))
-    return list(itertools.compress(itertools.islice(starts, 1, None), map(kinds.__contains__, pairs)))
+def _script_cuts(
+    text: str, batches: Iterable[list[int]], strong_too: bool, filtered: bool = True
+) -> tuple[list[int], list[int]]:
+    """Strong and weak script changes among the grapheme starts ``batches`` (allowed
+    ones only when ``filtered``), in one pass; weak ones are kept only while no strong
+    one is found (or all of them when ``strong_too`` is false, and no strong ones)."""
+    strong: list[int] = []
+    weak: list[int] = []
+    last: tuple[int, int] | None = None  # the last grapheme with a class: start, class
+    get_class = _SCRIPT_CLASS.__getitem__
+    for batch in batches:
+        classes = list(map(get_class, map(text.__getitem__, batch)))
+        starts = list(itertools.compress(batch, classes))
+        if not starts:
+            continue
+        classes = list(itertools.compress(classes, classes))
+        if last is not None:
+            starts.insert(0, last[0])
+            classes.insert(0, last[1])
+        last = starts[-1], classes[-1]
+        pairs = list(zip(classes, itertools.islice(classes, 1, None)))
+        if strong_too:
+            found = list(
+                itertools.compress(
+                    itertools.islice(starts, 1, None), map(_STRONG_CHANGES.__contains__, pairs)
+                )
+            )
+            strong += allowed_cuts(text, found) if filtered and found else found
+        if not strong:
+            found = list(
+                itertools.compress(itertools.islice(starts, 1, None), map(_WEAK_CHANGES.__contains__, pairs))
+            )
+            weak += allowed_cuts(text, found) if filtered and found else found
+    return strong, weak
 
 
 def _script_changes(text: str, start: int, end: int, weak: bool) -> list[int]:
@@ -336,7 +403,8 @@ def _script_changes(text: str, start: int, end: int, weak: bool) -> list[int]:
     phrase: 私は|ユーザー名を|入力) or cross Latin/CJK/Hangul; the weak ones start a
     hiragana run after kanji or katakana (入力|します), used only when nothing better is left.
     """
-    return _changes(text, _cluster_starts(text, start, end), weak)
+    found = _script_cuts(text, _batches(_iter_cluster_starts(text, start, end)), not weak, filtered=False)
+    return found[1 if weak else 0]
 
 
 def _strong_script_changes(text: str, start: int, end: int) -> list[int]:
@@ -348,22 +416,46 @@ def _weak_script_changes(text: str, start: int, end: int) -> list[int]:
 
 
 def _graphemes(text: str, start: int, end: int) -> list[int]:
-    return [g for g in _cluster_starts(text, start, end) if g > start]
+    return [g for g in _iter_cluster_starts(text, start, end) if g > start]
+
+
+def _identifier_batches(text: str, start: int, end: int) -> Iterator[list[int]]:
+    return _batches(_iter_cluster_starts(text, start, end, _IDENT_OR_GRAPHEME))
 
 
 def _identifiers(text: str, start: int, end: int) -> list[int]:
     """Starts of identifier runs and of the other graphemes (a flag is never part of
     an identifier run, so a run of flags is cut as graphemes)."""
-    return [g for g in _cluster_starts(text, start, end, _IDENT_OR_GRAPHEME) if g > start]
+    return [g for g in _iter_cluster_starts(text, start, end, _IDENT_OR_GRAPHEME) if g > start]
 
+
+def _listed(find: _Batches) -> Callable[[str, int, int], list[int]]:
+    def listed(text: str, start: int, end: int) -> list[int]:
+        out: list[int] = []
+        for batch in find(text, start, end):
+            out += _inside(batch, start, end)
+        return out
+
+    return listed
+
+
+# The levels above the script ones, highest first, as batch finders.
+_LEVEL_BATCHES: tuple[_Batches, ...] = (
+    _ends(_PARAGRAPH),
+    _line_breaks,
+    _cut_ends(_SENTENCE),
+    _cut_ends(_CLAUSE),
+    _starts(_WORD),
+    _identifier_batches,
+)
 
 # Highest level first. Each finder returns candidate cuts strictly inside (start, end).
 LEVELS: tuple[tuple[str, Callable[[str, int, int], list[int]]], ...] = (
-    ("paragraph", _ends(_PARAGRAPH)),
-    ("line", _line_breaks),
-    ("sentence", _cut_ends(_SENTENCE)),
-    ("clause", _cut_ends(_CLAUSE)),
-    ("word", _starts(_WORD)),
+    ("paragraph", _listed(_LEVEL_BATCHES[0])),
+    ("line", _listed(_LEVEL_BATCHES[1])),
+    ("sentence", _listed(_LEVEL_BATCHES[2])),
+    ("clause", _listed(_LEVEL_BATCHES[3])),
+    ("word", _listed(_LEVEL_BATCHES[4])),
     ("identifier", _identifiers),
     ("script", _strong_script_changes),
     ("weak script", _weak_script_changes),
@@ -372,7 +464,9 @@ LEVELS: tuple[tuple[str, Callable[[str, int, int], list[int]]], ...] = (
 
 
 _SCRIPT_LEVEL = 6
+_WEAK_LEVEL = 7
 _GRAPHEME_LEVEL = 8
+assert len(_LEVEL_BATCHES) == _SCRIPT_LEVEL
 assert [name for name, _ in LEVELS[_SCRIPT_LEVEL:]] == ["script", "weak script", "grapheme"]
 
 
@@ -380,22 +474,30 @@ def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, list[i
     """The first level at or below ``level`` with allowed cuts in ``(start, end)``.
 
     Returns ``(level_found, cuts)``; ``cuts`` is empty when none is left at any level.
+    Candidates are found and filtered in batches (only the allowed ones are kept).
     """
-    graphemes: list[int] | None = None  # the three lowest levels share one pass
-    for index in range(level, len(LEVELS)):
-        if index < _SCRIPT_LEVEL:
-            cuts = allowed_cuts(text, LEVELS[index][1](text, start, end))
-        else:
-            if graphemes is None:
-                graphemes = _cluster_starts(text, start, end)
-            if index < _GRAPHEME_LEVEL:
-                cuts = allowed_cuts(text, _changes(text, graphemes, index > _SCRIPT_LEVEL))
-            else:
-                if graphemes and graphemes[0] <= start:
-                    del graphemes[0]
-                cuts = _bounded_grapheme_cuts(text, start, graphemes)
+    cuts: list[int] = []
+    for index in range(level, _SCRIPT_LEVEL):
+        for batch in _LEVEL_BATCHES[index](text, start, end):
+            batch = _inside(batch, start, end)
+            if batch:
+                cuts += allowed_cuts(text, batch)
         if cuts:
             return index, cuts
+    if level <= _WEAK_LEVEL:
+        # The two script levels share one pass over the grapheme starts.
+        strong, weak = _script_cuts(
+            text, _batches(_iter_cluster_starts(text, start, end)), level <= _SCRIPT_LEVEL
+        )
+        if strong:
+            return _SCRIPT_LEVEL, strong
+        if weak:
+            return _WEAK_LEVEL, weak
+    run = 1  # graphemes since the last cut taken
+    for batch in _batches(_iter_cluster_starts(text, start, end)):
+        run = _bounded_batch(text, _inside(batch, start, end), run, cuts)
+    if cuts:
+        return _GRAPHEME_LEVEL, cuts
     return len(LEVELS), []
 
 
