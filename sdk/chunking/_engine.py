@@ -113,6 +113,14 @@ class Sizer:
         return self._ends(text, start)
 
 
+def _meta(section: Section) -> Section:
+    """``section`` as a chunk's metadata: without its splitter and state, which may hold
+    a whole parse (a fenced block's syntax tree) that the chunk must not keep alive."""
+    if section.splitter is None and section.state is None:
+        return section
+    return section._replace(splitter=None, state=None)
+
+
 @dataclass(frozen=True, slots=True)
 class RawChunk:
     start: int
@@ -382,7 +390,7 @@ class Engine:
                         section.start,
                         section.end,
                         n,
-                        section,
+                        _meta(section),
                         sticky_end=section.sticky,
                         partial=section.partial,
                     )
@@ -409,7 +417,12 @@ class Engine:
                 n = self.sizer.count(text[section.start : section.end])
             self.out.append(
                 RawChunk(
-                    section.start, section.end, n, section, oversize=n > self.budget, partial=section.partial
+                    section.start,
+                    section.end,
+                    n,
+                    _meta(section),
+                    oversize=n > self.budget,
+                    partial=section.partial,
                 )
             )
             return
@@ -506,6 +519,7 @@ class Engine:
         # ``open_`` is the last chunk emitted from a part that had to be cut: the parts
         # after it may join it while they fit (left-to-right greedy, like text-splitter).
         open_: RawChunk | None = lead
+        light = _meta(template)
         i = 0
         while i < k:
             joined: bool | None
@@ -514,7 +528,7 @@ class Engine:
                 joined = forward(edges[i]) == edges[i]
             else:
                 base, origin = 0, edges[i]
-                first = template if uniform else parts[i]  # type: ignore[index]
+                first = light if uniform else _meta(parts[i])  # type: ignore[index]
                 joined = None
 
             j = bisect_right(prefix, prefix[i] + budget - base, i + 1) - 1

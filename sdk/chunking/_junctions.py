@@ -106,6 +106,8 @@ def _newline_ahead(text: str, p: int) -> bool:
     """Whether the whitespace run starting at ``p`` holds a line break."""
     classes = _CLASS
     n = len(text)
+    window = text[p : p + 64]
+    p += len(window) - len(window.lstrip(" \t"))  # spaces and tabs (SPACE) at once
     while p < n:
         cls = classes[text[p]]
         if cls == NEWLINE:
