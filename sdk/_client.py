@@ -70,6 +70,7 @@ from ._errors import (
 from ._map import MapProgress, MapRun
 from ._params import CountTokensParams, CreateParams, check_request
 from ._retry import RetryBudget, RetryPolicy, retry_decision
+from ._tokens import checked_text
 from .scheduler import Cost, MetricsHook, RequestMetrics, Scheduler, Tier, TierMetrics
 from .stream import (
     FlowControl,
@@ -923,18 +924,9 @@ class Client:
     ) -> tuple[list[int], list[str | list[int]] | None]:
         """Ids of ``text`` and, when ``pieces`` and the server gives them (llama-server),
         each token's piece: a string, or a list of byte values for part of a character."""
-        if not isinstance(text, str):
-            raise TypeError(f"tokenize() takes str, not {type(text).__name__}")
+        text = checked_text(text, "tokenize()")
         if not text:
             return [], ([] if pieces else None)
-        if not text.isascii():
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise ValueError(
-                    f"text holds a lone surrogate U+{ord(text[exc.start]):04X} at offset {exc.start}; "
-                    "it cannot be encoded as UTF-8 or tokenized"
-                ) from None
         flavor = self._tokenize_flavor
         while True:
             # The first request carries both servers' fields; the answer says which it was.

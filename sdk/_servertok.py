@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ._tokens import even_ends
+
 if TYPE_CHECKING:
     from ._client import Client
 
@@ -93,7 +95,7 @@ class ServerTokenizer:
         ids, pieces = await self._ask(text, width <= _PIECES_BYTES)
         n = len(ids)
         if pieces is None:
-            return [start_byte + (width * (i + 1)) // n for i in range(n)]
+            return even_ends(width, n, start_byte)
         ends: list[int] = []
         at = 0
         for p in pieces:

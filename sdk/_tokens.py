@@ -51,8 +51,10 @@ __all__ = [
     "TokenizerError",
     "WorkerEncoder",
     "acount_tokens",
+    "checked_text",
     "count_tokens",
     "encoder",
+    "even_ends",
     "get_encoding",
     "is_async_tokenizer",
     "known_encodings",
@@ -463,12 +465,32 @@ class WorkerEncoder:
 
     def encode_ends(self, text: str, start_byte: int) -> list[int]:
         if self._ends is None:
-            n = self.count(text)
-            width = len(text.encode("utf-8"))
-            return [start_byte + (width * (i + 1)) // n for i in range(n)]
+            return even_ends(len(text.encode("utf-8")), self.count(text), start_byte)
         ends: list[int] = list(self._run(self._ends, text, start_byte))
         self._remember(text, len(ends))
         return ends
+
+
+def checked_text(text: object, caller: str) -> str:
+    """``text`` if it is a str that UTF-8 can encode (what every tokenizer needs): else a
+    ``TypeError`` naming ``caller``, or a ``ValueError`` naming a lone surrogate's offset."""
+    if not isinstance(text, str):
+        raise TypeError(f"{caller} takes str, not {type(text).__name__}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"text holds a lone surrogate U+{ord(text[exc.start]):04X} at offset {exc.start}; "
+                "it cannot be encoded as UTF-8 or tokenized"
+            ) from None
+    return text
+
+
+def even_ends(width: int, n: int, start_byte: int) -> list[int]:
+    """``n`` token ends spread evenly over ``width`` bytes from ``start_byte``: estimates
+    for a tokenizer that gives counts but not where its tokens end."""
+    return [start_byte + (width * (i + 1)) // n for i in range(n)]
 
 
 def _utf8_ends(text: str) -> list[int]:
@@ -541,11 +563,7 @@ class GenericEncoder:
         return len(self._encode(text))
 
     def encode_ends(self, text: str, start_byte: int) -> list[int]:
-        n = self.count(text)
-        if n == 0:
-            return []
-        width = len(text.encode("utf-8"))
-        return [start_byte + (width * (i + 1)) // n for i in range(n)]
+        return even_ends(len(text.encode("utf-8")), self.count(text), start_byte)
 
 
 def _tokenizers_module() -> object | None:

@@ -20,6 +20,7 @@ from sdk._tokens import (
     AsyncEncodingSpec,
     EncodingSpec,
     WorkerEncoder,
+    checked_text,
     is_async_tokenizer,
     known_encodings,
 )
@@ -58,20 +59,6 @@ def _engine_threads() -> anyio.CapacityLimiter:
 def register_kind(kind: str, factory: RootFactory) -> None:
     """Install the root factory for ``kind`` (used by the format modules)."""
     _ROOTS[kind] = factory
-
-
-def _check_text(text: object) -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"chunk() takes str, not {type(text).__name__}")
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValueError(
-                f"text holds a lone surrogate U+{ord(text[exc.start]):04X} at offset {exc.start}; "
-                "it cannot be encoded as UTF-8 or tokenized"
-            ) from None
-    return text
 
 
 class Chunker:
@@ -189,7 +176,7 @@ class Chunker:
         filename: str | None,
         heading_context: bool,
     ) -> list[Chunk]:
-        text = _check_text(text)
+        text = checked_text(text, "chunk()")
         kind = self.kind if kind is None else kind
         if kind not in _KINDS:
             raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(_KINDS)}")
