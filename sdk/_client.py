@@ -70,7 +70,7 @@ from ._errors import (
 from ._map import MapProgress, MapRun
 from ._params import CountTokensParams, CreateParams, check_request
 from ._retry import RetryBudget, RetryPolicy, retry_decision
-from ._tokens import checked_text
+from ._tokens import checked_text, count_tokens
 from .scheduler import Cost, MetricsHook, RequestMetrics, Scheduler, Tier, TierMetrics
 from .stream import (
     FlowControl,
@@ -1196,6 +1196,4 @@ def _estimate(params: Mapping[str, Any]) -> int:
 
 
 def _count(texts: list[str], n_messages: int) -> int:
-    from ._tokens import count_tokens
-
     return sum(count_tokens(t) for t in texts if t) + 4 * n_messages + 3
