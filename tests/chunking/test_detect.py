@@ -247,3 +247,35 @@ def test_configuration_without_a_file_name_is_lines_not_markdown(text: str) -> N
 )
 def test_markdown_with_colons_and_lists_stays_markdown(text: str) -> None:
     assert detect_kind(text)[0] == "markdown"
+
+
+def test_every_feature_match_holds_one_of_its_needles() -> None:
+    """The classifier runs a feature's pattern only when one of its needles occurs in
+    the prefix; that is sound only if every match contains a needle. Checked on every
+    match in the corpus, this package's own source and the samples above."""
+    from pathlib import Path
+
+    from sdk.chunking._languages import _FEATURES
+
+    texts = [f.path.read_text(encoding="utf-8") for f in corpus_files()]
+    texts += [p.read_text(encoding="utf-8") for p in Path(__file__).parents[2].joinpath("sdk").rglob("*.py")]
+    texts += [text for text, _ in CODE.values()] + [PY]
+    matches = 0
+    for features in _FEATURES.values():
+        for _weight, needles, pattern in features:
+            for text in texts:
+                for m in pattern.finditer(text):
+                    matches += 1
+                    assert any(n in m.group(0) for n in needles), (pattern.pattern, m.group(0))
+    assert matches > 1000
+
+
+def test_needles_change_no_verdict() -> None:
+    """Scores with the needle shortcut equal scores from every pattern run."""
+    from sdk.chunking._languages import _FEATURES, _score
+
+    for f in corpus_files():
+        prefix = f.path.read_text(encoding="utf-8")[:8192]
+        for features in _FEATURES.values():
+            full = sum(w for w, _n, p in features if p.search(prefix))
+            assert _score(features, prefix) == full, f.path
