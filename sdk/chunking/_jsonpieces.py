@@ -118,9 +118,9 @@ class _PieceMaker:
         c = st.text[start]
         if c == "{" or c == "[":
             kids, _ = st.children(start)
-            if not kids:
-                raise self._too_small(where, "an empty container")
-            yield self.group(st, kids, c == "[", where)
+            if kids:
+                yield self.group(st, kids, c == "[", where)
+                return
         elif c == '"':
             embedded = self._embedded(st.text[start:end]) if self.expand else None
             if embedded is not None:
@@ -131,8 +131,15 @@ class _PieceMaker:
                 yield self.value(inner, 0, len(decoded), nested)
             else:
                 self.string(st, start, end, where)
-        else:
-            raise self._too_small(where, f"the value {st.text[start:end][:40]!r}")
+            return
+        # Indivisible (a number, a literal, an empty container): alone with its path,
+        # which may fit where its parent's wrapper with its key did not.
+        piece = '{"path":' + where.path() + ',"value":' + st.text[start:end] + "}"
+        n = self._count(piece)
+        if n > self.budget:
+            need = "an empty container" if c in "{[" else f"the value {st.text[start:end][:40]!r}"
+            raise self._too_small(where, need)
+        self._emit(piece, n, where, where.pointer)
 
     def group(self, st: Structure, kids: Sequence[Child], is_array: bool, where: _Where) -> _Job:
         """Pack consecutive members/elements into pieces; descend into any that does not fit."""
