@@ -26,11 +26,16 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, islice, repeat
+from typing import TYPE_CHECKING
 
 from sdk._tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
 
 from ._junctions import _REACH, ADDITIVE, next_additive, prev_additive
 from ._types import Section
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["Engine", "RawChunk", "Sizer"]
 
@@ -42,6 +47,7 @@ def _never(text: str, p: int) -> bool:
 # Characters per encode call on a long range: the encoder returns a list of Python ints
 # (36 bytes a token), so a whole 16 MB text at once would cost more than the text.
 _SEGMENT = 1 << 18
+_ENDS_BLOCK = 1 << 15
 
 # No bound is known for other tokenizers: a normalizer may drop characters, and an
 # unknown-word token may stand for a whole word.
@@ -59,6 +65,7 @@ class Sizer:
     """
 
     __slots__ = (
+        "_byte_len",
         "_encode",
         "_ends",
         "_lengths",
@@ -79,13 +86,17 @@ class Sizer:
         if isinstance(counter, Encoder):
             # No token holds more characters than bytes, so a range longer than
             # ``budget * max_token_chars`` characters cannot fit and need not be counted.
+            import numpy as np  # imported here: ``import sdk`` stays light
+
             self._lengths: tuple[int, ...] = token_byte_lengths(counter.name)
+            self._byte_len: npt.NDArray[np.int64] | None = np.asarray(self._lengths, dtype=np.int64)
             self.max_token_bytes = self.max_token_chars = max(self._lengths)
             self.additive: Callable[[str, int], bool] = ADDITIVE.get(counter.name, _never)
             self._ends: Callable[[str, int], Sequence[int]] = self._tiktoken_ends
         else:
             # Additivity is proven only for tiktoken's pre-tokenizers.
             self._lengths = ()
+            self._byte_len = None
             self.max_token_bytes = self.max_token_chars = _UNBOUNDED
             self.additive = _never
             self._ends = counter.encode_ends
@@ -98,8 +109,23 @@ class Sizer:
 
     def byte_ends(self, tokens: list[int], start: int = 0) -> Sequence[int]:
         """Cumulative UTF-8 byte end of each tiktoken token, counted from ``start``
-        (8 bytes each: a list of Python ints would take 36)."""
-        return array("q", islice(accumulate(map(self._lengths.__getitem__, tokens), initial=start), 1, None))
+        (8 bytes each: a list of Python ints would take 36).
+
+        Gathered and summed by numpy, a block at a time (so its temporaries stay under
+        a megabyte): Python's ``map`` and ``accumulate`` over the ids cost about half as
+        much as the encode itself."""
+        import numpy as np
+
+        lengths = self._byte_len
+        assert lengths is not None
+        out = array("q")
+        total = start
+        for i in range(0, len(tokens), _ENDS_BLOCK):
+            ends = np.cumsum(lengths[np.array(tokens[i : i + _ENDS_BLOCK], dtype=np.int64)])
+            ends += total
+            out.frombytes(ends.tobytes())
+            total = int(ends[-1])
+        return out
 
     def _tiktoken_ends(self, text: str, start: int) -> Sequence[int]:
         return self.byte_ends(self._encode(text), start)
