@@ -47,6 +47,7 @@ def _never(text: str, p: int) -> bool:
 # Characters per encode call on a long range: the encoder returns a list of Python ints
 # (36 bytes a token), so a whole 16 MB text at once would cost more than the text.
 _SEGMENT = 1 << 18
+_PIECE_SEGMENT = 1 << 16
 _ENDS_BLOCK = 1 << 15
 
 # No bound is known for other tokenizers: a normalizer may drop characters, and an
@@ -121,7 +122,8 @@ class Sizer:
         out = array("q")
         total = start
         for i in range(0, len(tokens), _ENDS_BLOCK):
-            ends = np.cumsum(lengths[np.array(tokens[i : i + _ENDS_BLOCK], dtype=np.int64)])
+            ids = np.frombuffer(array("q", tokens[i : i + _ENDS_BLOCK]), dtype=np.int64)
+            ends = np.cumsum(lengths[ids])
             ends += total
             out.frombytes(ends.tobytes())
             total = int(ends[-1])
@@ -169,6 +171,19 @@ class _View:
     ends: Sequence[int]
     lo: int
     hi: int
+    # Where it was encoded in separate segments at positions that are not additive (a
+    # run with no additive position, such as a megabyte of "[" or of letters, is one
+    # pre-tokenizer piece: encoding it whole takes about 50 bytes of the tokenizer's
+    # memory per input byte). Counts from the view are exact only within one segment.
+    seams: tuple[int, ...] = ()
+
+    def seam_inside(self, a: int, b: int) -> bool:
+        """Whether a seam lies strictly between ``a`` and ``b``."""
+        seams = self.seams
+        if not seams:
+            return False
+        i = bisect_right(seams, a)
+        return i < len(seams) and seams[i] < b
 
 
 class Engine:
@@ -323,6 +338,8 @@ class Engine:
         is encoded again.
         """
         ends = view.ends
+        if view.seam_inside(a, b):
+            return self._count(a, b)
         if a == view.lo and b == view.hi:
             return len(ends)
         if self.sizer.additive is _never:
@@ -353,18 +370,33 @@ class Engine:
 
     def _encode(self, start: int, end: int, start_byte: int) -> _View:
         sizer = self.sizer
-        if end - start <= _SEGMENT or sizer.additive is _never:
+        if end - start <= _SEGMENT:
             return self._keep(_View(sizer.encode_ends(self.text[start:end], start_byte), start, end))
-        # A long range is encoded in segments cut at additive positions (the tokens are
-        # those of one encode), so the encoder's list of token ids stays short.
+        # A long range is encoded in segments, so the encoder's list of token ids and its
+        # working memory stay bounded. Segments are cut at additive positions (the
+        # tokens are those of one encode); where none is near, at a seam, and counts
+        # across a seam are made afresh (see ``_View.seams``).
         ends: array[int] = array("q")
+        seams: list[int] = []
         pos, byte = start, start_byte
         while pos < end:
-            cut = self._segment_end(pos + _SEGMENT, end)
+            target = pos + _SEGMENT
+            if target >= end - _SEGMENT // 4:
+                cut = end
+            else:
+                cut = self._additive_near(target, end)
+                if cut < 0:
+                    # Inside one long piece, it seems: a shorter segment (the tokenizer
+                    # takes about 50 bytes a byte for one piece), at a seam if no
+                    # additive position is near its end either.
+                    cut = self._additive_near(pos + _PIECE_SEGMENT, end)
+                    if cut < 0:
+                        cut = pos + _PIECE_SEGMENT
+                        seams.append(cut)
             ends.extend(sizer.encode_ends(self.text[pos:cut], byte))
             byte += self._width(pos, cut)
             pos = cut
-        return self._keep(_View(ends, start, end))
+        return self._keep(_View(ends, start, end, tuple(seams)))
 
     def _keep(self, view: _View) -> _View:
         if not self._view_los or view.lo >= self._views[-1].hi:
@@ -372,16 +404,15 @@ class Engine:
             self._view_los.append(view.lo)
         return view
 
-    def _segment_end(self, target: int, end: int) -> int:
-        """An additive position at or after ``target`` (looked for near each of a few
-        targets a segment apart), else ``end``."""
-        while target < end - _SEGMENT // 4:
-            for probe in range(target, min(target + 1024, end), 64):
-                found = self._forward(probe)
-                if 0 <= found < end:
-                    return found
-            target += _SEGMENT
-        return end
+    def _additive_near(self, target: int, end: int) -> int:
+        """An additive position in ``[target, target + 1024)`` before ``end``, else -1."""
+        if self.sizer.additive is _never:
+            return -1
+        for probe in range(target, min(target + 1024, end), 64):
+            found = self._forward(probe)
+            if 0 <= found < end:
+                return found
+        return -1
 
     def _place(
         self, section: Section, view: _View | None, start_byte: int, lead: RawChunk | None = None
@@ -402,7 +433,7 @@ class Engine:
             n = self._exact(view, section.start, start_byte, section.end, end_byte)
         else:
             view = self._encode(section.start, section.end, start_byte)
-            n = len(view.ends)
+            n = len(view.ends) if not view.seams else self.sizer.count(text[section.start : section.end])
         if n is not None and n <= self.budget:
             if lead is not None:
                 joined = self._join(lead, section, start_byte, n)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from sdk.chunking import Chunker, _prose
+from sdk.chunking import Chunk, Chunker, _engine, _prose
 from tests.corpus import corpus_files
 from tests.invariants import check_chunks
 
@@ -110,3 +110,48 @@ def test_memory_is_a_small_multiple_of_the_input(kind: str, bound: int) -> None:
     # Chunks returned included (their text is a copy of the input). Markdown keeps line
     # spans and block sections of the sections it opens, and is not yet within 10.
     assert _python_peak(text, kind) <= bound * size
+
+
+def _longest_encode(text: str, budget: int) -> tuple[int, list[Chunk]]:
+    chunker = Chunker(budget)
+    encode = chunker.sizer._encode
+    longest = [0]
+
+    def counting(s: str) -> list[int]:
+        longest[0] = max(longest[0], len(s))
+        return encode(s)
+
+    chunker.sizer._encode = counting
+    chunks = chunker.chunk(text, kind="text")
+    return longest[0], chunks
+
+
+@pytest.mark.parametrize("shape", ["identifier", "brackets", "cjk", "prolonged marks"])
+def test_one_long_piece_is_encoded_in_bounded_segments(shape: str) -> None:
+    """A run with no position where the pre-tokenizer must cut is one piece for tiktoken,
+    which then takes about 50 bytes a byte: it is encoded a segment at a time, and the
+    counts that cross a seam between segments are made afresh (exact, as ever)."""
+    text = SHAPES[shape](3 * _engine._SEGMENT + 12345)
+    longest, chunks = _longest_encode(text, 64)
+    check_chunks(text, chunks, 64)
+    assert longest <= _engine._SEGMENT * 5 // 4, longest
+
+
+def test_counts_across_a_seam_are_exact_at_a_large_budget() -> None:
+    # Words, with runs of 1250 letters (no additive position in them, and a period that
+    # does not divide the segment lengths) where the first segment would end: it ends
+    # at a seam, mid-run, where the tokens of two encodes differ from those of one.
+    # Budget 3000: a chunk holds a whole run and crosses the seam, and its count must be
+    # made afresh to be exact.
+    words = "word and words " * (3 * _engine._SEGMENT // 15)
+    letters = ("abcdefg" * 200)[:1250]
+    text = words
+    for at in (_engine._PIECE_SEGMENT - 50, _engine._SEGMENT - 50):
+        text = text[:at] + letters + text[at + len(letters) :]
+    chunker = Chunker(3000)
+    view = _engine.Engine(text, 3000, chunker.sizer)._encode(0, len(text), 0)
+    assert view.seams and view.seams[0] == _engine._PIECE_SEGMENT
+    longest, chunks = _longest_encode(text, 3000)
+    check_chunks(text, chunks, 3000)
+    assert longest <= _engine._SEGMENT * 5 // 4
+    assert any(c.start < view.seams[0] < c.end for c in chunks)
