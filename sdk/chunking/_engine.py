@@ -13,7 +13,9 @@ proven additive: a view's token ends are only estimates, and every count the eng
 reports is a fresh encode of exactly that text.) A chunk edge that is neither is moved to the nearest additive
 position inside, and only that short stretch is encoded again, so every emitted count
 is exact. A range that cannot fit (more characters than ``budget`` tokens of the
-longest token could cover) is cut without being counted at all. After packing,
+longest token could cover) is cut without being counted at all. A long range is
+encoded a segment at a time, cut at additive positions, or at a *seam* inside a piece
+that has none for thousands of characters; a count across a seam is made afresh. After packing,
 neighbours that fit together are joined (they appear only around a part that had to
 be cut), and sticky parts (headings, keys, leading comments) open the chunk of what
 follows them instead of ending one.

@@ -54,10 +54,14 @@ _LINE = regex.compile(r"(?:\r\n|\r|\n|\u2028|\u0085)(?:" + _HSPACE + r"*(?:\r\n|
 # run of "!" or "," with no space after it is re-scanned from every position in it
 # (quadratic time). The cuts are those of the plain patterns. The skip run is a class, not a look-ahead
 # per character: the regex module kept 128 bytes of state per repetition of the latter.
+# Every match starts with a terminal (the CJK ones are terminals too): the look-ahead
+# in front lets the other positions fail on one property test instead of two, which
+# halves the time of a scan.
 _SENTENCE = regex.compile(
+    r"(?=[\p{Sentence_Terminal}…])(?:"
     r"[。！？｡︒﹒﹗﹖．]++[" + _CLOSE_CLASS + r"]*+"
     r"|[\p{Sentence_Terminal}…]++[" + _CLOSE_CLASS + r"]*+(?=" + _HSPACE + r")"
-    r"|(?P<skip>(?:[^\P{Sentence_Terminal}。！？｡︒﹒﹗﹖．]|…)++)"
+    r"|(?P<skip>(?:[^\P{Sentence_Terminal}。！？｡︒﹒﹗﹖．]|…)++))"
 )
 _CLAUSE = regex.compile(
     r"[、，；：﹐﹑､︐︑]++[" + _CLOSE_CLASS + r"]*+"
@@ -71,6 +75,9 @@ _WORD = regex.compile(_HSPACE + r"+")
 # MemoryError. A longer run is several pieces, cut at grapheme boundaries.
 IDENT_RUN_MAX = 65536
 _IDENT_OR_GRAPHEME = regex.compile(r"(?:(?=[\p{XID_Continue}])\X){1," + str(IDENT_RUN_MAX) + r"}|\X")
+# The same where every character is a cluster of its own (no character of ``_JOINING``):
+# character classes only, three times as fast as stepping by \X.
+_IDENT_OR_CHAR = regex.compile(r"[\p{XID_Continue}]{1," + str(IDENT_RUN_MAX) + r"}|[^\p{XID_Continue}]")
 _GRAPHEME = regex.compile(r"\X")
 
 
@@ -285,6 +292,22 @@ _JOINING = regex.compile(
 )
 
 
+# Whether a character is one of ``_JOINING``'s, memoized.
+_JOINS = _CharFlag(frozenset(), _JOINING)
+_PLAIN_STEP = 1 << 16
+
+
+def _plain(text: str, start: int, end: int) -> bool:
+    """Whether no character of ``text[start:end]`` is one of ``_JOINING``'s, so that each
+    is a grapheme cluster of its own. Each distinct character is looked up once (a set
+    of a slice is built in C, a slice at a time, where ``_JOINING.search`` would test
+    every character against a dozen property tables)."""
+    get = _JOINS.__getitem__
+    return not any(
+        any(map(get, set(text[i : min(i + _PLAIN_STEP, end)]))) for i in range(start, end, _PLAIN_STEP)
+    )
+
+
 def _grapheme_pieces(
     text: str, pos: int, end: int, pattern: regex.Pattern[str] | None = None
 ) -> Iterator[Iterable[int]]:
@@ -292,6 +315,9 @@ def _grapheme_pieces(
     ranges and maps: every position between two characters that join nothing, and
     \X's starts in windows (from the character before a run of joining characters to
     the one after it)."""
+    if _plain(text, pos, end):
+        yield range(pos, end)
+        return
     done = pos  # clusters before it are found
     lo = hi = -1  # the window waiting to be run
     grapheme = _GRAPHEME  # looked up here: a test may wrap it
@@ -419,14 +445,20 @@ def _graphemes(text: str, start: int, end: int) -> list[int]:
     return [g for g in _iter_cluster_starts(text, start, end) if g > start]
 
 
+def _identifier_starts(text: str, start: int, end: int) -> Iterator[int]:
+    if _plain(text, start, end):
+        return map(_START, _IDENT_OR_CHAR.finditer(text, start, end))
+    return _iter_cluster_starts(text, start, end, _IDENT_OR_GRAPHEME)
+
+
 def _identifier_batches(text: str, start: int, end: int) -> Iterator[list[int]]:
-    return _batches(_iter_cluster_starts(text, start, end, _IDENT_OR_GRAPHEME))
+    return _batches(_identifier_starts(text, start, end))
 
 
 def _identifiers(text: str, start: int, end: int) -> list[int]:
     """Starts of identifier runs and of the other graphemes (a flag is never part of
     an identifier run, so a run of flags is cut as graphemes)."""
-    return [g for g in _iter_cluster_starts(text, start, end, _IDENT_OR_GRAPHEME) if g > start]
+    return [g for g in _identifier_starts(text, start, end) if g > start]
 
 
 def _listed(find: _Batches) -> Callable[[str, int, int], list[int]]:
