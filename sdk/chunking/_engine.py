@@ -372,7 +372,9 @@ class Engine:
 
     def _encode(self, start: int, end: int, start_byte: int) -> _View:
         sizer = self.sizer
-        if end - start <= _SEGMENT:
+        if end - start <= _SEGMENT or sizer.additive is _never:
+            # (A tokenizer other than tiktoken's gets one encode: every count the engine
+            # reports for it is a fresh one anyway, and segments would only add calls.)
             return self._keep(_View(sizer.encode_ends(self.text[start:end], start_byte), start, end))
         # A long range is encoded in segments, so the encoder's list of token ids and its
         # working memory stay bounded. Segments are cut at additive positions (the

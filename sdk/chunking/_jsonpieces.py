@@ -157,7 +157,18 @@ class _PieceMaker:
                 head, tail = head_path + ',"members":{', "}}"
             est = count(head + tail)
             if est >= budget:
-                raise self._too_small(where, "the path")
+                # The wrapper alone leaves no room: each member goes alone with its own
+                # path ({"path": [..., key], "value": ...} is shorter than the wrapper
+                # with its key), and says "too small" only if it cannot.
+                # Paths only grow with depth: once one with the least value does not fit,
+                # nothing below it can (and deep nesting stops here, not at the bottom).
+                for m in range(i, n):
+                    kid = kids[m]
+                    child = self._kid_where(text, kid, m, is_array, where)
+                    if count('{"path":' + child.path() + ',"value":0}') > budget:
+                        raise self._too_small(where, "the path")
+                    yield self.value(st, kid.start, kid.end, child)
+                return
             j = i
             while j < n:
                 while len(costs) <= j:
@@ -179,13 +190,15 @@ class _PieceMaker:
                 i = j
                 continue
             k = kids[i]
-            if is_array:
-                child = where.child(str(i), str(i))
-            else:
-                raw_key = text[k.key_start : k.key_end]
-                child = where.child(raw_key, escape_pointer(decode_key(raw_key)))
-            yield self.descend(st, k.start, k.end, child)
+            yield self.descend(st, k.start, k.end, self._kid_where(text, k, i, is_array, where))
             i += 1
+
+    @staticmethod
+    def _kid_where(text: str, k: Child, i: int, is_array: bool, where: _Where) -> _Where:
+        if is_array:
+            return where.child(str(i), str(i))
+        raw_key = text[k.key_start : k.key_end]
+        return where.child(raw_key, escape_pointer(decode_key(raw_key)))
 
     @staticmethod
     def _child_pointer(text: str, k: Child, i: int, is_array: bool, where: _Where) -> str:

@@ -108,6 +108,17 @@ def test_a_number_whose_parent_wrapper_is_too_long_goes_alone_with_its_path() ->
     assert pieces[-1].pointer == "/1/0/ééé/ééé/~1ééé"
 
 
+def test_members_go_alone_when_their_wrapper_leaves_no_room() -> None:
+    # The array's wrapper with its escaped key takes 66 tokens at budget 64; each element
+    # alone with its path takes at most 64.
+    values = [None, {"é" * 13: list(range(1, 21))}]
+    text = "\n".join(json.dumps(v) for v in values) + "\n"
+    pieces = json_pieces(text, 64)
+    check_pieces(text, pieces, 64)
+    assert json.loads(pieces[1].text) == {"path": [1, "é" * 13, 0], "value": 1}
+    assert _least_piece(values) == 64
+
+
 def _least_piece(values: list[Any]) -> int:
     """Tokens of the largest piece that cannot be made smaller: an indivisible value
     (a number, a literal, an empty container, one character of a string) with its path,
