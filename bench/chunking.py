@@ -801,7 +801,7 @@ def run_group(
         cells = [
             name,
             str(budget),
-            f"{t.seconds / (t.base or base):.2f}×",
+            f"{t.seconds / t.base:.2f}×",
             str(t.chunks),
             str(t.over),
             lossless,

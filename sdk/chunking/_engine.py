@@ -410,8 +410,6 @@ class Engine:
 
     def _additive_near(self, target: int, end: int) -> int:
         """An additive position in ``[target, target + 1024)`` before ``end``, else -1."""
-        if self.sizer.additive is _never:
-            return -1
         for probe in range(target, min(target + 1024, end), 64):
             found = self._forward(probe)
             if 0 <= found < end:

@@ -186,7 +186,7 @@ class _PieceMaker:
                     break
                 j -= 1
             if j > i:
-                self._emit(piece, tokens, where, self._child_pointer(text, kids[i], i, is_array, where))
+                self._emit(piece, tokens, where, self._kid_where(text, kids[i], i, is_array, where).pointer)
                 i = j
                 continue
             k = kids[i]
@@ -199,12 +199,6 @@ class _PieceMaker:
             return where.child(str(i), str(i))
         raw_key = text[k.key_start : k.key_end]
         return where.child(raw_key, escape_pointer(decode_key(raw_key)))
-
-    @staticmethod
-    def _child_pointer(text: str, k: Child, i: int, is_array: bool, where: _Where) -> str:
-        if is_array:
-            return f"{where.pointer}/{i}"
-        return f"{where.pointer}/{escape_pointer(decode_key(text[k.key_start : k.key_end]))}"
 
     def string(self, st: Structure, start: int, end: int, where: _Where) -> None:
         """Parts of a string, cut where ``chunk`` would cut it, each wrapped and exact."""
