@@ -171,7 +171,7 @@ _MAX_DEPTH = 120
 # the languages whose top-level statements were checked to come out of a window exactly
 # as out of the whole source. (Not C and its kin: a function cut off by the end of a
 # window leaves loose tokens at the top level that do not look broken.)
-_WINDOW_BYTES = 256 * 1024
+_WINDOW_BYTES = 128 * 1024
 _WINDOWED = frozenset({"python"})
 
 
@@ -331,14 +331,14 @@ class CodeSplitter:
     def _window(self, text: str, section: Section, lo: int) -> Sequence[Section]:
         """The top-level nodes from byte ``lo`` on, one window of the source at a time.
 
-        The window (256 KiB, or an eighth of what precedes it, so a huge source takes
+        The window (128 KiB, or a sixteenth of what precedes it, so a huge source takes
         few) is parsed alone. Its last top-level node may run past the window's end,
         so it (and the comments, decorators or broken nodes just before it) is left
         to the next window, which starts at that node: a top-level statement parses
         alike alone and in context. The rest of the source is one more section (a
         :class:`_Tail`), split by the engine after this window's nodes are placed; the
         previous window's nodes are released then, so one tree at a time is alive.
-        A node longer than a window is parsed with everything after it at once.
+        Where no node is whole in the window, it is doubled until one is.
         """
         if self._live is not None:
             for nodes in self._live:
@@ -346,25 +346,16 @@ class CodeSplitter:
         self._live = []
         data = self._data
         n = len(data)
-        hi = min(n, lo + max(_WINDOW_BYTES, lo // 8))
-        children = self._parse(lo, hi)
-        keep = len(children)
-        if hi < n:
-            flags = self._flags
-            # Keep what comes before the last node and before anything broken (and the
-            # node before that, which error recovery may have cut short), less the
-            # comments and decorators that lead into what is left out.
-            for i, child in enumerate(children):
-                if child.has_error or not flags.get(child.kind_id, 0) & _NAMED:
-                    keep = max(0, i - 1)
-                    break
-            keep = min(keep, len(children) - 1)
-            while keep > 0 and flags.get(children[keep - 1].kind_id, 0) & (_COMMENT | _FORWARD):
-                keep -= 1
-            if keep == 0:
-                hi = n
-                children = self._parse(lo, n)
-                keep = len(children)
+        hi = min(n, lo + max(_WINDOW_BYTES, lo // 16))
+        while True:
+            children = self._parse(lo, hi)
+            keep = len(children) if hi == n else self._kept(children)
+            if keep or hi == n:
+                break
+            # Nothing whole to keep (a node longer than the window, or broken code at
+            # its start): a window twice as long, so the parses add up to at most
+            # twice the final one.
+            hi = min(n, lo + 2 * (hi - lo))
         if not children:
             return self._prose(text, section)
         nxt = children[keep].start_byte if keep < len(children) else n
@@ -379,6 +370,22 @@ class CodeSplitter:
             only = parts[0]
             return only.splitter.split(text, only) if only.splitter is not None else ()
         return parts
+
+    def _kept(self, children: list[Node]) -> int:
+        """How many of a window's top-level nodes to keep: those before the last node
+        and before anything broken (and the node before that, which error recovery may
+        have cut short), less the comments and decorators that lead into what is left
+        out."""
+        flags = self._flags
+        keep = len(children)
+        for i, child in enumerate(children):
+            if child.has_error or not flags.get(child.kind_id, 0) & _NAMED:
+                keep = max(0, i - 1)
+                break
+        keep = min(keep, len(children) - 1)
+        while keep > 0 and flags.get(children[keep - 1].kind_id, 0) & (_COMMENT | _FORWARD):
+            keep -= 1
+        return max(keep, 0)
 
     # -- the Splitter protocol -------------------------------------------------------
 

@@ -28,7 +28,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, islice, repeat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sdk._tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
 
@@ -47,10 +47,14 @@ def _never(text: str, p: int) -> bool:
 
 
 # Characters per encode call on a long range: the encoder returns a list of Python ints
-# (36 bytes a token), so a whole 16 MB text at once would cost more than the text.
-_SEGMENT = 1 << 18
-_PIECE_SEGMENT = 1 << 16
+# (36 bytes a token; a flag is two or three tokens), so a whole 16 MB text at once would
+# cost more than the text. Inside one pre-tokenizer piece, shorter: tiktoken takes about
+# 50 bytes a byte to encode one.
+_SEGMENT = 1 << 16
+_PIECE_SEGMENT = 1 << 14
 _ENDS_BLOCK = 1 << 15
+# Parts of one packing up to this many are sized with Python lists; more with numpy.
+_FEW_PARTS = 512
 
 # No bound is known for other tokenizers: a normalizer may drop characters, and an
 # unknown-word token may stand for a whole word.
@@ -58,6 +62,11 @@ _UNBOUNDED = 1 << 62
 
 # Stretches up to this many characters are counted once per engine by their text.
 _SHORT = 32
+
+# The memos are emptied when one holds this many entries: packing asks about the edges
+# near the chunk it is making, and a memo of every edge of a run of flags (an edge
+# every 8 bytes) would hold more than the text.
+_MEMO = 1 << 12
 
 
 class Sizer:
@@ -72,6 +81,7 @@ class Sizer:
         "_encode",
         "_ends",
         "_lengths",
+        "_other",
         "additive",
         "max_token_bytes",
         "max_token_chars",
@@ -95,14 +105,15 @@ class Sizer:
             self._byte_len: npt.NDArray[np.int64] | None = np.asarray(self._lengths, dtype=np.int64)
             self.max_token_bytes = self.max_token_chars = max(self._lengths)
             self.additive: Callable[[str, int], bool] = ADDITIVE.get(counter.name, _never)
-            self._ends: Callable[[str, int], Sequence[int]] = self._tiktoken_ends
+            self._ends: Callable[[str, int, str], Sequence[int]] = self._tiktoken_ends
         else:
             # Additivity is proven only for tiktoken's pre-tokenizers.
             self._lengths = ()
             self._byte_len = None
             self.max_token_bytes = self.max_token_chars = _UNBOUNDED
             self.additive = _never
-            self._ends = counter.encode_ends
+            self._other = counter.encode_ends
+            self._ends = self._other_ends
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
@@ -110,9 +121,10 @@ class Sizer:
     def encode(self, text: str) -> list[int]:
         return self._encode(text)
 
-    def byte_ends(self, tokens: list[int], start: int = 0) -> Sequence[int]:
-        """Cumulative UTF-8 byte end of each tiktoken token, counted from ``start``
-        (8 bytes each: a list of Python ints would take 36).
+    def byte_ends(self, tokens: list[int], start: int = 0, code: str = "q") -> Sequence[int]:
+        """Cumulative UTF-8 byte end of each tiktoken token, counted from ``start``, as
+        an ``array(code)`` (8 bytes each, or 4 with ``code="i"`` when every end is below
+        2**31: a list of Python ints would take 36).
 
         Gathered and summed by numpy, a block at a time (so its temporaries stay under
         a megabyte): Python's ``map`` and ``accumulate`` over the ids cost about half as
@@ -121,26 +133,49 @@ class Sizer:
 
         lengths = self._byte_len
         assert lengths is not None
-        out = array("q")
+        out = array(code)
+        dtype = np.int32 if code == "i" else np.int64
         total = start
         for i in range(0, len(tokens), _ENDS_BLOCK):
             ids = np.frombuffer(array("q", tokens[i : i + _ENDS_BLOCK]), dtype=np.int64)
             ends = np.cumsum(lengths[ids])
             ends += total
-            out.frombytes(ends.tobytes())
+            out.frombytes(ends.astype(dtype, copy=False).tobytes())
             total = int(ends[-1])
         return out
 
-    def _tiktoken_ends(self, text: str, start: int) -> Sequence[int]:
-        return self.byte_ends(self._encode(text), start)
+    def _tiktoken_ends(self, text: str, start: int, code: str) -> Sequence[int]:
+        return self.byte_ends(self._encode(text), start, code)
 
-    def encode_ends(self, text: str, start: int = 0) -> Sequence[int]:
-        """The UTF-8 end of each token of ``text``, counted from ``start``.
+    def _other_ends(self, text: str, start: int, code: str) -> Sequence[int]:
+        return self._other(text, start)
+
+    def encode_ends(self, text: str, start: int = 0, code: str = "q") -> Sequence[int]:
+        """The UTF-8 end of each token of ``text``, counted from ``start`` (for
+        tiktoken an ``array(code)``).
 
         Exact for tiktoken; for other tokenizers exact in number (one per token) and
         an estimate of where each token ends.
         """
-        return self._ends(text, start)
+        return self._ends(text, start, code)
+
+
+def _numpy(values: Sequence[int]) -> npt.NDArray[np.integer[Any]]:
+    """``values`` as a numpy array, without a copy when they are machine integers."""
+    import numpy as np
+
+    if isinstance(values, array) and values.typecode in ("q", "i"):
+        return np.frombuffer(values, dtype=np.int64 if values.typecode == "q" else np.int32)
+    return np.asarray(values, dtype=np.int64)
+
+
+def _zeros(n: int) -> tuple[array[int], npt.NDArray[np.int64]]:
+    """``n`` zeros as an ``array('q')`` (indexed from Python at a list's speed) and a
+    numpy view of the same memory, to fill it."""
+    import numpy as np
+
+    out = array("q", [0]) * n
+    return out, np.frombuffer(out, dtype=np.int64)
 
 
 def _meta(section: Section) -> Section:
@@ -201,6 +236,7 @@ class Engine:
         "_views",
         "ascii",
         "budget",
+        "code",
         "out",
         "sizer",
         "text",
@@ -212,6 +248,9 @@ class Engine:
         self.sizer = sizer
         self.out: list[RawChunk] = []
         self.ascii = text.isascii()
+        # Token ends are UTF-8 offsets in the text: 4-byte integers hold them unless the
+        # text may be 2 GB or more in UTF-8 (four bytes a character at most).
+        self.code = "i" if len(text) < 1 << 29 else "q"
         # Memos by position (packing asks about the same chunk edge several times):
         # the additive position at or after it / at or before it (-1: none near),
         # and the exact count of the stretch up to / back to it.
@@ -241,6 +280,8 @@ class Engine:
             else:
                 q = next_additive(additive, text, p, len(text))
                 found = -1 if q is None else q
+            if len(self._to) >= _MEMO:
+                self._to.clear()
             self._to[p] = found
         return found
 
@@ -263,6 +304,8 @@ class Engine:
                     start = len(text[limit + 1 : p].rstrip(" \t")) + limit + 2
                 q = prev_additive(additive, text, start, limit)
                 found = -1 if q is None else q
+            if len(self._back) >= _MEMO:
+                self._back.clear()
             self._back[p] = found
         return found
 
@@ -315,6 +358,8 @@ class Engine:
             return self.sizer.count(piece)
         n = self._short.get(piece)
         if n is None:
+            if len(self._short) >= _MEMO:
+                self._short.clear()
             n = self._short[piece] = self.sizer.count(piece)
         return n
 
@@ -355,6 +400,8 @@ class Engine:
                     return self._count(a, b)
                 head = self._head.get(a)
                 if head is None:
+                    if len(self._head) >= _MEMO:
+                        self._head.clear()
                     head = self._head[a] = self._count(a, r)
                 extra += head
                 a_byte += self._width(a, r)
@@ -365,6 +412,8 @@ class Engine:
                     return self._count(a, b)
                 tail = self._tail.get(b)
                 if tail is None:
+                    if len(self._tail) >= _MEMO:
+                        self._tail.clear()
                     tail = self._tail[b] = self._count(back, b)
                 extra += tail
                 b_byte -= self._width(back, b)
@@ -375,12 +424,13 @@ class Engine:
         if end - start <= _SEGMENT or sizer.additive is _never:
             # (A tokenizer other than tiktoken's gets one encode: every count the engine
             # reports for it is a fresh one anyway, and segments would only add calls.)
-            return self._keep(_View(sizer.encode_ends(self.text[start:end], start_byte), start, end))
+            whole = sizer.encode_ends(self.text[start:end], start_byte, self.code)
+            return self._keep(_View(whole, start, end))
         # A long range is encoded in segments, so the encoder's list of token ids and its
         # working memory stay bounded. Segments are cut at additive positions (the
         # tokens are those of one encode); where none is near, at a seam, and counts
         # across a seam are made afresh (see ``_View.seams``).
-        ends: array[int] = array("q")
+        ends: array[int] = array(self.code)
         seams: list[int] = []
         pos, byte = start, start_byte
         while pos < end:
@@ -397,7 +447,7 @@ class Engine:
                     if cut < 0:
                         cut = pos + _PIECE_SEGMENT
                         seams.append(cut)
-            ends.extend(sizer.encode_ends(self.text[pos:cut], byte))
+            ends.extend(sizer.encode_ends(self.text[pos:cut], byte, self.code))
             byte += self._width(pos, cut)
             pos = cut
         return self._keep(_View(ends, start, end, tuple(seams)))
@@ -518,6 +568,44 @@ class Engine:
             partial=lead.partial or section.partial,
         )
 
+    def _many_offsets(
+        self, edges: Sequence[int], view: _View, start_byte: int
+    ) -> tuple[Sequence[int], array[int]]:
+        """The UTF-8 offsets of many ``edges`` and how many of ``view``'s tokens end at or
+        before each: computed by numpy a block at a time into 8-byte machine integers
+        (a run of flags has a part every 8 bytes; a list would hold 36 bytes a part)."""
+        import numpy as np
+
+        text = self.text
+        k = len(edges) - 1
+        lo_edge, hi_edge = edges[0], edges[k]
+        offsets: Sequence[int] = edges
+        at: npt.NDArray[np.integer[Any]]
+        if self.ascii or text[lo_edge:hi_edge].isascii():
+            at = _numpy(edges)
+            if start_byte != lo_edge:
+                offsets, at_np = _zeros(k + 1)
+                np.add(at, start_byte - lo_edge, out=at_np)
+                at = at_np
+        else:
+            offsets, at = _zeros(k + 1)
+            pieces = map(text.__getitem__, map(slice, edges, islice(edges, 1, None)))
+            widths = map(len, map(str.encode, pieces))
+            total = at[0] = start_byte
+            for b in range(0, k, _ENDS_BLOCK):
+                n = min(_ENDS_BLOCK, k - b)
+                block = at[b + 1 : b + 1 + n]
+                np.cumsum(np.fromiter(widths, dtype=np.int64, count=n), out=block)
+                block += total
+                total = int(block[-1])
+        prefix, prefix_np = _zeros(k + 1)
+        ends = _numpy(view.ends)
+        for b in range(0, k + 1, _ENDS_BLOCK):
+            # (In the ends' own type: searchsorted would otherwise convert all of them.)
+            wanted = at[b : b + _ENDS_BLOCK].astype(ends.dtype, copy=False)
+            prefix_np[b : b + _ENDS_BLOCK] = np.searchsorted(ends, wanted, "right")
+        return offsets, prefix
+
     def _pack(
         self,
         edges: Sequence[int],
@@ -541,14 +629,20 @@ class Engine:
             # One encode of the whole range costs what one per part would, and serves
             # every level below it.
             view = self._encode(lo_edge, hi_edge, start_byte)
-        if self.ascii or text[lo_edge:hi_edge].isascii():
-            shift = start_byte - lo_edge
-            offsets = [e + shift for e in edges] if shift else list(edges)
+        # The parts' UTF-8 offsets, and how many of the view's tokens end at or before
+        # each (estimates, exact at exact edges).
+        offsets: Sequence[int]
+        prefix: Sequence[int]
+        if k <= _FEW_PARTS:
+            if self.ascii or text[lo_edge:hi_edge].isascii():
+                shift = start_byte - lo_edge
+                offsets = [e + shift for e in edges] if shift else edges
+            else:
+                pieces = map(text.__getitem__, map(slice, edges, islice(edges, 1, None)))
+                offsets = list(accumulate(map(len, map(str.encode, pieces)), initial=start_byte))
+            prefix = list(map(bisect_right, repeat(view.ends, k + 1), offsets))
         else:
-            pieces = map(text.__getitem__, map(slice, edges, islice(edges, 1, None)))
-            offsets = list(accumulate(map(len, map(str.encode, pieces)), initial=start_byte))
-        ends = view.ends
-        prefix = list(map(bisect_right, repeat(ends, k + 1), offsets))  # estimates; exact at exact edges
+            offsets, prefix = self._many_offsets(edges, view, start_byte)
         shared = view
         exact = self._exact
         forward = self._forward

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice, repeat
@@ -502,18 +503,20 @@ assert len(_LEVEL_BATCHES) == _SCRIPT_LEVEL
 assert [name for name, _ in LEVELS[_SCRIPT_LEVEL:]] == ["script", "weak script", "grapheme"]
 
 
-def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, list[int]]:
+def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, array[int]]:
     """The first level at or below ``level`` with allowed cuts in ``(start, end)``.
 
     Returns ``(level_found, cuts)``; ``cuts`` is empty when none is left at any level.
-    Candidates are found and filtered in batches (only the allowed ones are kept).
+    Candidates are found and filtered in batches (only the allowed ones are kept), and
+    kept as 8-byte machine integers: a section with a cut at every grapheme (a run of
+    flags) has as many cuts as characters, and a list would hold 36 bytes for each.
     """
-    cuts: list[int] = []
+    cuts: array[int] = array("q")
     for index in range(level, _SCRIPT_LEVEL):
         for batch in _LEVEL_BATCHES[index](text, start, end):
             batch = _inside(batch, start, end)
             if batch:
-                cuts += allowed_cuts(text, batch)
+                cuts.extend(allowed_cuts(text, batch))
         if cuts:
             return index, cuts
     if level <= _WEAK_LEVEL:
@@ -522,15 +525,17 @@ def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, list[i
             text, _batches(_iter_cluster_starts(text, start, end)), level <= _SCRIPT_LEVEL
         )
         if strong:
-            return _SCRIPT_LEVEL, strong
+            return _SCRIPT_LEVEL, array("q", strong)
         if weak:
-            return _WEAK_LEVEL, weak
+            return _WEAK_LEVEL, array("q", weak)
     run = 1  # graphemes since the last cut taken
     for batch in _batches(_iter_cluster_starts(text, start, end)):
-        run = _bounded_batch(text, _inside(batch, start, end), run, cuts)
+        found: list[int] = []
+        run = _bounded_batch(text, _inside(batch, start, end), run, found)
+        cuts.extend(found)
     if cuts:
         return _GRAPHEME_LEVEL, cuts
-    return len(LEVELS), []
+    return len(LEVELS), cuts
 
 
 class ProseSplitter:
@@ -545,7 +550,7 @@ class ProseSplitter:
     def root(self, text: str, start: int = 0, end: int | None = None, path: str | None = None) -> Section:
         return Section(start, len(text) if end is None else end, self, 0, self.kind, self.language, path)
 
-    def split_edges(self, text: str, section: Section) -> tuple[list[int], Section]:
+    def split_edges(self, text: str, section: Section) -> tuple[array[int], Section]:
         """The edges of the parts (``[start, *cuts, end]``, or ``[]`` when the section
         cannot be cut) and a section every part is like but for its span."""
         level = section.state if isinstance(section.state, int) else 0

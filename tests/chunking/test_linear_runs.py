@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from sdk.chunking import Chunk, Chunker, _engine, _prose
+from sdk.chunking import Chunk, Chunker, _code, _engine, _prose
 from tests.corpus import corpus_files
 from tests.invariants import check_chunks
 
@@ -143,15 +144,60 @@ def test_counts_across_a_seam_are_exact_at_a_large_budget() -> None:
     # at a seam, mid-run, where the tokens of two encodes differ from those of one.
     # Budget 3000: a chunk holds a whole run and crosses the seam, and its count must be
     # made afresh to be exact.
-    words = "word and words " * (3 * _engine._SEGMENT // 15)
+    # The text is longer than 3000 tokens of the longest token could cover, so it is
+    # not counted whole (a seamed section that might fit is, once).
+    chunker = Chunker(3000)
+    words = "word and words " * ((3000 * chunker.sizer.max_token_chars + 3 * _engine._SEGMENT) // 15)
     letters = ("abcdefg" * 200)[:1250]
     text = words
     for at in (_engine._PIECE_SEGMENT - 50, _engine._SEGMENT - 50):
         text = text[:at] + letters + text[at + len(letters) :]
-    chunker = Chunker(3000)
     view = _engine.Engine(text, 3000, chunker.sizer)._encode(0, len(text), 0)
     assert view.seams and view.seams[0] == _engine._PIECE_SEGMENT
     longest, chunks = _longest_encode(text, 3000)
     check_chunks(text, chunks, 3000)
     assert longest <= _engine._SEGMENT * 5 // 4
     assert any(c.start < view.seams[0] < c.end for c in chunks)
+
+
+def _python_source(size: int) -> str:
+    """Real Python source the project did not write: hypothesis's, as installed."""
+    import hypothesis
+
+    files = sorted(Path(hypothesis.__file__).parent.rglob("*.py"))[:40]
+    unit = "\n\n".join(p.read_text(encoding="utf-8") for p in files)
+    return "\n\n".join([unit] * max(1, size // len(unit.encode())))
+
+
+@pytest.mark.parametrize(
+    ("shape", "make", "kind"),
+    [
+        ("flags", SHAPES["flags"], "text"),
+        ("brackets", SHAPES["brackets"], "text"),
+        ("python source", _python_source, "code"),
+    ],
+)
+def test_memory_within_eight_times_the_input(
+    shape: str, make: Callable[[int], str], kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A section cut at every grapheme (flags: a part every 8 bytes) keeps its part
+    edges, offsets and token prefixes as 8-byte machine integers, the token ends as
+    4-byte ones, and the engine's memos are bounded; code keeps one window's syntax tree
+    at a time. Python lists of them took 20 bytes per byte of flags, and code 9."""
+    # (One window's syntax tree, about 20 bytes a byte of the window, is a fixed cost:
+    # measured with a smaller first window, as a larger input would be.)
+    monkeypatch.setattr(_code, "_WINDOW_BYTES", 1 << 17)
+    text = make(1 << 22 if kind == "code" else 1 << 21)
+    size = len(text.encode("utf-8"))
+    chunker = Chunker(64)
+    chunker.chunk("warm up. 準備。\n\n" * 10, kind="text")
+    chunker.chunk("def f():\n    return 1\n", kind="code", filename="warm.py")
+    tracemalloc.start()
+    try:
+        chunks = chunker.chunk(text, kind=kind, filename="big.py" if kind == "code" else None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "".join(c.text for c in chunks) == text
+    assert all(c.tokens <= 64 and not c.oversize for c in chunks)
+    assert peak <= 8 * size, (shape, peak / size)
