@@ -331,7 +331,7 @@ class CodeSplitter:
     def _window(self, text: str, section: Section, lo: int) -> Sequence[Section]:
         """The top-level nodes from byte ``lo`` on, one window of the source at a time.
 
-        The window (128 KiB, or a sixteenth of what precedes it, so a huge source takes
+        The window (128 KiB, or a 32nd of what precedes it, so a huge source takes
         few) is parsed alone. Its last top-level node may run past the window's end,
         so it (and the comments, decorators or broken nodes just before it) is left
         to the next window, which starts at that node: a top-level statement parses
@@ -346,7 +346,7 @@ class CodeSplitter:
         self._live = []
         data = self._data
         n = len(data)
-        hi = min(n, lo + max(_WINDOW_BYTES, lo // 16))
+        hi = min(n, lo + max(_WINDOW_BYTES, lo // 32))
         while True:
             children = self._parse(lo, hi)
             keep = len(children) if hi == n else self._kept(children)

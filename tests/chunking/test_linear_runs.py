@@ -185,7 +185,7 @@ def test_memory_within_eight_times_the_input(
     4-byte ones, and the engine's memos are bounded; code keeps one window's syntax tree
     at a time. Python lists of them took 20 bytes per byte of flags, and code 9."""
     # (One window's syntax tree, about 20 bytes a byte of the window, is a fixed cost:
-    # measured with a smaller first window, as a larger input would be.)
+    # the first window is pinned at 128 KiB, so the bound does not move with its size.)
     monkeypatch.setattr(_code, "_WINDOW_BYTES", 1 << 17)
     text = make(1 << 22 if kind == "code" else 1 << 21)
     size = len(text.encode("utf-8"))
