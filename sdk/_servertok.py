@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 
 from ._tokens import even_ends
 
@@ -54,7 +55,7 @@ class ServerTokenizer:
         self._client = client
         self.model = model
         self.concurrency = concurrency
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._limiter: tuple[object, anyio.CapacityLimiter] | None = None
         self.requests = 0  # sent so far: what a batch or a chunking cost the server
 
     def __repr__(self) -> str:
@@ -70,9 +71,12 @@ class ServerTokenizer:
             raise TypeError(f"{type(self).__name__} takes str, not {type(text).__name__}")
         if not text:
             return [], None
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self.concurrency)
-        async with self._limiter:
+        # One limiter per event loop: a limiter made in one loop cannot be awaited in
+        # another (a second ``anyio.run``, or trio after asyncio).
+        loop = anyio.lowlevel.current_token()
+        if self._limiter is None or self._limiter[0] is not loop:
+            self._limiter = (loop, anyio.CapacityLimiter(self.concurrency))
+        async with self._limiter[1]:
             self.requests += 1
             return await self._client._tokenize(text, model=self.model, pieces=pieces)
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, islice, repeat
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from sdk._tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
@@ -53,8 +53,11 @@ def _never(text: str, p: int) -> bool:
 _SEGMENT = 1 << 16
 _PIECE_SEGMENT = 1 << 14
 _ENDS_BLOCK = 1 << 15
-# Parts of one packing up to this many are sized with Python lists; more with numpy.
+# Parts of one packing up to this many are sized with Python lists (bisected one by
+# one up to _FEWER_PARTS, by numpy past it); more, into machine integers by numpy.
+_FEWER_PARTS = 8
 _FEW_PARTS = 512
+_DTYPES = {"i": "int32", "q": "int64"}
 
 # No bound is known for other tokenizers: a normalizer may drop characters, and an
 # unknown-word token may stand for a whole word.
@@ -124,25 +127,28 @@ class Sizer:
     def byte_ends(self, tokens: list[int], start: int = 0, code: str = "q") -> Sequence[int]:
         """Cumulative UTF-8 byte end of each tiktoken token, counted from ``start``, as
         an ``array(code)`` (8 bytes each, or 4 with ``code="i"`` when every end is below
-        2**31: a list of Python ints would take 36).
+        2**31: a list of Python ints would take 36)."""
+        out = array(code)
+        for ends in self._byte_blocks(tokens):
+            ends += start
+            out.frombytes(ends.astype(_DTYPES[code], copy=False).tobytes())
+            start = int(ends[-1])
+        return out
 
-        Gathered and summed by numpy, a block at a time (so its temporaries stay under
-        a megabyte): Python's ``map`` and ``accumulate`` over the ids cost about half as
-        much as the encode itself."""
+    def _byte_blocks(self, tokens: list[int]) -> Iterator[npt.NDArray[np.int64]]:
+        """The UTF-8 end of each token from 0, gathered and summed by numpy a block at a
+        time (so its temporaries stay under a megabyte): Python's ``map`` and
+        ``accumulate`` over the ids cost about half as much as the encode itself."""
         import numpy as np
 
         lengths = self._byte_len
         assert lengths is not None
-        out = array(code)
-        dtype = np.int32 if code == "i" else np.int64
-        total = start
+        total = 0
         for i in range(0, len(tokens), _ENDS_BLOCK):
-            ids = np.frombuffer(array("q", tokens[i : i + _ENDS_BLOCK]), dtype=np.int64)
-            ends = np.cumsum(lengths[ids])
+            ends = np.cumsum(lengths[np.array(tokens[i : i + _ENDS_BLOCK], dtype=np.int64)])
             ends += total
-            out.frombytes(ends.astype(dtype, copy=False).tobytes())
             total = int(ends[-1])
-        return out
+            yield ends
 
     def _tiktoken_ends(self, text: str, start: int, code: str) -> Sequence[int]:
         return self.byte_ends(self._encode(text), start, code)
@@ -158,6 +164,39 @@ class Sizer:
         an estimate of where each token ends.
         """
         return self._ends(text, start, code)
+
+    def char_ends(self, text: str, start: int = 0, code: str = "q") -> array[int]:
+        """The end of each token of ``text`` in characters (code points), counted from
+        ``start``, as an ``array(code)``; a token that ends inside a character's UTF-8
+        bytes ends after that character.
+
+        So the tokens ending at or before a position between two characters are those
+        whose end is at most that position, exactly as with UTF-8 ends, and the engine
+        works in the text's own offsets: no UTF-8 width is ever measured per part.
+        Exact for tiktoken; for other tokenizers exact in number and estimated in place.
+        """
+        import numpy as np
+
+        out = array(code)
+        dtype = _DTYPES[code]
+        if self.tiktoken:
+            blocks: Iterable[npt.NDArray[np.int64]] = self._byte_blocks(self._encode(text))
+        else:
+            blocks = (np.asarray(self._other(text, 0), dtype=np.int64),)
+        if text.isascii():
+            for ends in blocks:
+                ends += start
+                out.frombytes(ends.astype(dtype, copy=False).tobytes())
+            return out
+        # The characters that start before each UTF-8 offset: a running count of the
+        # bytes that start a character.
+        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        before = np.zeros(len(data) + 1, dtype=np.int32)
+        np.cumsum((data & 0xC0) != 0x80, out=before[1:])
+        for ends in blocks:
+            chars = before[np.clip(ends, 0, len(data))]
+            out.frombytes((chars + start).astype(dtype, copy=False).tobytes())
+        return out
 
 
 def _numpy(values: Sequence[int]) -> npt.NDArray[np.integer[Any]]:
@@ -178,28 +217,57 @@ def _zeros(n: int) -> tuple[array[int], npt.NDArray[np.int64]]:
     return out, np.frombuffer(out, dtype=np.int64)
 
 
+_new_section = tuple.__new__
+
+
 def _meta(section: Section) -> Section:
-    """``section`` as a chunk's metadata: without its splitter and state, which may hold
-    a whole parse (a fenced block's syntax tree) that the chunk must not keep alive."""
+    """``section`` as a chunk's metadata (its kind, language and path): without its
+    splitter and state, which may hold a whole parse (a fenced block's syntax tree)
+    that the chunk must not keep alive. (Built as a tuple: ``_replace`` costs a
+    Python call per field, once per chunk.)"""
     if section.splitter is None and section.state is None:
         return section
-    return section._replace(splitter=None, state=None)
+    light: Section = _new_section(
+        Section,
+        (section.start, section.end, None, None, section.kind, section.language, section.path, False, False),
+    )
+    return light
 
 
-@dataclass(frozen=True, slots=True)
 class RawChunk:
-    start: int
-    end: int
-    tokens: int
-    first: Section
-    oversize: bool = False
-    sticky_end: bool = False  # ends with a part that should open the next chunk
-    partial: bool = False  # holds part of a value its format treats as one
+    """A chunk as the engine makes it: a span, its exact count, and the metadata of
+    its first part. (A plain class with slots: a frozen dataclass sets each field
+    through ``object.__setattr__``, four times slower, and the engine makes one or
+    more per chunk.)"""
+
+    __slots__ = ("end", "first", "oversize", "partial", "start", "sticky_end", "tokens")
+
+    def __init__(
+        self,
+        start: int,
+        end: int,
+        tokens: int,
+        first: Section,
+        oversize: bool = False,
+        sticky_end: bool = False,  # ends with a part that should open the next chunk
+        partial: bool = False,  # holds part of a value its format treats as one
+    ) -> None:
+        self.start = start
+        self.end = end
+        self.tokens = tokens
+        self.first = first
+        self.oversize = oversize
+        self.sticky_end = sticky_end
+        self.partial = partial
+
+    def __repr__(self) -> str:
+        return f"RawChunk({self.start}, {self.end}, tokens={self.tokens}, oversize={self.oversize})"
 
 
 @dataclass(frozen=True, slots=True)
 class _View:
-    """One encoding of ``text[lo:hi]``: its tokens' UTF-8 end offsets in the whole text.
+    """One encoding of ``text[lo:hi]``: where each of its tokens ends in the whole text
+    (a character offset; see ``Sizer.char_ends``).
 
     Every part inside ``[lo, hi)`` is sized from it: counts taken from it are exact
     between additive positions and at ``lo``/``hi`` themselves.
@@ -234,7 +302,6 @@ class Engine:
         "_to",
         "_view_los",
         "_views",
-        "ascii",
         "budget",
         "code",
         "out",
@@ -247,10 +314,9 @@ class Engine:
         self.budget = budget
         self.sizer = sizer
         self.out: list[RawChunk] = []
-        self.ascii = text.isascii()
-        # Token ends are UTF-8 offsets in the text: 4-byte integers hold them unless the
-        # text may be 2 GB or more in UTF-8 (four bytes a character at most).
-        self.code = "i" if len(text) < 1 << 29 else "q"
+        # Token ends are character offsets in the text: 4-byte integers hold them
+        # unless the text has 2**31 characters or more.
+        self.code = "i" if len(text) < 1 << 31 else "q"
         # Memos by position (packing asks about the same chunk edge several times):
         # the additive position at or after it / at or before it (-1: none near),
         # and the exact count of the stretch up to / back to it.
@@ -311,7 +377,7 @@ class Engine:
 
     def run(self, root: Section) -> list[RawChunk]:
         if root.start < root.end:
-            self._place(root, None, self._width(0, root.start))
+            self._place(root, None)
         return self._merge_neighbours(self.out)
 
     def _merge_neighbours(self, chunks: list[RawChunk]) -> list[RawChunk]:
@@ -324,10 +390,7 @@ class Engine:
         budget = self.budget
         out: list[RawChunk] = []
         last = len(chunks) - 1
-        byte = self._width(0, chunks[0].start) if chunks else 0  # UTF-8 offset of c.start
         for index, c in enumerate(chunks):
-            start_byte = byte
-            byte += self._width(c.start, c.end)
             if out:
                 prev = out[-1]
                 if (
@@ -337,7 +400,7 @@ class Engine:
                     and (prev.first.kind == c.first.kind or prev.sticky_end)
                     and prev.tokens + c.tokens <= budget + 2
                 ):
-                    n = self._joined_count(prev, c.start, start_byte, c.end, c.tokens)
+                    n = self._joined_count(prev, c.start, c.end, c.tokens)
                     if n <= budget:
                         out[-1] = RawChunk(
                             prev.start,
@@ -372,11 +435,7 @@ class Engine:
                 return view
         return None
 
-    def _width(self, a: int, b: int) -> int:
-        """UTF-8 length of ``text[a:b]``."""
-        return b - a if self.ascii else len(self.text[a:b].encode("utf-8"))
-
-    def _exact(self, view: _View, a: int, a_byte: int, b: int, b_byte: int) -> int:
+    def _exact(self, view: _View, a: int, b: int) -> int:
         """Exact count of ``text[a:b]`` from ``view`` (which covers it).
 
         Counts of the view are exact between positions where the pre-tokenizer cuts in
@@ -404,7 +463,6 @@ class Engine:
                         self._head.clear()
                     head = self._head[a] = self._count(a, r)
                 extra += head
-                a_byte += self._width(a, r)
         if b != view.hi:
             back = self._backward(b)
             if back != b:
@@ -416,15 +474,15 @@ class Engine:
                         self._tail.clear()
                     tail = self._tail[b] = self._count(back, b)
                 extra += tail
-                b_byte -= self._width(back, b)
-        return extra + bisect_right(ends, b_byte) - bisect_right(ends, a_byte)
+                b = back
+        return extra + bisect_right(ends, b) - bisect_right(ends, r)
 
-    def _encode(self, start: int, end: int, start_byte: int) -> _View:
+    def _encode(self, start: int, end: int) -> _View:
         sizer = self.sizer
         if end - start <= _SEGMENT or sizer.additive is _never:
             # (A tokenizer other than tiktoken's gets one encode: every count the engine
             # reports for it is a fresh one anyway, and segments would only add calls.)
-            whole = sizer.encode_ends(self.text[start:end], start_byte, self.code)
+            whole = sizer.char_ends(self.text[start:end], start, self.code)
             return self._keep(_View(whole, start, end))
         # A long range is encoded in segments, so the encoder's list of token ids and its
         # working memory stay bounded. Segments are cut at additive positions (the
@@ -432,7 +490,7 @@ class Engine:
         # across a seam are made afresh (see ``_View.seams``).
         ends: array[int] = array(self.code)
         seams: list[int] = []
-        pos, byte = start, start_byte
+        pos = start
         while pos < end:
             target = pos + _SEGMENT
             if target >= end - _SEGMENT // 4:
@@ -447,8 +505,7 @@ class Engine:
                     if cut < 0:
                         cut = pos + _PIECE_SEGMENT
                         seams.append(cut)
-            ends.extend(sizer.encode_ends(self.text[pos:cut], byte, self.code))
-            byte += self._width(pos, cut)
+            ends.extend(sizer.char_ends(self.text[pos:cut], pos, self.code))
             pos = cut
         return self._keep(_View(ends, start, end, tuple(seams)))
 
@@ -466,13 +523,11 @@ class Engine:
                 return found
         return -1
 
-    def _place(
-        self, section: Section, view: _View | None, start_byte: int, lead: RawChunk | None = None
-    ) -> None:
+    def _place(self, section: Section, view: _View | None, lead: RawChunk | None = None) -> None:
         """Emit ``section`` whole if it fits, else cut it and pack its parts.
 
         ``view`` is an encoding covering the section (one encode serves every level
-        of the descent); ``start_byte`` the section's UTF-8 offset in the text.
+        of the descent).
         ``lead`` is a chunk that must not end where it does (it ends with a sticky
         part, a heading): the start of this section joins it if it can.
         """
@@ -481,14 +536,13 @@ class Engine:
         if section.end - section.start > self.budget * self.sizer.max_token_chars:
             pass  # cannot fit: cut without counting
         elif view is not None:
-            end_byte = start_byte + self._width(section.start, section.end)
-            n = self._exact(view, section.start, start_byte, section.end, end_byte)
+            n = self._exact(view, section.start, section.end)
         else:
-            view = self._encode(section.start, section.end, start_byte)
+            view = self._encode(section.start, section.end)
             n = len(view.ends) if not view.seams else self.sizer.count(text[section.start : section.end])
         if n is not None and n <= self.budget:
             if lead is not None:
-                joined = self._join(lead, section, start_byte, n)
+                joined = self._join(lead, section, n)
                 if joined is not None:
                     self.out[-1] = joined
                     return
@@ -535,17 +589,16 @@ class Engine:
                 )
             )
             return
-        self._pack(edges, parts, template, view, start_byte, lead)
+        self._pack(edges, parts, template, view, lead)
 
-    def _joined_count(self, head: RawChunk, start: int, start_byte: int, end: int, tokens: int) -> int:
+    def _joined_count(self, head: RawChunk, start: int, end: int, tokens: int) -> int:
         """Exact count of ``head`` joined with the ``tokens``-long stretch ``[start, end)`` after it."""
         if self._forward(start) == start:
             return head.tokens + tokens
-        return self._span(head.start, start, start_byte, end)
+        return self._span(head.start, end)
 
-    def _span(self, a: int, b: int, b_byte: int, c: int) -> int:
-        """Exact count of ``text[a:c]``; ``b_byte`` is the UTF-8 offset of ``b``, a
-        position between them.
+    def _span(self, a: int, c: int) -> int:
+        """Exact count of ``text[a:c]``.
 
         From the encoding that covers it when there is one (only the stretches next to
         its edges are encoded again), else by encoding it whole.
@@ -553,10 +606,10 @@ class Engine:
         view = self._covering(a, c) if self.sizer.additive is not _never else None
         if view is None:
             return self.sizer.count(self.text[a:c])
-        return self._exact(view, a, b_byte - self._width(a, b), c, b_byte + self._width(b, c))
+        return self._exact(view, a, c)
 
-    def _join(self, lead: RawChunk, section: Section, start_byte: int, n: int) -> RawChunk | None:
-        total = self._joined_count(lead, section.start, start_byte, section.end, n)
+    def _join(self, lead: RawChunk, section: Section, n: int) -> RawChunk | None:
+        total = self._joined_count(lead, section.start, section.end, n)
         if total > self.budget:
             return None
         return RawChunk(
@@ -568,43 +621,20 @@ class Engine:
             partial=lead.partial or section.partial,
         )
 
-    def _many_offsets(
-        self, edges: Sequence[int], view: _View, start_byte: int
-    ) -> tuple[Sequence[int], array[int]]:
-        """The UTF-8 offsets of many ``edges`` and how many of ``view``'s tokens end at or
-        before each: computed by numpy a block at a time into 8-byte machine integers
-        (a run of flags has a part every 8 bytes; a list would hold 36 bytes a part)."""
+    def _many_prefix(self, edges: Sequence[int], view: _View) -> array[int]:
+        """How many of ``view``'s tokens end at or before each of many ``edges``:
+        computed by numpy a block at a time into 8-byte machine integers (a run of flags
+        has a part every two characters; a list would hold 36 bytes a part)."""
         import numpy as np
 
-        text = self.text
-        k = len(edges) - 1
-        lo_edge, hi_edge = edges[0], edges[k]
-        offsets: Sequence[int] = edges
-        at: npt.NDArray[np.integer[Any]]
-        if self.ascii or text[lo_edge:hi_edge].isascii():
-            at = _numpy(edges)
-            if start_byte != lo_edge:
-                offsets, at_np = _zeros(k + 1)
-                np.add(at, start_byte - lo_edge, out=at_np)
-                at = at_np
-        else:
-            offsets, at = _zeros(k + 1)
-            pieces = map(text.__getitem__, map(slice, edges, islice(edges, 1, None)))
-            widths = map(len, map(str.encode, pieces))
-            total = at[0] = start_byte
-            for b in range(0, k, _ENDS_BLOCK):
-                n = min(_ENDS_BLOCK, k - b)
-                block = at[b + 1 : b + 1 + n]
-                np.cumsum(np.fromiter(widths, dtype=np.int64, count=n), out=block)
-                block += total
-                total = int(block[-1])
-        prefix, prefix_np = _zeros(k + 1)
+        at = _numpy(edges)
         ends = _numpy(view.ends)
-        for b in range(0, k + 1, _ENDS_BLOCK):
+        prefix, prefix_np = _zeros(len(edges))
+        for b in range(0, len(edges), _ENDS_BLOCK):
             # (In the ends' own type: searchsorted would otherwise convert all of them.)
             wanted = at[b : b + _ENDS_BLOCK].astype(ends.dtype, copy=False)
             prefix_np[b : b + _ENDS_BLOCK] = np.searchsorted(ends, wanted, "right")
-        return offsets, prefix
+        return prefix
 
     def _pack(
         self,
@@ -612,7 +642,6 @@ class Engine:
         parts: Sequence[Section] | None,
         template: Section,
         view: _View | None,
-        start_byte: int,
         lead: RawChunk | None = None,
     ) -> None:
         """Pack the parts between ``edges`` greedily, descending into those that do not fit.
@@ -628,36 +657,33 @@ class Engine:
         if view is None:
             # One encode of the whole range costs what one per part would, and serves
             # every level below it.
-            view = self._encode(lo_edge, hi_edge, start_byte)
-        # The parts' UTF-8 offsets, and how many of the view's tokens end at or before
-        # each (estimates, exact at exact edges).
-        offsets: Sequence[int]
+            view = self._encode(lo_edge, hi_edge)
+        # How many of the view's tokens end at or before each edge (estimates, exact at
+        # exact edges).
         prefix: Sequence[int]
-        if k <= _FEW_PARTS:
-            if self.ascii or text[lo_edge:hi_edge].isascii():
-                shift = start_byte - lo_edge
-                offsets = [e + shift for e in edges] if shift else edges
-            else:
-                pieces = map(text.__getitem__, map(slice, edges, islice(edges, 1, None)))
-                offsets = list(accumulate(map(len, map(str.encode, pieces)), initial=start_byte))
-            prefix = list(map(bisect_right, repeat(view.ends, k + 1), offsets))
+        if k <= _FEWER_PARTS:
+            prefix = list(map(bisect_right, repeat(view.ends, k + 1), edges))
+        elif k <= _FEW_PARTS:
+            # numpy's searchsorted, once its call costs less than bisecting each edge
+            # (in the ends' own type: searchsorted would otherwise convert all of them)
+            ends = _numpy(view.ends)
+            prefix = ends.searchsorted(_numpy(edges).astype(ends.dtype, copy=False), "right").tolist()
         else:
-            offsets, prefix = self._many_offsets(edges, view, start_byte)
+            prefix = self._many_prefix(edges, view)
         shared = view
         exact = self._exact
         forward = self._forward
-        width = self._width
 
         def size(i: int, j: int, joined: bool | None, base: int, origin: int) -> int:
             """Exact count of parts i..j-1, after the open chunk when ``joined`` is not None."""
             if joined is None:
-                return exact(shared, edges[i], offsets[i], edges[j], offsets[j])
+                return exact(shared, edges[i], edges[j])
             if joined:
-                return base + exact(shared, edges[i], offsets[i], edges[j], offsets[j])
+                return base + exact(shared, edges[i], edges[j])
             if origin >= shared.lo:
                 # Counted from the shared encoding: only the stretches next to the
                 # chunk's edges are encoded again.
-                return exact(shared, origin, offsets[i] - width(origin, edges[i]), edges[j], offsets[j])
+                return exact(shared, origin, edges[j])
             return count(text[origin : edges[j]])
 
         uniform = parts is None
@@ -715,7 +741,7 @@ class Engine:
                     continue
                 # The part does not fit (after a heading, or at all): cut it; its first
                 # pieces join a heading that must not end a chunk.
-                self._place(part(i), shared, offsets[i], open_)
+                self._place(part(i), shared, open_)
                 last = self.out[-1]
                 open_ = None if last.oversize else last
                 i += 1

@@ -183,9 +183,32 @@ ADDITIVE: dict[str, Callable[[str, int], bool]] = {
 _REACH = 64
 
 
+# Every position either rule calls additive has a character after it that is not a
+# letter, or a digit or a line break before it (a letter next to a letter, or a mark
+# or punctuation before a letter, is never additive): only such positions are asked,
+# found in C. A run of CJK letters after a full stop, where a chunk starts, would
+# otherwise be asked at each of its characters.
+_MAYBE = regex.compile(r"(?=\P{L})|(?<=[\p{N}\r\n])")
+
+
 def next_additive(additive: Callable[[str, int], bool], text: str, p: int, limit: int) -> int | None:
     """The first additive position strictly between ``p`` and ``limit`` (near ``p``), or None."""
-    for q in range(p + 1, min(limit, p + _REACH)):
+    end = min(limit, p + _REACH)
+    if additive is _o200k or additive is _cl100k:
+        search = _MAYBE.search
+        q = p + 1
+        while q < end:
+            m = search(text, q, end)
+            if m is None:
+                return None
+            q = m.start()
+            if q >= end:
+                return None
+            if additive(text, q):
+                return q
+            q += 1
+        return None
+    for q in range(p + 1, end):
         if additive(text, q):
             return q
     return None

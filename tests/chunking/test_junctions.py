@@ -101,6 +101,25 @@ def test_additive_positions_add_up_in_every_range(text: str) -> None:
         assert _adds_up(name, text) == [], (name, text)
 
 
+@settings(max_examples=examples(500), deadline=None)
+@given(
+    text=st.lists(ANY_CLASS, min_size=2, max_size=90).map("".join),
+    at=st.integers(0, 200),
+    room=st.integers(0, 200),
+    name=st.sampled_from(ENCODINGS),
+)
+def test_the_search_for_the_next_additive_position_asks_at_every_one(
+    text: str, at: int, room: int, name: str
+) -> None:
+    """``next_additive`` asks the rule only where a letter does not follow a letter or
+    a mark (found by a regex in C): it finds what asking at every position finds."""
+    rule = j.ADDITIVE[name]
+    p = 1 + at % (len(text) - 1)
+    limit = min(len(text), p + room)
+    plain = next((q for q in range(p + 1, min(limit, p + j._REACH)) if rule(text, q)), None)
+    assert j.next_additive(rule, text, p, limit) == plain
+
+
 @pytest.mark.parametrize("name", ENCODINGS)
 @pytest.mark.parametrize("category", CATEGORIES)
 def test_every_category_next_to_every_corner(name: str, category: str) -> None:

@@ -152,7 +152,7 @@ def test_counts_across_a_seam_are_exact_at_a_large_budget() -> None:
     text = words
     for at in (_engine._PIECE_SEGMENT - 50, _engine._SEGMENT - 50):
         text = text[:at] + letters + text[at + len(letters) :]
-    view = _engine.Engine(text, 3000, chunker.sizer)._encode(0, len(text), 0)
+    view = _engine.Engine(text, 3000, chunker.sizer)._encode(0, len(text))
     assert view.seams and view.seams[0] == _engine._PIECE_SEGMENT
     longest, chunks = _longest_encode(text, 3000)
     check_chunks(text, chunks, 3000)

@@ -236,6 +236,15 @@ async def test_vllm_answers_are_learnt_from_the_first_and_then_asked_in_its_shap
     assert seen[1] == {"prompt": "abcdef", "add_special_tokens": False, "model": "qwen"}
 
 
+def test_one_tokenizer_serves_one_event_loop_after_another() -> None:
+    # Its request limiter belongs to the loop it was made in: each loop gets its own.
+    http = _answering({"tokens": [5, 6]})
+    client = Client(base_url="http://server.test", api_key="unused", http_client=http)
+    tok = ServerTokenizer(client, concurrency=2)
+    counts = [anyio.run(tok.count, "ab", backend=b) for b in ("asyncio", "trio", "asyncio")]
+    assert counts == [2, 2, 2] and tok.requests == 3
+
+
 def test_the_bridge_remembers_counts_it_was_given() -> None:
     class Tok:
         calls = 0
