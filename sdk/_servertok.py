@@ -14,11 +14,11 @@ both answer ``POST /tokenize``, and a seam scheduling server forwards it to an e
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import anyio
-import anyio.lowlevel
 
 from ._tokens import even_ends
 
@@ -31,6 +31,16 @@ __all__ = ["ServerTokenizer"]
 # bytes of JSON): its token ends are then spread evenly, which the chunking engine uses
 # only as estimates.
 _PIECES_BYTES = 1 << 20
+
+
+def _running_loop() -> object:
+    """The event loop this task runs in (asyncio's loop, or trio's run token)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        import trio  # no asyncio loop runs: anyio's other backend
+
+        return trio.lowlevel.current_trio_token()
 
 
 class ServerTokenizer:
@@ -73,7 +83,7 @@ class ServerTokenizer:
             return [], None
         # One limiter per event loop: a limiter made in one loop cannot be awaited in
         # another (a second ``anyio.run``, or trio after asyncio).
-        loop = anyio.lowlevel.current_token()
+        loop = _running_loop()
         if self._limiter is None or self._limiter[0] is not loop:
             self._limiter = (loop, anyio.CapacityLimiter(self.concurrency))
         async with self._limiter[1]:
