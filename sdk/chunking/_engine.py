@@ -82,7 +82,6 @@ class Sizer:
     __slots__ = (
         "_byte_len",
         "_encode",
-        "_ends",
         "_lengths",
         "_other",
         "additive",
@@ -108,32 +107,20 @@ class Sizer:
             self._byte_len: npt.NDArray[np.int64] | None = np.asarray(self._lengths, dtype=np.int64)
             self.max_token_bytes = self.max_token_chars = max(self._lengths)
             self.additive: Callable[[str, int], bool] = ADDITIVE.get(counter.name, _never)
-            self._ends: Callable[[str, int, str], Sequence[int]] = self._tiktoken_ends
         else:
             # Additivity is proven only for tiktoken's pre-tokenizers.
             self._lengths = ()
             self._byte_len = None
             self.max_token_bytes = self.max_token_chars = _UNBOUNDED
             self.additive = _never
+            # Their UTF-8 token ends (estimates), which ``char_ends`` maps to characters.
             self._other = counter.encode_ends
-            self._ends = self._other_ends
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
 
     def encode(self, text: str) -> list[int]:
         return self._encode(text)
-
-    def byte_ends(self, tokens: list[int], start: int = 0, code: str = "q") -> Sequence[int]:
-        """Cumulative UTF-8 byte end of each tiktoken token, counted from ``start``, as
-        an ``array(code)`` (8 bytes each, or 4 with ``code="i"`` when every end is below
-        2**31: a list of Python ints would take 36)."""
-        out = array(code)
-        for ends in self._byte_blocks(tokens):
-            ends += start
-            out.frombytes(ends.astype(_DTYPES[code], copy=False).tobytes())
-            start = int(ends[-1])
-        return out
 
     def _byte_blocks(self, tokens: list[int]) -> Iterator[npt.NDArray[np.int64]]:
         """The UTF-8 end of each token from 0, gathered and summed by numpy a block at a
@@ -149,21 +136,6 @@ class Sizer:
             ends += total
             total = int(ends[-1])
             yield ends
-
-    def _tiktoken_ends(self, text: str, start: int, code: str) -> Sequence[int]:
-        return self.byte_ends(self._encode(text), start, code)
-
-    def _other_ends(self, text: str, start: int, code: str) -> Sequence[int]:
-        return self._other(text, start)
-
-    def encode_ends(self, text: str, start: int = 0, code: str = "q") -> Sequence[int]:
-        """The UTF-8 end of each token of ``text``, counted from ``start`` (for
-        tiktoken an ``array(code)``).
-
-        Exact for tiktoken; for other tokenizers exact in number (one per token) and
-        an estimate of where each token ends.
-        """
-        return self._ends(text, start, code)
 
     def char_ends(self, text: str, start: int = 0, code: str = "q") -> array[int]:
         """The end of each token of ``text`` in characters (code points), counted from
@@ -183,18 +155,15 @@ class Sizer:
             blocks: Iterable[npt.NDArray[np.int64]] = self._byte_blocks(self._encode(text))
         else:
             blocks = (np.asarray(self._other(text, 0), dtype=np.int64),)
-        if text.isascii():
-            for ends in blocks:
-                ends += start
-                out.frombytes(ends.astype(dtype, copy=False).tobytes())
-            return out
-        # The characters that start before each UTF-8 offset: a running count of the
-        # bytes that start a character.
-        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        before = np.zeros(len(data) + 1, dtype=np.int32)
-        np.cumsum((data & 0xC0) != 0x80, out=before[1:])
+        before = None
+        if not text.isascii():
+            # The characters that start before each UTF-8 offset: a running count of the
+            # bytes that start a character.
+            data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            before = np.zeros(len(data) + 1, dtype=np.int32)
+            np.cumsum((data & 0xC0) != 0x80, out=before[1:])
         for ends in blocks:
-            chars = before[np.clip(ends, 0, len(data))]
+            chars = ends if before is None else before[np.clip(ends, 0, len(before) - 1)]
             out.frombytes((chars + start).astype(dtype, copy=False).tobytes())
         return out
 
@@ -203,8 +172,8 @@ def _numpy(values: Sequence[int]) -> npt.NDArray[np.integer[Any]]:
     """``values`` as a numpy array, without a copy when they are machine integers."""
     import numpy as np
 
-    if isinstance(values, array) and values.typecode in ("q", "i"):
-        return np.frombuffer(values, dtype=np.int64 if values.typecode == "q" else np.int32)
+    if isinstance(values, array) and values.typecode in _DTYPES:
+        return np.frombuffer(values, dtype=_DTYPES[values.typecode])
     return np.asarray(values, dtype=np.int64)
 
 
@@ -665,9 +634,7 @@ class Engine:
             prefix = list(map(bisect_right, repeat(view.ends, k + 1), edges))
         elif k <= _FEW_PARTS:
             # numpy's searchsorted, once its call costs less than bisecting each edge
-            # (in the ends' own type: searchsorted would otherwise convert all of them)
-            ends = _numpy(view.ends)
-            prefix = ends.searchsorted(_numpy(edges).astype(ends.dtype, copy=False), "right").tolist()
+            prefix = self._many_prefix(edges, view).tolist()
         else:
             prefix = self._many_prefix(edges, view)
         shared = view
