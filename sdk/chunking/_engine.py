@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
@@ -122,21 +122,6 @@ class Sizer:
     def encode(self, text: str) -> list[int]:
         return self._encode(text)
 
-    def _byte_blocks(self, tokens: list[int]) -> Iterator[npt.NDArray[np.int64]]:
-        """The UTF-8 end of each token from 0, gathered and summed by numpy a block at a
-        time (so its temporaries stay under a megabyte): Python's ``map`` and
-        ``accumulate`` over the ids cost about half as much as the encode itself."""
-        import numpy as np
-
-        lengths = self._byte_len
-        assert lengths is not None
-        total = 0
-        for i in range(0, len(tokens), _ENDS_BLOCK):
-            ends = np.cumsum(lengths[np.array(tokens[i : i + _ENDS_BLOCK], dtype=np.int64)])
-            ends += total
-            total = int(ends[-1])
-            yield ends
-
     def char_ends(self, text: str, start: int = 0, code: str = "q") -> array[int]:
         """The end of each token of ``text`` in characters (code points), counted from
         ``start``, as an ``array(code)``; a token that ends inside a character's UTF-8
@@ -146,25 +131,29 @@ class Sizer:
         whose end is at most that position, exactly as with UTF-8 ends, and the engine
         works in the text's own offsets: no UTF-8 width is ever measured per part.
         Exact for tiktoken; for other tokenizers exact in number and estimated in place.
+        Gathered and summed by numpy (Python's ``map`` and ``accumulate`` over the ids
+        cost about half as much as the encode itself); the engine hands it at most
+        ``_SEGMENT`` characters at a time, so its temporaries stay small.
         """
         import numpy as np
 
-        out = array(code)
-        dtype = _DTYPES[code]
+        ends: npt.NDArray[np.int64]
         if self.tiktoken:
-            blocks: Iterable[npt.NDArray[np.int64]] = self._byte_blocks(self._encode(text))
+            lengths = self._byte_len
+            assert lengths is not None
+            ends = np.cumsum(lengths[np.frombuffer(array("q", self._encode(text)), dtype=np.int64)])
         else:
-            blocks = (np.asarray(self._other(text, 0), dtype=np.int64),)
-        before = None
+            ends = np.asarray(self._other(text, 0), dtype=np.int64)
         if not text.isascii():
             # The characters that start before each UTF-8 offset: a running count of the
             # bytes that start a character.
             data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-            before = np.zeros(len(data) + 1, dtype=np.int32)
+            before = np.zeros(len(data) + 1, dtype=np.int64)
             np.cumsum((data & 0xC0) != 0x80, out=before[1:])
-        for ends in blocks:
-            chars = ends if before is None else before[np.clip(ends, 0, len(before) - 1)]
-            out.frombytes((chars + start).astype(dtype, copy=False).tobytes())
+            ends = before[np.clip(ends, 0, len(data))]
+        ends += start
+        out = array(code)
+        out.frombytes(ends.astype(_DTYPES[code], copy=False).tobytes())
         return out
 
 
