@@ -183,12 +183,12 @@ ADDITIVE: dict[str, Callable[[str, int], bool]] = {
 _REACH = 64
 
 
-# Every position either rule calls additive has a character after it that is not a
-# letter, or a digit or a line break before it (a letter next to a letter, or a mark
-# or punctuation before a letter, is never additive): only such positions are asked,
-# found in C. A run of CJK letters after a full stop, where a chunk starts, would
-# otherwise be asked at each of its characters.
-_MAYBE = regex.compile(r"(?=\P{L})|(?<=[\p{N}\r\n])")
+# Every position either rule calls additive has whitespace after it, a line break or a
+# digit before it, or a letter before it and no letter after it: a position inside a run
+# of letters (CJK without punctuation) or of punctuation and symbols (brackets, flags,
+# "!!!") never is. Only such positions are asked, found in C; asking at each position of
+# such a run cost a Python call each.
+_MAYBE = regex.compile(r"(?=\s)|(?<=[\r\n\p{N}])|(?<=\p{L})(?=\P{L})")
 
 
 def next_additive(additive: Callable[[str, int], bool], text: str, p: int, limit: int) -> int | None:
