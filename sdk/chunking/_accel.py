@@ -14,4 +14,19 @@ except ImportError:  # pragma: no cover - built wherever a C compiler is found
 
 native = _native
 
-__all__ = ["native"]
+# A cache per classifier the native passes ask (one entry per code point, zero until the
+# classifier has been asked about it), made on first use: 1.1 MB for junction classes,
+# 2.2 MB for prose flags, of which only the pages of scripts seen are touched.
+CODE_POINTS = 0x110000
+_caches: dict[str, bytearray] = {}
+
+
+def cache(name: str, entry_bytes: int) -> bytearray:
+    """The cache named ``name``, of ``entry_bytes`` bytes a code point."""
+    found = _caches.get(name)
+    if found is None:
+        found = _caches[name] = bytearray(CODE_POINTS * entry_bytes)
+    return found
+
+
+__all__ = ["cache", "native"]

@@ -317,7 +317,7 @@ class Engine:
             native = _accel.native
             rule = _RULES.get(additive)
             if native is not None and rule is not None:
-                found = native.forward(text, p, rule, char_class)
+                found = native.forward(text, p, rule, char_class, _accel.cache("junction", 1))
             elif additive(text, p):
                 found = p
             elif additive is _never:
@@ -340,7 +340,7 @@ class Engine:
             native = _accel.native
             rule = _RULES.get(additive)
             if native is not None and rule is not None:
-                found = native.backward(text, p, rule, char_class)
+                found = native.backward(text, p, rule, char_class, _accel.cache("junction", 1))
             elif additive(text, p):
                 found = p
             else:
@@ -644,7 +644,15 @@ class Engine:
         # How many of the view's tokens end at or before each edge (estimates, exact at
         # exact edges).
         prefix: Sequence[int]
-        if k <= _FEWER_PARTS:
+        native = _accel.native
+        if native is not None:
+            # Bisected in C: into a list for a few parts, into machine integers for many.
+            if k <= _FEW_PARTS:
+                prefix = native.prefix_counts(view.ends, edges, None)
+            else:
+                prefix = array("q", [0]) * (k + 1)
+                native.prefix_counts(view.ends, edges, prefix)
+        elif k <= _FEWER_PARTS:
             prefix = list(map(bisect_right, repeat(view.ends, k + 1), edges))
         elif k <= _FEW_PARTS:
             # numpy's searchsorted, once its call costs less than bisecting each edge

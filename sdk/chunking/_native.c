@@ -202,23 +202,36 @@ close_brackets(PyObject *self, PyObject *args)
 enum { NEWLINE, SPACE, LETTER, DIGIT, MARK, APOSTROPHE, SLASH, OTHER, UNKNOWN };
 enum { RULE_O200K = 1, RULE_CL100K = 2 };
 #define REACH 64
-#define NOT_YET 0xFF
 
-/* Classes by code point, filled from the Python classifier on first sight of each (the
- * classifier is a pure function of the character). */
-static unsigned char *class_cache = NULL;
+/* Classes are kept by code point in a buffer of the caller's (0x110000 bytes: 0 for not
+ * yet known, else the class + 1), filled from the Python classifier on first sight of
+ * each character (it must be a pure function of the character). */
+#define CODE_POINTS 0x110000
+
+typedef struct {
+    PyObject *text;
+    int kind;
+    const void *data;
+    PyObject *classify;
+    unsigned char *cache;
+} Junction;
 
 static int
-class_at(PyObject *text, int kind, const void *data, Py_ssize_t i, PyObject *classify)
+class_at(const Junction *j, Py_ssize_t i)
 {
+    PyObject *text = j->text;
+    int kind = j->kind;
+    const void *data = j->data;
+    PyObject *classify = j->classify;
+    unsigned char *class_cache = j->cache;
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     if (i < 0) {
         i += n; /* as Python indexes: the engine never asks before the text's start */
     }
     Py_UCS4 c = PyUnicode_READ(kind, data, i);
     unsigned char cls = class_cache[c];
-    if (cls != NOT_YET) {
-        return cls;
+    if (cls != 0) {
+        return cls - 1;
     }
     PyObject *ch = PyUnicode_FromOrdinal((int)c);
     if (ch == NULL) {
@@ -238,20 +251,20 @@ class_at(PyObject *text, int kind, const void *data, Py_ssize_t i, PyObject *cla
         PyErr_Format(PyExc_ValueError, "character class %ld is not one of the junction classes", value);
         return -1;
     }
-    class_cache[c] = (unsigned char)value;
+    class_cache[c] = (unsigned char)(value + 1);
     return (int)value;
 }
 
 /* 1: additive, 0: not, -1: error. ``p`` is inside the text (0 < p < len, or 0 with the
  * character before it read as Python reads text[-1]). */
 static int
-additive_at(PyObject *text, int kind, const void *data, Py_ssize_t p, int rule, PyObject *classify)
+additive_at(const Junction *j, Py_ssize_t p, int rule)
 {
-    int a = class_at(text, kind, data, p - 1, classify);
+    int a = class_at(j, p - 1);
     if (a < 0) {
         return -1;
     }
-    int b = class_at(text, kind, data, p, classify);
+    int b = class_at(j, p);
     if (b < 0) {
         return -1;
     }
@@ -267,9 +280,9 @@ additive_at(PyObject *text, int kind, const void *data, Py_ssize_t p, int rule, 
                 return 1;
             }
             /* Additive unless the whitespace run from p holds a line break. */
-            Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+            Py_ssize_t n = PyUnicode_GET_LENGTH(j->text);
             for (Py_ssize_t q = p; q < n; q++) {
-                int c = class_at(text, kind, data, q, classify);
+                int c = class_at(j, q);
                 if (c < 0) {
                     return -1;
                 }
@@ -315,8 +328,9 @@ additive_at(PyObject *text, int kind, const void *data, Py_ssize_t p, int rule, 
     return 0;
 }
 
+/* Checks the arguments and fills ``j``; the caller releases ``cache``. */
 static int
-prepare(PyObject *text, Py_ssize_t p, int rule)
+prepare(Junction *j, PyObject *text, Py_ssize_t p, int rule, PyObject *classify, Py_buffer *cache)
 {
     if (rule != RULE_O200K && rule != RULE_CL100K) {
         PyErr_Format(PyExc_ValueError, "no junction rule %d", rule);
@@ -326,82 +340,919 @@ prepare(PyObject *text, Py_ssize_t p, int rule)
         PyErr_SetString(PyExc_IndexError, "position outside the text");
         return -1;
     }
-    if (class_cache == NULL) {
-        class_cache = PyMem_RawMalloc(0x110000);
-        if (class_cache == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        memset(class_cache, NOT_YET, 0x110000);
+    if (cache->len < CODE_POINTS) {
+        PyErr_SetString(PyExc_ValueError, "the class cache must hold a byte per code point");
+        return -1;
     }
+    j->text = text;
+    j->kind = PyUnicode_KIND(text);
+    j->data = PyUnicode_DATA(text);
+    j->classify = classify;
+    j->cache = (unsigned char *)cache->buf;
     return 0;
 }
 
 PyDoc_STRVAR(forward_doc,
-"forward(text, p, rule, classify) -> int\n\n"
+"forward(text, p, rule, classify, cache) -> int\n\n"
 "``p`` if it is additive under ``rule`` (1: o200k_base, 2: cl100k_base), else the first\n"
 "additive position after it and before ``p + 64`` (and the text's end), else -1.\n"
-"``classify`` gives a character's junction class (asked once per character).");
+"``classify`` gives a character's junction class, asked once per character: the\n"
+"answers are kept in ``cache``, a writable buffer of 0x110000 zero bytes at first.");
 
 static PyObject *
 forward(PyObject *self, PyObject *args)
 {
-    PyObject *text, *classify;
+    PyObject *text, *classify, *result = NULL;
     Py_ssize_t p;
     int rule;
-    if (!PyArg_ParseTuple(args, "UniO:forward", &text, &p, &rule, &classify) || prepare(text, p, rule) < 0) {
+    Py_buffer cache;
+    Junction j;
+    if (!PyArg_ParseTuple(args, "UniOw*:forward", &text, &p, &rule, &classify, &cache)) {
         return NULL;
     }
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
+    if (prepare(&j, text, p, rule, classify, &cache) < 0) {
+        goto done;
+    }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     Py_ssize_t end = p + REACH < n ? p + REACH : n;
+    Py_ssize_t found = -1;
     for (Py_ssize_t q = p; q < end; q++) {
-        int found = additive_at(text, kind, data, q, rule, classify);
-        if (found < 0) {
-            return NULL;
+        int at = additive_at(&j, q, rule);
+        if (at < 0) {
+            goto done;
         }
-        if (found) {
-            return PyLong_FromSsize_t(q);
+        if (at) {
+            found = q;
+            break;
         }
     }
-    return PyLong_FromLong(-1);
+    result = PyLong_FromSsize_t(found);
+done:
+    PyBuffer_Release(&cache);
+    return result;
 }
 
 PyDoc_STRVAR(backward_doc,
-"backward(text, p, rule, classify) -> int\n\n"
+"backward(text, p, rule, classify, cache) -> int\n\n"
 "``p`` if it is additive under ``rule``, else the last additive position before it and\n"
 "after ``p - 64`` (down to 0), else -1 (see ``forward``).");
 
 static PyObject *
 backward(PyObject *self, PyObject *args)
 {
-    PyObject *text, *classify;
+    PyObject *text, *classify, *result = NULL;
     Py_ssize_t p;
     int rule;
-    if (!PyArg_ParseTuple(args, "UniO:backward", &text, &p, &rule, &classify) || prepare(text, p, rule) < 0) {
+    Py_buffer cache;
+    Junction j;
+    if (!PyArg_ParseTuple(args, "UniOw*:backward", &text, &p, &rule, &classify, &cache)) {
         return NULL;
+    }
+    if (prepare(&j, text, p, rule, classify, &cache) < 0) {
+        goto done;
+    }
+    Py_ssize_t limit = p - REACH > -1 ? p - REACH : -1;
+    Py_ssize_t found = -1;
+    for (Py_ssize_t q = p; q > limit; q--) {
+        int at = additive_at(&j, q, rule);
+        if (at < 0) {
+            goto done;
+        }
+        if (at) {
+            found = q;
+            break;
+        }
+    }
+    result = PyLong_FromSsize_t(found);
+done:
+    PyBuffer_Release(&cache);
+    return result;
+}
+
+/* ---- Prose level scans (see _prose.py, whose patterns these mirror exactly) ---- */
+
+/* Flags of a character, as _prose.prose_flags gives them. */
+#define F_STERM 1       /* [\p{Sentence_Terminal}…] */
+#define F_CJK_STERM 2   /* [。！？｡︒﹒﹗﹖．] */
+#define F_CLOSE 4       /* closing punctuation and quotes */
+#define F_HSPACE 8      /* White_Space but for line breaks */
+#define F_CJK_CLAUSE 16 /* [、，；：﹐﹑､︐︑] */
+#define F_CLAUSE 32     /* [,;:،؛] */
+#define F_BAD_AFTER 64  /* may not start a piece, or joins the grapheme before it */
+#define F_BAD_BEFORE 128 /* may not end a piece, or joins the grapheme after it */
+#define F_XID 256        /* XID_Continue */
+#define F_JOINS 512      /* may join a neighbour in a grapheme cluster (_prose._JOINING) */
+#define F_JOINS_AFTER 1024  /* joins the grapheme before it */
+#define F_JOINS_BEFORE 2048 /* joins the grapheme after it */
+#define F_SCRIPT_SHIFT 12   /* 3 bits: the script class, 0 for none */
+#define F_ALL 0x7FFF
+#define F_KNOWN 0x8000
+
+/* A scan of one text: its flags are kept by code point in a buffer of the caller's
+ * (0x110000 two-byte entries: 0 for not yet known, else the flags | F_KNOWN). */
+typedef struct {
+    PyObject *text;
+    int kind;
+    const void *data;
+    PyObject *flags_of;
+    uint16_t *flag_cache;
+    int failed;
+} Scan;
+
+/* Fills ``s`` for [start, end) of ``text``; the caller releases ``cache``. */
+static int
+start_scan(Scan *s, Py_ssize_t start, Py_ssize_t end, Py_buffer *cache)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s->text);
+    if (start < 0 || end > n || start > end) {
+        PyErr_SetString(PyExc_IndexError, "range outside the text");
+        return -1;
+    }
+    if (cache->len < CODE_POINTS * (Py_ssize_t)sizeof(uint16_t)) {
+        PyErr_SetString(PyExc_ValueError, "the flag cache must hold two bytes per code point");
+        return -1;
+    }
+    s->kind = PyUnicode_KIND(s->text);
+    s->data = PyUnicode_DATA(s->text);
+    s->flag_cache = (uint16_t *)cache->buf;
+    return 0;
+}
+
+static inline Py_UCS4
+ch_at(const Scan *s, Py_ssize_t i)
+{
+    return PyUnicode_READ(s->kind, s->data, i);
+}
+
+static int
+flags_at(Scan *s, Py_ssize_t i)
+{
+    Py_UCS4 c = ch_at(s, i);
+    uint16_t f = s->flag_cache[c];
+    if (f & F_KNOWN) {
+        return f & F_ALL;
+    }
+    PyObject *ch = PyUnicode_FromOrdinal((int)c);
+    PyObject *got = ch == NULL ? NULL : PyObject_CallOneArg(s->flags_of, ch);
+    Py_XDECREF(ch);
+    long value = got == NULL ? -1 : PyLong_AsLong(got);
+    Py_XDECREF(got);
+    if (value < 0 || value > F_ALL) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_ValueError, "prose flags %ld are out of range", value);
+        }
+        s->failed = 1;
+        return 0;
+    }
+    s->flag_cache[c] = (uint16_t)(value | F_KNOWN);
+    return (int)value;
+}
+
+static inline int
+is_paragraph_nl(Py_UCS4 c)
+{
+    return c == '\r' || c == '\n';
+}
+
+static inline int
+is_line_break(Py_UCS4 c)
+{
+    return c == '\r' || c == '\n' || c == 0x2028 || c == 0x85;
+}
+
+/* The end of the run of line breaks from ``i`` (which starts one) with only horizontal
+ * space between them, and how many break characters it holds. */
+static Py_ssize_t
+break_run(Scan *s, Py_ssize_t i, Py_ssize_t end, int (*is_break)(Py_UCS4), Py_ssize_t *count)
+{
+    Py_ssize_t last = i + 1, q = i + 1;
+    *count = 1;
+    while (q < end) {
+        Py_UCS4 c = ch_at(s, q);
+        if (is_break(c)) {
+            (*count)++;
+            last = ++q;
+            continue;
+        }
+        if (!(flags_at(s, q) & F_HSPACE) || s->failed) {
+            break;
+        }
+        q++;
+    }
+    return last;
+}
+
+/* Cuts found, handed to the caller's ``sink`` (a callable taking a bytes object of
+ * 8-byte integers: ``array('q').frombytes``) a bounded batch at a time, so the memory
+ * beyond the cuts kept does not grow with them (a run of dashes has a cut per character). */
+#define CUTS_BATCH 8192
+
+typedef struct {
+    int64_t *items;
+    Py_ssize_t len, total;
+    PyObject *sink;
+} Cuts;
+
+static int
+flush(Cuts *out)
+{
+    if (out->len == 0) {
+        return 0;
+    }
+    PyObject *batch = PyBytes_FromStringAndSize((const char *)out->items, out->len * (Py_ssize_t)sizeof(int64_t));
+    if (batch == NULL) {
+        return -1;
+    }
+    out->len = 0;
+    PyObject *done = PyObject_CallOneArg(out->sink, batch);
+    Py_DECREF(batch);
+    if (done == NULL) {
+        return -1;
+    }
+    Py_DECREF(done);
+    return 0;
+}
+
+static int
+push(Cuts *out, int64_t value)
+{
+    if (out->items == NULL) {
+        out->items = PyMem_Malloc(CUTS_BATCH * sizeof(int64_t));
+        if (out->items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    else if (out->len == CUTS_BATCH && flush(out) < 0) {
+        return -1;
+    }
+    out->items[out->len++] = value;
+    out->total++;
+    return 0;
+}
+
+static inline int allowed_at(Scan *s, Py_ssize_t p);
+
+/* A level's candidate: kept when strictly inside and allowed (nothing after it that may
+ * not start a piece or joins the grapheme before, nothing before it that may not end one). */
+static int
+keep(Scan *s, Cuts *out, Py_ssize_t start, Py_ssize_t end, Py_ssize_t p)
+{
+    if (p <= start || p >= end) {
+        return 0;
+    }
+    int allowed = allowed_at(s, p);
+    if (s->failed) {
+        return -1;
+    }
+    return allowed ? push(out, p) : 0;
+}
+
+/* A run of characters with any of ``mask`` from ``i``, stopping at ``end``. */
+static Py_ssize_t
+run_of(Scan *s, Py_ssize_t i, Py_ssize_t end, int mask)
+{
+    while (i < end && (flags_at(s, i) & mask) && !s->failed) {
+        i++;
+    }
+    return i;
+}
+
+/* Candidate cuts of one level in [start, end), in order: the positions the pattern of
+ * that level cuts at, as finditer over text[:end] from ``start`` finds them. */
+static int
+level_candidates(Scan *s, Py_ssize_t start, Py_ssize_t end, int level, Cuts *out)
+{
+    Py_ssize_t i = start;
+    while (i < end && !s->failed) {
+        Py_UCS4 c = ch_at(s, i);
+        switch (level) {
+        case 0: { /* (?:\r\n|\r|\n)(?:H*(?:\r\n|\r|\n))+|\u2029+ : a CR LF may be split */
+            if (is_paragraph_nl(c)) {
+                Py_ssize_t count;
+                Py_ssize_t stop = break_run(s, i, end, is_paragraph_nl, &count);
+                if (count >= 2) {
+                    if (keep(s, out, start, end, stop) < 0) {
+                        return -1;
+                    }
+                    i = stop;
+                    continue;
+                }
+            }
+            else if (c == 0x2029) {
+                Py_ssize_t stop = i + 1;
+                while (stop < end && ch_at(s, stop) == 0x2029) {
+                    stop++;
+                }
+                if (keep(s, out, start, end, stop) < 0) {
+                    return -1;
+                }
+                i = stop;
+                continue;
+            }
+            i++;
+            break;
+        }
+        case 1: { /* (?:\r\n|\r|\n|\u2028|\x85)(?:H*(?:...))* */
+            if (is_line_break(c)) {
+                Py_ssize_t count;
+                Py_ssize_t stop = break_run(s, i, end, is_line_break, &count);
+                if (keep(s, out, start, end, stop) < 0) {
+                    return -1;
+                }
+                i = stop;
+                continue;
+            }
+            i++;
+            break;
+        }
+        case 2: { /* sentence ends (see _prose._SENTENCE) */
+            int f = flags_at(s, i);
+            if (!(f & F_STERM)) {
+                i++;
+                break;
+            }
+            if (f & F_CJK_STERM) {
+                Py_ssize_t stop = run_of(s, run_of(s, i, end, F_CJK_STERM), end, F_CLOSE);
+                if (keep(s, out, start, end, stop) < 0) {
+                    return -1;
+                }
+                i = stop;
+                continue;
+            }
+            Py_ssize_t stop = run_of(s, run_of(s, i, end, F_STERM), end, F_CLOSE);
+            if (stop < end && (flags_at(s, stop) & F_HSPACE)) {
+                if (keep(s, out, start, end, stop) < 0) {
+                    return -1;
+                }
+                i = stop;
+                continue;
+            }
+            /* the skip run: terminals but the CJK ones, taken whole */
+            Py_ssize_t q = i;
+            while (q < end && !s->failed) {
+                int g = flags_at(s, q);
+                if (!((g & F_STERM) && !(g & F_CJK_STERM))) {
+                    break;
+                }
+                q++;
+            }
+            i = q;
+            break;
+        }
+        case 3: { /* clause marks (see _prose._CLAUSE) */
+            int f = flags_at(s, i);
+            if (f & F_CJK_CLAUSE) {
+                Py_ssize_t stop = run_of(s, run_of(s, i, end, F_CJK_CLAUSE), end, F_CLOSE);
+                if (keep(s, out, start, end, stop) < 0) {
+                    return -1;
+                }
+                i = stop;
+                continue;
+            }
+            if (f & F_CLAUSE) {
+                Py_ssize_t marks = run_of(s, i, end, F_CLAUSE);
+                Py_ssize_t stop = run_of(s, marks, end, F_CLOSE);
+                if (stop < end && (flags_at(s, stop) & F_HSPACE)) {
+                    if (keep(s, out, start, end, stop) < 0) {
+                        return -1;
+                    }
+                    i = stop;
+                }
+                else {
+                    i = marks; /* the skip run */
+                }
+                continue;
+            }
+            i++;
+            break;
+        }
+        case 4: { /* H+ : a cut before each run of horizontal space */
+            if (flags_at(s, i) & F_HSPACE) {
+                if (keep(s, out, start, end, i) < 0) {
+                    return -1;
+                }
+                i = run_of(s, i, end, F_HSPACE);
+                continue;
+            }
+            i++;
+            break;
+        }
+        default:
+            PyErr_Format(PyExc_ValueError, "no native scan for level %d", level);
+            return -1;
+        }
+    }
+    return s->failed ? -1 : 0;
+}
+
+PyDoc_STRVAR(level_cuts_doc,
+"level_cuts(text, start, end, level, flags_of, cache, sink) -> int\n\n"
+"How many allowed cuts prose ``level`` (0 paragraph, 1 line, 2 sentence, 3 clause,\n"
+"4 word) has strictly inside (start, end); they are handed to ``sink`` in order, as\n"
+"bytes of 8-byte machine integers, a bounded batch at a time: the cuts of the level's\n"
+"pattern, less those kinsoku or a grapheme cluster refuses. ``flags_of`` gives\n"
+"a character's flags, asked once per character: the answers are kept in ``cache``, a\n"
+"writable buffer of 0x110000 two-byte entries, zero at first.");
+
+static PyObject *
+level_cuts(PyObject *self, PyObject *args)
+{
+    Scan s = {0};
+    Py_ssize_t start, end;
+    int level;
+    Py_buffer cache;
+    PyObject *sink;
+    if (!PyArg_ParseTuple(
+            args, "UnniOw*O:level_cuts", &s.text, &start, &end, &level, &s.flags_of, &cache, &sink)) {
+        return NULL;
+    }
+    if (start_scan(&s, start, end, &cache) < 0) {
+        PyBuffer_Release(&cache);
+        return NULL;
+    }
+    Cuts found = {0};
+    found.sink = sink;
+    PyObject *result = NULL;
+    if (level_candidates(&s, start, end, level, &found) == 0 && flush(&found) == 0) {
+        result = PyLong_FromSsize_t(found.total);
+    }
+    PyMem_Free(found.items);
+    PyBuffer_Release(&cache);
+    return result;
+}
+
+#define KINSOKU_RUN_MAX 32
+#define IDENT_RUN_MAX 65536
+#define HAN_KANA 1
+#define HIRAGANA 2
+
+static inline int
+allowed_at(Scan *s, Py_ssize_t p)
+{
+    return !((flags_at(s, p) & F_BAD_AFTER) || (flags_at(s, p - 1) & F_BAD_BEFORE));
+}
+
+/* Script changes between characters with a class (each its own grapheme): strong ones
+ * (any two classes but kanji/katakana to hiragana) or weak ones (that one), allowed only. */
+static int
+script_changes(Scan *s, Py_ssize_t start, Py_ssize_t end, int weak, Cuts *out)
+{
+    int last = 0;
+    for (Py_ssize_t p = start; p < end; p++) {
+        int cls = (flags_at(s, p) >> F_SCRIPT_SHIFT) & 7;
+        if (s->failed) {
+            return -1;
+        }
+        if (cls == 0) {
+            continue;
+        }
+        if (last != 0 && last != cls) {
+            int is_weak = last == HAN_KANA && cls == HIRAGANA;
+            if (is_weak == weak && allowed_at(s, p) && push(out, p) < 0) {
+                return -1;
+            }
+        }
+        last = cls;
+    }
+    return s->failed ? -1 : 0;
+}
+
+PyDoc_STRVAR(fine_cuts_doc,
+"fine_cuts(text, start, end, level, flags_of, cache, sink) -> int | None\n\n"
+"The first level from ``level`` (5 identifier, 6 script, 7 weak script, 8 grapheme)\n"
+"with allowed cuts strictly inside (start, end), its cuts handed to ``sink`` as in\n"
+"``level_cuts`` (9 when there are none), where no character of the range joins a\n"
+"neighbour in a grapheme cluster, so that each is a cluster of its own; None, and no\n"
+"cuts, when one does (the caller then steps by grapheme clusters).");
+
+static PyObject *
+fine_cuts(PyObject *self, PyObject *args)
+{
+    Scan s = {0};
+    Py_ssize_t start, end;
+    int level;
+    Py_buffer cache;
+    PyObject *sink;
+    if (!PyArg_ParseTuple(
+            args, "UnniOw*O:fine_cuts", &s.text, &start, &end, &level, &s.flags_of, &cache, &sink)) {
+        return NULL;
+    }
+    if (start_scan(&s, start, end, &cache) < 0) {
+        PyBuffer_Release(&cache);
+        return NULL;
+    }
+    if (level < 5 || level > 8) {
+        PyErr_Format(PyExc_ValueError, "no native scan for level %d", level);
+        PyBuffer_Release(&cache);
+        return NULL;
+    }
+    for (Py_ssize_t p = start; p < end; p++) {
+        int f = flags_at(&s, p);
+        if (s.failed) {
+            PyBuffer_Release(&cache);
+            return NULL;
+        }
+        if (f & F_JOINS) {
+            PyBuffer_Release(&cache);
+            Py_RETURN_NONE;
+        }
+    }
+    Cuts found = {0};
+    found.sink = sink;
+    PyObject *result = NULL;
+    int at = level;
+    if (at == 5) {
+        /* Starts of identifier runs (at most IDENT_RUN_MAX characters) and of every
+         * other character. */
+        Py_ssize_t p = start;
+        while (p < end) {
+            Py_ssize_t q = p + 1;
+            if (flags_at(&s, p) & F_XID) {
+                Py_ssize_t limit = end - p > IDENT_RUN_MAX ? p + IDENT_RUN_MAX : end;
+                while (q < limit && (flags_at(&s, q) & F_XID)) {
+                    q++;
+                }
+            }
+            if (s.failed) {
+                goto done;
+            }
+            if (p > start && allowed_at(&s, p) && push(&found, p) < 0) {
+                goto done;
+            }
+            p = q;
+        }
+        if (s.failed) {
+            goto done;
+        }
+        at = found.total ? 5 : 6;
+    }
+    if (at == 6) {
+        if (script_changes(&s, start, end, 0, &found) < 0) {
+            goto done;
+        }
+        at = found.total ? 6 : 7;
+    }
+    if (at == 7) {
+        if (script_changes(&s, start, end, 1, &found) < 0) {
+            goto done;
+        }
+        at = found.total ? 7 : 8;
+    }
+    if (at == 8) {
+        /* Every position, but where kinsoku refuses it, until KINSOKU_RUN_MAX
+         * graphemes are glued (never inside a grapheme cluster). */
+        Py_ssize_t run = 1;
+        for (Py_ssize_t p = start + 1; p < end; p++) {
+            int allowed = allowed_at(&s, p);
+            int unsafe = (flags_at(&s, p) & F_JOINS_AFTER) || (flags_at(&s, p - 1) & F_JOINS_BEFORE);
+            if (s.failed) {
+                goto done;
+            }
+            if (allowed || (!unsafe && run >= KINSOKU_RUN_MAX)) {
+                if (push(&found, p) < 0) {
+                    goto done;
+                }
+                run = 1;
+            }
+            else {
+                run++;
+            }
+        }
+        at = found.total ? 8 : 9;
+    }
+    if (flush(&found) == 0) {
+        result = PyLong_FromLong(at);
+    }
+done:
+    PyMem_Free(found.items);
+    PyBuffer_Release(&cache);
+    return result;
+}
+
+/* ---- Part prefixes ---- */
+
+/* Values of a buffer of 4- or 8-byte integers, or of a list or tuple of ints. */
+typedef struct {
+    Py_buffer view;
+    int has_view;
+    PyObject *fast;
+    const void *items;
+    Py_ssize_t len;
+    int width;
+} Ints;
+
+static int
+ints_open(Ints *v, PyObject *obj, const char *what)
+{
+    memset(v, 0, sizeof(*v));
+    if (PyList_Check(obj) || PyTuple_Check(obj)) {
+        v->fast = PySequence_Fast(obj, what);
+        if (v->fast == NULL) {
+            return -1;
+        }
+        v->len = PySequence_Fast_GET_SIZE(v->fast);
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, &v->view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Format(PyExc_TypeError, "%s must be a list of ints or a buffer of 4- or 8-byte integers", what);
+        }
+        return -1;
+    }
+    v->has_view = 1;
+    const char *f = v->view.format ? v->view.format : "B";
+    if (f[0] == '@' || f[0] == '=' || f[0] == '<') {
+        f++;
+    }
+    if ((f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == 0 && (v->view.itemsize == 4 || v->view.itemsize == 8)) {
+        v->width = (int)v->view.itemsize;
+        v->items = v->view.buf;
+        v->len = v->view.len / v->view.itemsize;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s must be a list of ints or a buffer of 4- or 8-byte integers", what);
+    PyBuffer_Release(&v->view);
+    v->has_view = 0;
+    return -1;
+}
+
+static void
+ints_close(Ints *v)
+{
+    if (v->has_view) {
+        PyBuffer_Release(&v->view);
+    }
+    Py_XDECREF(v->fast);
+}
+
+/* The value at ``i``; -1 with an exception set when it is not an int (lists only). */
+static inline long long
+ints_at(const Ints *v, Py_ssize_t i)
+{
+    if (v->fast != NULL) {
+        return PyLong_AsLongLong(PySequence_Fast_GET_ITEM(v->fast, i));
+    }
+    return v->width == 4 ? ((const int32_t *)v->items)[i] : ((const int64_t *)v->items)[i];
+}
+
+PyDoc_STRVAR(prefix_counts_doc,
+"prefix_counts(ends, edges, out) -> list[int] | None\n\n"
+"How many of ``ends`` (sorted token ends) are at or before each of ``edges`` (sorted):\n"
+"bisect_right for each. ``ends`` and ``edges`` are buffers of 4- or 8-byte integers or\n"
+"lists of ints. Into ``out`` (a writable buffer of 8-byte integers, as long as\n"
+"``edges``) when it is given, else as a new list.");
+
+static PyObject *
+prefix_counts(PyObject *self, PyObject *args)
+{
+    PyObject *ends_obj, *edges_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OOO:prefix_counts", &ends_obj, &edges_obj, &out_obj)) {
+        return NULL;
+    }
+    Ints ends, edges;
+    if (ints_open(&ends, ends_obj, "ends") < 0) {
+        return NULL;
+    }
+    if (ints_open(&edges, edges_obj, "edges") < 0) {
+        ints_close(&ends);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_buffer out = {0};
+    int has_out = out_obj != Py_None;
+    if (has_out) {
+        if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+            goto done;
+        }
+        if (out.len < edges.len * 8) {
+            PyErr_SetString(PyExc_ValueError, "out must hold an 8-byte integer per edge");
+            PyBuffer_Release(&out);
+            has_out = 0;
+            goto done;
+        }
+    }
+    else {
+        result = PyList_New(edges.len);
+        if (result == NULL) {
+            goto done;
+        }
+    }
+    Py_ssize_t lo = 0;
+    long long previous = 0;
+    for (Py_ssize_t k = 0; k < edges.len; k++) {
+        long long e = ints_at(&edges, k);
+        if (e == -1 && PyErr_Occurred()) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        if (k > 0 && e < previous) {
+            lo = 0; /* not sorted: search from the start */
+        }
+        previous = e;
+        Py_ssize_t hi = ends.len;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            long long v = ints_at(&ends, mid);
+            if (v == -1 && PyErr_Occurred()) {
+                Py_CLEAR(result);
+                goto done;
+            }
+            if (v <= e) {
+                lo = mid + 1;
+            }
+            else {
+                hi = mid;
+            }
+        }
+        if (has_out) {
+            ((int64_t *)out.buf)[k] = (int64_t)lo;
+        }
+        else {
+            PyObject *n = PyLong_FromSsize_t(lo);
+            if (n == NULL) {
+                Py_CLEAR(result);
+                goto done;
+            }
+            PyList_SET_ITEM(result, k, n);
+        }
+    }
+    if (has_out) {
+        result = Py_NewRef(Py_None);
+    }
+done:
+    if (has_out) {
+        PyBuffer_Release(&out);
+    }
+    ints_close(&edges);
+    ints_close(&ends);
+    return result;
+}
+
+/* ---- Public chunks ---- */
+
+static Py_ssize_t
+utf8_length(PyObject *text, Py_ssize_t start, Py_ssize_t end)
+{
+    if (PyUnicode_IS_ASCII(text)) {
+        return end - start;
     }
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    int found = additive_at(text, kind, data, p, rule, classify);
-    if (found != 0) {
-        return found < 0 ? NULL : PyLong_FromSsize_t(p);
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = start; i < end; i++) {
+        n += utf8_width(PyUnicode_READ(kind, data, i));
     }
-    Py_ssize_t limit = p - REACH > -1 ? p - REACH : -1;
-    for (Py_ssize_t q = p - 1; q > limit; q--) {
-        found = additive_at(text, kind, data, q, rule, classify);
-        if (found < 0) {
+    return n;
+}
+
+static int
+get_ssize(PyObject *obj, PyObject *name, Py_ssize_t *value)
+{
+    PyObject *got = PyObject_GetAttr(obj, name);
+    if (got == NULL) {
+        return -1;
+    }
+    *value = PyLong_AsSsize_t(got);
+    Py_DECREF(got);
+    return *value == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int
+get_truth(PyObject *obj, PyObject *name)
+{
+    PyObject *got = PyObject_GetAttr(obj, name);
+    if (got == NULL) {
+        return -1;
+    }
+    int truth = PyObject_IsTrue(got);
+    Py_DECREF(got);
+    return truth;
+}
+
+PyDoc_STRVAR(make_chunks_doc,
+"make_chunks(text, raws, max_tokens, chunk_type, names) -> list\n\n"
+"The public chunks of the engine's ``raws`` (each with start, end, tokens, first,\n"
+"oversize and partial; ``first`` a Section whose items 4-6 are kind, language and path):\n"
+"``chunk_type`` instances made without calling its __init__, their fields set in the\n"
+"order of ``names``: text, start, end, tokens, kind, language, path, oversize (only\n"
+"past ``max_tokens``), byte_start, byte_end (UTF-8 offsets, the chunks taken in order),\n"
+"partial, context (empty).");
+
+static PyObject *
+make_chunks(PyObject *self, PyObject *args)
+{
+    PyObject *text, *raws, *names;
+    Py_ssize_t max_tokens;
+    PyTypeObject *chunk_type;
+    if (!PyArg_ParseTuple(args, "UOnO!O!:make_chunks", &text, &raws, &max_tokens, &PyType_Type, &chunk_type,
+                          &PyTuple_Type, &names)) {
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(names) != 12) {
+        PyErr_SetString(PyExc_ValueError, "names must name the 12 fields of a chunk");
+        return NULL;
+    }
+    static PyObject *s_start, *s_end, *s_tokens, *s_first, *s_oversize, *s_partial;
+    if (s_start == NULL) {
+        s_start = PyUnicode_InternFromString("start");
+        s_end = PyUnicode_InternFromString("end");
+        s_tokens = PyUnicode_InternFromString("tokens");
+        s_first = PyUnicode_InternFromString("first");
+        s_oversize = PyUnicode_InternFromString("oversize");
+        s_partial = PyUnicode_InternFromString("partial");
+        if (!s_start || !s_end || !s_tokens || !s_first || !s_oversize || !s_partial) {
             return NULL;
         }
-        if (found) {
-            return PyLong_FromSsize_t(q);
-        }
     }
-    return PyLong_FromLong(-1);
+    PyObject *fast = PySequence_Fast(raws, "raws must be a sequence");
+    if (fast == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    PyObject *out = PyList_New(count);
+    PyObject *empty = PyUnicode_New(0, 0);
+    if (out == NULL || empty == NULL) {
+        goto fail;
+    }
+    Py_ssize_t byte = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *raw = PySequence_Fast_GET_ITEM(fast, k);
+        Py_ssize_t start, end, tokens;
+        if (get_ssize(raw, s_start, &start) < 0 || get_ssize(raw, s_end, &end) < 0 ||
+            get_ssize(raw, s_tokens, &tokens) < 0) {
+            goto fail;
+        }
+        if (start < 0 || end > length || start > end) {
+            PyErr_Format(PyExc_ValueError, "chunk span [%zd, %zd) is outside the text", start, end);
+            goto fail;
+        }
+        int oversize = get_truth(raw, s_oversize);
+        int partial = oversize < 0 ? -1 : get_truth(raw, s_partial);
+        if (partial < 0) {
+            goto fail;
+        }
+        PyObject *first = PyObject_GetAttr(raw, s_first);
+        if (first == NULL) {
+            goto fail;
+        }
+        if (!PyTuple_Check(first) || PyTuple_GET_SIZE(first) < 7) {
+            Py_DECREF(first);
+            PyErr_SetString(PyExc_TypeError, "a chunk's first section must be a Section");
+            goto fail;
+        }
+        Py_ssize_t size = utf8_length(text, start, end);
+        PyObject *values[12];
+        values[0] = PyUnicode_Substring(text, start, end);
+        values[1] = PyLong_FromSsize_t(start);
+        values[2] = PyLong_FromSsize_t(end);
+        values[3] = PyLong_FromSsize_t(tokens);
+        values[4] = Py_NewRef(PyTuple_GET_ITEM(first, 4));
+        values[5] = Py_NewRef(PyTuple_GET_ITEM(first, 5));
+        values[6] = Py_NewRef(PyTuple_GET_ITEM(first, 6));
+        values[7] = Py_NewRef(oversize && tokens > max_tokens ? Py_True : Py_False);
+        values[8] = PyLong_FromSsize_t(byte);
+        values[9] = PyLong_FromSsize_t(byte + size);
+        values[10] = Py_NewRef(partial ? Py_True : Py_False);
+        values[11] = Py_NewRef(empty);
+        Py_DECREF(first);
+        byte += size;
+        PyObject *chunk = chunk_type->tp_alloc(chunk_type, 0);
+        int failed = chunk == NULL;
+        for (int f = 0; f < 12; f++) {
+            if (values[f] == NULL) {
+                failed = 1;
+            }
+        }
+        /* object.__setattr__, as a frozen dataclass's own __init__ sets its fields */
+        for (int f = 0; f < 12 && !failed; f++) {
+            failed = PyObject_GenericSetAttr(chunk, PyTuple_GET_ITEM(names, f), values[f]) < 0;
+        }
+        for (int f = 0; f < 12; f++) {
+            Py_XDECREF(values[f]);
+        }
+        if (failed) {
+            Py_XDECREF(chunk);
+            goto fail;
+        }
+        PyList_SET_ITEM(out, k, chunk);
+    }
+    Py_DECREF(empty);
+    Py_DECREF(fast);
+    return out;
+fail:
+    Py_XDECREF(empty);
+    Py_XDECREF(out);
+    Py_DECREF(fast);
+    return NULL;
 }
 
 static PyMethodDef native_methods[] = {
+    {"make_chunks", make_chunks, METH_VARARGS, make_chunks_doc},
+    {"prefix_counts", prefix_counts, METH_VARARGS, prefix_counts_doc},
+    {"fine_cuts", fine_cuts, METH_VARARGS, fine_cuts_doc},
+    {"level_cuts", level_cuts, METH_VARARGS, level_cuts_doc},
     {"forward", forward, METH_VARARGS, forward_doc},
     {"backward", backward, METH_VARARGS, backward_doc},
     {"char_ends", char_ends, METH_VARARGS, char_ends_doc},

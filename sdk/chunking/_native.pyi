@@ -1,8 +1,38 @@
 from collections.abc import Callable, Sequence
+from typing import TypeVar, overload
 
 from typing_extensions import Buffer
 
+_T = TypeVar("_T")
+
 def char_ends(text: str, ids: Sequence[int], lengths: Buffer, start: int, wide: bool, /) -> bytes: ...
 def close_brackets(text: str, start: int, close: dict[int, int], /) -> int: ...
-def forward(text: str, p: int, rule: int, classify: Callable[[str], int], /) -> int: ...
-def backward(text: str, p: int, rule: int, classify: Callable[[str], int], /) -> int: ...
+def forward(text: str, p: int, rule: int, classify: Callable[[str], int], cache: bytearray, /) -> int: ...
+def backward(text: str, p: int, rule: int, classify: Callable[[str], int], cache: bytearray, /) -> int: ...
+def level_cuts(
+    text: str,
+    start: int,
+    end: int,
+    level: int,
+    flags_of: Callable[[str], int],
+    cache: bytearray,
+    sink: Callable[[bytes], object],
+    /,
+) -> int: ...
+def fine_cuts(
+    text: str,
+    start: int,
+    end: int,
+    level: int,
+    flags_of: Callable[[str], int],
+    cache: bytearray,
+    sink: Callable[[bytes], object],
+    /,
+) -> int | None: ...
+@overload
+def prefix_counts(ends: Buffer | Sequence[int], edges: Buffer | Sequence[int], out: None, /) -> list[int]: ...
+@overload
+def prefix_counts(ends: Buffer | Sequence[int], edges: Buffer | Sequence[int], out: Buffer, /) -> None: ...
+def make_chunks(
+    text: str, raws: Sequence[object], max_tokens: int, chunk_type: type[_T], names: tuple[str, ...], /
+) -> list[_T]: ...

@@ -21,6 +21,7 @@ from itertools import islice, repeat
 
 import regex
 
+from . import _accel
 from ._types import Section
 
 __all__ = ["LEVELS", "PROSE", "ProseSplitter", "allowed_cut", "boundaries"]
@@ -498,6 +499,37 @@ LEVELS: tuple[tuple[str, Callable[[str, int, int], list[int]]], ...] = (
 
 _SCRIPT_LEVEL = 6
 _WEAK_LEVEL = 7
+# Levels the native pass scans (paragraph to word), with the same cuts as the patterns.
+_NATIVE_LEVELS = 5
+
+# A character's flags for the native scan: which classes of the level patterns hold it,
+# and whether a cut after or before it is refused (``_native.c`` names the bits).
+_STERM = regex.compile(r"[\p{Sentence_Terminal}…]")
+_ONE_HSPACE = regex.compile(_HSPACE)
+_CJK_STERMS = frozenset("。！？｡︒﹒﹗﹖．")
+_CLOSE_CHARS = frozenset(_CLOSERS + "\"'")
+_CJK_CLAUSE_MARKS = frozenset("、，；：﹐﹑､︐︑")
+_CLAUSE_MARKS = frozenset(",;:،؛")
+_XID = regex.compile(r"[\p{XID_Continue}]")
+
+
+def prose_flags(ch: str) -> int:
+    """The flags of one character for the native level scan (asked once per character)."""
+    return (
+        (_STERM.match(ch) is not None)
+        | (ch in _CJK_STERMS) << 1
+        | (ch in _CLOSE_CHARS) << 2
+        | (_ONE_HSPACE.match(ch) is not None) << 3
+        | (ch in _CJK_CLAUSE_MARKS) << 4
+        | (ch in _CLAUSE_MARKS) << 5
+        | _BAD_AFTER[ch] << 6
+        | _BAD_BEFORE[ch] << 7
+        | (_XID.match(ch) is not None) << 8
+        | _JOINS[ch] << 9
+        | _JOINS_AFTER[ch] << 10
+        | _JOINS_BEFORE[ch] << 11
+        | _SCRIPT_CLASS[ch] << 12
+    )
 _GRAPHEME_LEVEL = 8
 assert len(_LEVEL_BATCHES) == _SCRIPT_LEVEL
 assert [name for name, _ in LEVELS[_SCRIPT_LEVEL:]] == ["script", "weak script", "grapheme"]
@@ -512,6 +544,23 @@ def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, array[
     flags) has as many cuts as characters, and a list would hold 36 bytes for each.
     """
     cuts: array[int] = array("q")
+    native = _accel.native
+    if native is not None:
+        # One pass in C per level finds and filters the cuts (a regex match object per
+        # cut cost about a microsecond: the word level of English prose took as long as
+        # encoding it).
+        # (The cuts reach ``cuts`` a bounded batch at a time.)
+        flags = _accel.cache("prose", 2)
+        for index in range(level, _NATIVE_LEVELS):
+            if native.level_cuts(text, start, end, index, prose_flags, flags, cuts.frombytes):
+                return index, cuts
+        # The levels below, in one call, where every character is a grapheme cluster of
+        # its own (None: one joins a neighbour, and the clusters are found below).
+        low = min(max(level, _NATIVE_LEVELS), _GRAPHEME_LEVEL)
+        low_found = native.fine_cuts(text, start, end, low, prose_flags, flags, cuts.frombytes)
+        if low_found is not None:
+            return low_found, cuts
+        level = max(level, _NATIVE_LEVELS)
     for index in range(level, _SCRIPT_LEVEL):
         for batch in _LEVEL_BATCHES[index](text, start, end):
             batch = _inside(batch, start, end)

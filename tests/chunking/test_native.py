@@ -8,6 +8,7 @@ its fallback on generated input, and whole corpora are chunked both ways.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 from array import array
@@ -190,13 +191,236 @@ def test_forward_and_backward_match_the_python_rules(encoding: str, pieces: list
 
 def test_forward_and_backward_reject_positions_outside_the_text() -> None:
     assert NATIVE is not None
+    cache = bytearray(0x110000)
     with pytest.raises(IndexError):
-        NATIVE.forward("ab", 2, 1, char_class)
+        NATIVE.forward("ab", 2, 1, char_class, cache)
     with pytest.raises(IndexError):
-        NATIVE.backward("ab", -1, 2, char_class)
+        NATIVE.backward("ab", -1, 2, char_class, cache)
     with pytest.raises(ValueError, match="no junction rule"):
-        NATIVE.forward("ab", 1, 3, char_class)
+        NATIVE.forward("ab", 1, 3, char_class, cache)
+    with pytest.raises(ValueError, match="byte per code point"):
+        NATIVE.forward("ab", 1, 1, char_class, bytearray(10))
+    with pytest.raises(TypeError):
+        NATIVE.forward("ab", 1, 1, char_class, bytes(0x110000))  # not writable
     with pytest.raises(ValueError, match="junction classes"):
-        NATIVE.forward("a\U000e0100b", 1, 1, lambda ch: 9)
+        NATIVE.forward("ab", 1, 1, lambda ch: 9, cache)
     with pytest.raises(ZeroDivisionError):
-        NATIVE.backward("a\U000e0101b", 2, 1, lambda ch: 1 // 0)
+        NATIVE.backward("ab", 1, 1, lambda ch: 1 // 0, cache)
+    assert not any(cache)  # nothing kept from a classifier that failed
+    assert NATIVE.forward("ab c", 1, 1, char_class, cache) == 2
+    assert cache[ord("a")] == char_class("a") + 1
+
+
+# The characters the level patterns class (line breaks, horizontal space of every kind,
+# Latin/CJK/Arabic terminals and clause marks, closers, kinsoku characters, joiners).
+PROSE_PIECES = st.sampled_from(
+    [
+        *("\r", "\n", "\r\n", "\u2028", "\u2029", "\x85", " ", "  ", "\t", "\u3000", "\xa0", "\x0b"),
+        *(".", "!", "?", "…", "。", "！", "．", "｡", "‼", "।", "؟", ",", ";", ":", "、", "，", "：", "،"),
+        *(")", "」", "』", "”", '"', "'", "(", "「", "ー", "ッ", "々", "\u0301", "\u200d", "\u0600"),
+        *("a", "word", "字", "한", "😀", "🇯🇵", "x y", "1"),
+    ]
+)
+
+
+@given(pieces=st.lists(PROSE_PIECES, max_size=60), data=st.data())
+@settings(max_examples=400, deadline=None)
+def test_level_cuts_match_the_level_patterns(pieces: list[str], data: st.DataObject) -> None:
+    from sdk.chunking._prose import _LEVEL_BATCHES, _NATIVE_LEVELS, _inside, allowed_cuts, prose_flags
+
+    assert NATIVE is not None
+    text = "".join(pieces)
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    for level in range(_NATIVE_LEVELS):
+        want: list[int] = []
+        for batch in _LEVEL_BATCHES[level](text, start, end):
+            inside = _inside(batch, start, end)
+            if inside:
+                want += allowed_cuts(text, inside)
+        got = array("q")
+        n = NATIVE.level_cuts(text, start, end, level, prose_flags, bytearray(0x220000), got.frombytes)
+        assert got.tolist() == want, (level, text, start, end)
+        assert n == len(want)
+
+
+def test_boundaries_are_those_of_the_patterns_on_every_prose_corpus_file() -> None:
+    from sdk.chunking._prose import boundaries
+
+    for cf in FILES:
+        text = cf.read()
+        for level in range(9):
+            for start, end in ((0, len(text)), (len(text) // 3, 2 * len(text) // 3)):
+                got = boundaries(text, start, end, level)
+                with pure_python():
+                    want = boundaries(text, start, end, level)
+                assert got == want, (cf.name, level)
+
+
+def test_level_cuts_reject_bad_ranges_and_flags() -> None:
+    assert NATIVE is not None
+    from sdk.chunking._prose import prose_flags
+
+    cache = bytearray(0x220000)
+    got = array("q")
+    with pytest.raises(IndexError):
+        NATIVE.level_cuts("ab", 0, 3, 0, prose_flags, cache, got.frombytes)
+    with pytest.raises(IndexError):
+        NATIVE.level_cuts("ab", 2, 1, 0, prose_flags, cache, got.frombytes)
+    with pytest.raises(ValueError, match="no native scan"):
+        NATIVE.level_cuts("ab", 0, 2, 5, prose_flags, cache, got.frombytes)
+    with pytest.raises(ValueError, match="two bytes per code point"):
+        NATIVE.level_cuts("ab", 0, 2, 4, prose_flags, bytearray(0x110000), got.frombytes)
+    with pytest.raises(ValueError, match="out of range"):
+        NATIVE.level_cuts("a b", 0, 3, 4, lambda ch: 1 << 15, cache, got.frombytes)
+    with pytest.raises(ZeroDivisionError):
+        NATIVE.level_cuts("a b", 0, 3, 4, lambda ch: 1 // 0, cache, got.frombytes)
+    assert not any(cache)
+    with pytest.raises(KeyError):  # a sink that fails stops the scan with its error
+        NATIVE.level_cuts("a b", 0, 3, 4, prose_flags, cache, {}.__getitem__)
+    assert not got
+    assert NATIVE.level_cuts("a b", 0, 3, 4, prose_flags, cache, got.frombytes) == 1
+    assert got == array("q", [1])
+
+
+def test_many_cuts_reach_the_sink_in_bounded_batches() -> None:
+    from sdk.chunking._prose import prose_flags
+
+    assert NATIVE is not None
+    batches: list[int] = []
+    got = array("q")
+
+    def sink(batch: bytes) -> None:
+        batches.append(len(batch) // 8)
+        got.frombytes(batch)
+
+    text = "a " * 50_000
+    assert NATIVE.level_cuts(text, 0, len(text), 4, prose_flags, bytearray(0x220000), sink) == 50_000
+    assert got == array("q", range(1, len(text), 2))
+    assert max(batches) <= 8192 and sum(batches) == 50_000
+
+
+# Identifier characters of several scripts (script changes, kanji/katakana to hiragana),
+# kinsoku characters in long glued runs, and a few that join a neighbour (the native
+# pass then leaves the section to the grapheme stepping).
+FINE_PIECES = st.sampled_from(
+    [
+        *("a", "word", "x_1", "7", "字", "漢字", "カタカナ", "ひらがな", "ー", "ッ", "々", "한국"),
+        *("ไทย", " ", ".", "-", "(", "「", "」", "」" * 40, "(" * 40, "!", "、", "😀", "\n"),
+        *("\u0301", "\u200d", "🇯🇵", "\u1100"),
+    ]
+)
+
+
+@given(pieces=st.lists(FINE_PIECES, max_size=50), level=st.integers(5, 9), data=st.data())
+@settings(max_examples=400, deadline=None)
+def test_fine_levels_match_the_grapheme_stepping(pieces: list[str], level: int, data: st.DataObject) -> None:
+    from sdk.chunking._prose import _JOINS, boundaries
+
+    text = "".join(pieces)
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    got = boundaries(text, start, end, level)
+    with pure_python():
+        want = boundaries(text, start, end, level)
+    assert got == want
+    # the native pass took it exactly when no character joins a neighbour
+    from sdk.chunking._prose import prose_flags
+
+    assert NATIVE is not None
+    sunk = array("q")
+    fine = NATIVE.fine_cuts(text, start, end, min(level, 8), prose_flags, bytearray(0x220000), sunk.frombytes)
+    assert (fine is None) == any(_JOINS[ch] for ch in text[start:end])
+    if fine is None:
+        assert not sunk
+
+
+def test_fine_cuts_reject_bad_levels_and_ranges() -> None:
+    from sdk.chunking._prose import prose_flags
+
+    assert NATIVE is not None
+    cache = bytearray(0x220000)
+    got = array("q")
+    with pytest.raises(ValueError, match="no native scan"):
+        NATIVE.fine_cuts("ab", 0, 2, 4, prose_flags, cache, got.frombytes)
+    with pytest.raises(ValueError, match="no native scan"):
+        NATIVE.fine_cuts("ab", 0, 2, 9, prose_flags, cache, got.frombytes)
+    with pytest.raises(IndexError):
+        NATIVE.fine_cuts("ab", 1, 3, 5, prose_flags, cache, got.frombytes)
+    assert NATIVE.fine_cuts("", 0, 0, 5, prose_flags, cache, got.frombytes) == 9
+    assert not got
+    assert NATIVE.fine_cuts("ab", 0, 2, 5, prose_flags, cache, got.frombytes) == 8
+    assert got == array("q", [1])
+
+
+@given(
+    ends=st.lists(st.integers(0, 300), max_size=60).map(sorted),
+    edges=st.lists(st.integers(-5, 320), max_size=40).map(sorted),
+)
+@settings(max_examples=300, deadline=None)
+def test_prefix_counts_are_bisections(ends: list[int], edges: list[int]) -> None:
+    from bisect import bisect_right
+
+    assert NATIVE is not None
+    want = [bisect_right(ends, e) for e in edges]
+    for ends_as in (ends, array("i", ends), array("q", ends)):
+        for edges_as in (edges, tuple(edges), array("q", edges), array("i", edges)):
+            assert NATIVE.prefix_counts(ends_as, edges_as, None) == want
+            out = array("q", [7]) * len(edges)
+            assert NATIVE.prefix_counts(ends_as, edges_as, out) is None
+            assert out.tolist() == want
+
+
+def test_prefix_counts_take_unsorted_edges_and_reject_what_is_not_integers() -> None:
+    assert NATIVE is not None
+    assert NATIVE.prefix_counts([1, 2, 3], [5, 0, 2], None) == [3, 0, 2]
+    with pytest.raises(TypeError, match="edges"):
+        NATIVE.prefix_counts([1], array("d", [1.0]), None)
+    with pytest.raises(TypeError, match="ends"):
+        NATIVE.prefix_counts("abc", [1], None)
+    with pytest.raises(TypeError):
+        NATIVE.prefix_counts([1, "x"], [1], None)
+    with pytest.raises(ValueError, match="8-byte integer per edge"):
+        NATIVE.prefix_counts([1], [1, 2], array("q", [0]))
+    with pytest.raises(BufferError):
+        NATIVE.prefix_counts([1], [1], b"\0" * 8)  # not writable
+
+
+def test_make_chunks_builds_what_the_python_path_builds() -> None:
+    from sdk.chunking._api import _CHUNK_FIELDS, _finish
+    from sdk.chunking._types import Chunk
+
+    assert tuple(f.name for f in dataclasses.fields(Chunk)) == _CHUNK_FIELDS
+    from sdk.chunking._engine import Engine, RawChunk
+    from sdk.chunking._prose import PROSE
+
+    text = "Zürich ist schön. 東京は大きい。 Plain words here.\n\nA second paragraph 🇯🇵."
+    raw = Engine(text, 8, Sizer("o200k_base")).run(PROSE.root(text))
+    raw[0] = RawChunk(raw[0].start, raw[0].end, 99, raw[0].first, oversize=True, partial=True)
+    for max_tokens in (8, 200):
+        native = _finish(text, raw, max_tokens)
+        with pure_python():
+            pure = _finish(text, raw, max_tokens)
+        assert native == pure
+        assert [type(c) for c in native] == [type(c) for c in pure]
+        assert native[0].oversize == (max_tokens < 99)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            native[0].start = 1  # type: ignore[misc]
+        assert hash(native[0]) == hash(pure[0])
+
+
+def test_make_chunks_rejects_spans_outside_the_text() -> None:
+    from sdk.chunking._api import _CHUNK_FIELDS, Chunk
+    from sdk.chunking._engine import RawChunk
+    from sdk.chunking._prose import PROSE
+
+    assert NATIVE is not None
+    first = PROSE.root("abc")
+    with pytest.raises(ValueError, match="outside the text"):
+        NATIVE.make_chunks("abc", [RawChunk(0, 4, 1, first)], 8, Chunk, _CHUNK_FIELDS)
+    with pytest.raises(TypeError, match="Section"):
+        NATIVE.make_chunks("abc", [RawChunk(0, 3, 1, "first")], 8, Chunk, _CHUNK_FIELDS)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        NATIVE.make_chunks("abc", [object()], 8, Chunk, _CHUNK_FIELDS)
+    with pytest.raises(ValueError, match="12 fields"):
+        NATIVE.make_chunks("abc", [], 8, Chunk, ("text",))
