@@ -15,8 +15,8 @@ except ImportError:  # pragma: no cover - built wherever a C compiler is found
 native = _native
 
 # A cache per classifier the native passes ask (one entry per code point, zero until the
-# classifier has been asked about it), made on first use: 1.1 MB for junction classes,
-# 2.2 MB for prose flags, of which only the pages of scripts seen are touched.
+# classifier has been asked about it), made on first use: 1.1 MB for junction classes and
+# 2.2 MB for prose flags, once per process (the encoder's tables take far more).
 CODE_POINTS = 0x110000
 _caches: dict[str, bytearray] = {}
 

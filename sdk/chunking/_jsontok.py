@@ -627,6 +627,14 @@ class Structure:
 
     def children(self, start: int) -> tuple[list[Child], int]:
         """The members or elements of the container at ``start``, and its closing offset."""
+        native = _accel.native
+        if native is not None:
+            # In C: three regex matches and a named tuple per child from Python were 12%
+            # of chunking the JSON corpus at budget 64.
+            return native.json_children(self.text, start, self._close, Child)
+        return self._children(start)
+
+    def _children(self, start: int) -> tuple[list[Child], int]:
         text = self.text
         close = self.close_of(start)
         is_object = text[start] == "{"

@@ -116,38 +116,33 @@ PyDoc_STRVAR(close_brackets_doc,
 "closing offset). Brackets inside strings are skipped (a backslash escapes the next\n"
 "character). ValueError when the container or a string in it is not closed.");
 
-static PyObject *
-close_brackets(PyObject *self, PyObject *args)
+/* The offset of the bracket closing the container at ``start``, every container closed
+ * on the way recorded in ``close``; -1 with ValueError when it is not closed. */
+static Py_ssize_t
+match_brackets(PyObject *text, Py_ssize_t start, PyObject *close)
 {
-    PyObject *text, *close;
-    Py_ssize_t start;
-    if (!PyArg_ParseTuple(args, "UnO!:close_brackets", &text, &start, &PyDict_Type, &close)) {
-        return NULL;
-    }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     if (start < 0 || start >= n) {
         PyErr_Format(PyExc_ValueError, "unbalanced JSON container at offset %zd", start);
-        return NULL;
+        return -1;
     }
     Py_UCS4 first = PyUnicode_READ(kind, data, start);
     if (first != '[' && first != '{') {
         PyErr_Format(PyExc_ValueError, "unbalanced JSON container at offset %zd", start);
-        return NULL;
+        return -1;
     }
     /* The open containers: a stack that grows as deep as the nesting. */
     Py_ssize_t cap = 64, depth = 1;
     Py_ssize_t *stack = PyMem_Malloc(cap * sizeof(Py_ssize_t));
     if (stack == NULL) {
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return -1;
     }
     stack[0] = start;
     Py_ssize_t pos = start + 1;
-    while (depth > 0) {
-        if (pos >= n) {
-            break;
-        }
+    while (pos < n) {
         Py_UCS4 c = PyUnicode_READ(kind, data, pos);
         if (c == '"') {
             pos++;
@@ -167,7 +162,8 @@ close_brackets(PyObject *self, PyObject *args)
                 Py_ssize_t *grown = PyMem_Realloc(stack, 2 * cap * sizeof(Py_ssize_t));
                 if (grown == NULL) {
                     PyMem_Free(stack);
-                    return PyErr_NoMemory();
+                    PyErr_NoMemory();
+                    return -1;
                 }
                 stack = grown;
                 cap *= 2;
@@ -183,17 +179,273 @@ close_brackets(PyObject *self, PyObject *args)
             Py_XDECREF(value);
             if (failed) {
                 PyMem_Free(stack);
-                return NULL;
+                return -1;
             }
             if (depth == 0) {
                 PyMem_Free(stack);
-                return PyLong_FromSsize_t(pos);
+                return pos;
             }
         }
         pos++;
     }
     PyMem_Free(stack);
     PyErr_Format(PyExc_ValueError, "unbalanced JSON container at offset %zd", start);
+    return -1;
+}
+
+static PyObject *
+close_brackets(PyObject *self, PyObject *args)
+{
+    PyObject *text, *close;
+    Py_ssize_t start;
+    if (!PyArg_ParseTuple(args, "UnO!:close_brackets", &text, &start, &PyDict_Type, &close)) {
+        return NULL;
+    }
+    Py_ssize_t found = match_brackets(text, start, close);
+    return found < 0 ? NULL : PyLong_FromSsize_t(found);
+}
+
+/* The close of the container at ``start``: from ``close`` when known, else matched. */
+static Py_ssize_t
+close_of(PyObject *text, Py_ssize_t start, PyObject *close)
+{
+    PyObject *key = PyLong_FromSsize_t(start);
+    if (key == NULL) {
+        return -1;
+    }
+    PyObject *known = PyDict_GetItemWithError(close, key);
+    Py_DECREF(key);
+    if (known != NULL) {
+        return PyLong_AsSsize_t(known);
+    }
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    return match_brackets(text, start, close);
+}
+
+static inline int
+json_ws(Py_UCS4 c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static Py_ssize_t
+skip_json_ws(int kind, const void *data, Py_ssize_t pos, Py_ssize_t n)
+{
+    while (pos < n && json_ws(PyUnicode_READ(kind, data, pos))) {
+        pos++;
+    }
+    return pos;
+}
+
+static Py_ssize_t
+json_invalid(Py_ssize_t pos, const char *what)
+{
+    PyErr_Format(PyExc_ValueError, "no JSON %s at offset %zd", what, pos);
+    return -1;
+}
+
+/* The end of the string token at ``pos`` ("[^"\\]*(?:\\.[^"\\]*)*"). */
+static Py_ssize_t
+string_end(int kind, const void *data, Py_ssize_t pos, Py_ssize_t n)
+{
+    if (pos >= n || PyUnicode_READ(kind, data, pos) != '"') {
+        return json_invalid(pos, "string");
+    }
+    Py_ssize_t i = pos + 1;
+    while (i < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == '"') {
+            return i + 1;
+        }
+        if (c == '\\') {
+            if (i + 1 >= n) {
+                break;
+            }
+            i += 2;
+        }
+        else {
+            i++;
+        }
+    }
+    return json_invalid(pos, "string");
+}
+
+static int
+literal_at(int kind, const void *data, Py_ssize_t pos, Py_ssize_t n, const char *word)
+{
+    Py_ssize_t len = (Py_ssize_t)strlen(word);
+    if (pos + len > n) {
+        return 0;
+    }
+    for (Py_ssize_t k = 0; k < len; k++) {
+        if (PyUnicode_READ(kind, data, pos + k) != (Py_UCS4)(unsigned char)word[k]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static inline int
+digit_at(int kind, const void *data, Py_ssize_t i, Py_ssize_t n)
+{
+    if (i >= n) {
+        return 0;
+    }
+    Py_UCS4 c = PyUnicode_READ(kind, data, i);
+    return c >= '0' && c <= '9';
+}
+
+/* The end of the scalar at ``pos``, as the pattern
+ * -?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|NaN|-?Infinity
+ * matches it (optional parts only where they complete). */
+static Py_ssize_t
+scalar_end(int kind, const void *data, Py_ssize_t pos, Py_ssize_t n)
+{
+    Py_ssize_t i = pos;
+    if (i < n && PyUnicode_READ(kind, data, i) == '-') {
+        i++;
+    }
+    if (digit_at(kind, data, i, n)) {
+        if (PyUnicode_READ(kind, data, i) == '0') {
+            i++;
+        }
+        else {
+            while (digit_at(kind, data, i, n)) {
+                i++;
+            }
+        }
+        if (i < n && PyUnicode_READ(kind, data, i) == '.' && digit_at(kind, data, i + 1, n)) {
+            i += 2;
+            while (digit_at(kind, data, i, n)) {
+                i++;
+            }
+        }
+        if (i < n && (PyUnicode_READ(kind, data, i) == 'e' || PyUnicode_READ(kind, data, i) == 'E')) {
+            Py_ssize_t j = i + 1;
+            if (j < n && (PyUnicode_READ(kind, data, j) == '+' || PyUnicode_READ(kind, data, j) == '-')) {
+                j++;
+            }
+            if (digit_at(kind, data, j, n)) {
+                while (digit_at(kind, data, j, n)) {
+                    j++;
+                }
+                i = j;
+            }
+        }
+        return i;
+    }
+    if (literal_at(kind, data, i, n, "Infinity")) {
+        return i + 8;
+    }
+    if (i == pos) {
+        static const char *words[] = {"true", "false", "null", "NaN"};
+        for (int w = 0; w < 4; w++) {
+            if (literal_at(kind, data, pos, n, words[w])) {
+                return pos + (Py_ssize_t)strlen(words[w]);
+            }
+        }
+    }
+    return json_invalid(pos, "value");
+}
+
+static Py_ssize_t
+value_end(PyObject *text, int kind, const void *data, Py_ssize_t pos, Py_ssize_t n, PyObject *close)
+{
+    if (pos >= n) {
+        return json_invalid(pos, "value");
+    }
+    Py_UCS4 c = PyUnicode_READ(kind, data, pos);
+    if (c == '{' || c == '[') {
+        Py_ssize_t found = close_of(text, pos, close);
+        return found < 0 ? -1 : found + 1;
+    }
+    if (c == '"') {
+        return string_end(kind, data, pos, n);
+    }
+    return scalar_end(kind, data, pos, n);
+}
+
+PyDoc_STRVAR(json_children_doc,
+"json_children(text, start, close, child_type) -> (list, int)\n\n"
+"The members or elements of the container of a valid JSON ``text`` opening at\n"
+"``start``, as ``child_type`` tuples (begin, key_start, key_end, start, end, next), and\n"
+"its closing offset; ``close`` is the dict of known closes (opening -> closing offset),\n"
+"filled as containers are matched. ValueError where the text is not valid there.");
+
+static PyObject *
+json_children(PyObject *self, PyObject *args)
+{
+    PyObject *text, *close;
+    Py_ssize_t start;
+    PyTypeObject *child_type;
+    if (!PyArg_ParseTuple(args, "UnO!O!:json_children", &text, &start, &PyDict_Type, &close, &PyType_Type,
+                          &child_type)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype(child_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "child_type must be a tuple type");
+        return NULL;
+    }
+    Py_ssize_t closing = close_of(text, start, close);
+    if (closing < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    int is_object = PyUnicode_READ(kind, data, start) == '{';
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    Py_ssize_t pos = skip_json_ws(kind, data, start + 1, n);
+    while (pos < closing) {
+        Py_ssize_t begin = pos, key_start = pos, key_end = pos;
+        if (is_object) {
+            key_end = string_end(kind, data, pos, n);
+            if (key_end < 0) {
+                goto fail;
+            }
+            pos = skip_json_ws(kind, data, key_end, n);
+            if (pos >= n || PyUnicode_READ(kind, data, pos) != ':') {
+                json_invalid(pos, "colon");
+                goto fail;
+            }
+            pos = skip_json_ws(kind, data, pos + 1, n);
+        }
+        Py_ssize_t end = value_end(text, kind, data, pos, n, close);
+        if (end < 0) {
+            goto fail;
+        }
+        Py_ssize_t next = skip_json_ws(kind, data, end, n);
+        if (next < n && PyUnicode_READ(kind, data, next) == ',') {
+            next = skip_json_ws(kind, data, next + 1, n);
+        }
+        Py_ssize_t fields[6] = {begin, key_start, key_end, pos, end, next};
+        PyObject *child = child_type->tp_alloc(child_type, 6);
+        if (child == NULL) {
+            goto fail;
+        }
+        for (int f = 0; f < 6; f++) {
+            PyObject *v = PyLong_FromSsize_t(fields[f]);
+            if (v == NULL) {
+                Py_DECREF(child);
+                goto fail;
+            }
+            PyTuple_SET_ITEM(child, f, v);
+        }
+        int appended = PyList_Append(out, child);
+        Py_DECREF(child);
+        if (appended < 0) {
+            goto fail;
+        }
+        pos = next; /* past the value: every value takes at least one character */
+    }
+    return Py_BuildValue("(Nn)", out, closing);
+fail:
+    Py_DECREF(out);
     return NULL;
 }
 
@@ -1249,6 +1501,7 @@ fail:
 }
 
 static PyMethodDef native_methods[] = {
+    {"json_children", json_children, METH_VARARGS, json_children_doc},
     {"make_chunks", make_chunks, METH_VARARGS, make_chunks_doc},
     {"prefix_counts", prefix_counts, METH_VARARGS, prefix_counts_doc},
     {"fine_cuts", fine_cuts, METH_VARARGS, fine_cuts_doc},

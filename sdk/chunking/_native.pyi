@@ -36,3 +36,6 @@ def prefix_counts(ends: Buffer | Sequence[int], edges: Buffer | Sequence[int], o
 def make_chunks(
     text: str, raws: Sequence[object], max_tokens: int, chunk_type: type[_T], names: tuple[str, ...], /
 ) -> list[_T]: ...
+def json_children(
+    text: str, start: int, close: dict[int, int], child_type: type[_T], /
+) -> tuple[list[_T], int]: ...

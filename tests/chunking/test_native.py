@@ -424,3 +424,58 @@ def test_make_chunks_rejects_spans_outside_the_text() -> None:
         NATIVE.make_chunks("abc", [object()], 8, Chunk, _CHUNK_FIELDS)
     with pytest.raises(ValueError, match="12 fields"):
         NATIVE.make_chunks("abc", [], 8, Chunk, ("text",))
+
+
+SCALARS = st.sampled_from(
+    [
+        *("0", "-0", "12", "-3.25", "1e5", "2E-7", "6.02e+23"),
+        *("true", "false", "null", "NaN", "Infinity", "-Infinity"),
+    ]
+)
+
+
+def _containers(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """Arrays and objects of ``inner`` documents, with the white space JSON allows."""
+    arrays = st.lists(inner, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]")
+    members = st.lists(st.tuples(st.text(alphabet='k"\\', max_size=3), inner), max_size=4)
+    objects = members.map(lambda kv: "{" + ",\n ".join(f"{json.dumps(k)} :\t{v}" for k, v in kv) + "}")
+    return arrays | objects
+
+
+LOOSE_JSON = st.recursive(
+    SCALARS | st.text(alphabet='ab"\\字 \n', max_size=5).map(lambda t: json.dumps(t, ensure_ascii=False)),
+    _containers,
+    max_leaves=25,
+)
+
+
+@given(doc=LOOSE_JSON)
+@settings(max_examples=300, deadline=None)
+def test_json_children_match_the_regex_walk(doc: str) -> None:
+    from sdk.chunking._jsontok import Child
+
+    assert NATIVE is not None
+    for m in re.finditer(r"[\[{]", doc):
+        python = Structure(doc)
+        with pure_python():
+            try:
+                want = python.children(m.start())
+            except (ValueError, AttributeError):  # a bracket inside a string
+                continue
+        native = Structure(doc)
+        got = native.children(m.start())
+        assert got == want
+        assert all(type(c) is Child for c in got[0])
+        assert native._close == python._close
+
+
+@pytest.mark.parametrize(
+    "doc",
+    ['{"a" 1}', '{a: 1}', '[1, tru]', '["x', '[1, -]', '{"k": "v"', '[01x]'],
+)
+def test_json_children_reject_invalid_json_with_a_value_error(doc: str) -> None:
+    from sdk.chunking._jsontok import Child
+
+    assert NATIVE is not None
+    with pytest.raises(ValueError):
+        NATIVE.json_children(doc, 0, {}, Child)
