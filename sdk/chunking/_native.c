@@ -773,20 +773,22 @@ is_line_break(Py_UCS4 c)
 }
 
 /* The end of the run of line breaks from ``i`` (which starts one) with only horizontal
- * space between them, and how many break characters it holds. */
+ * space between them, and how many line breaks it holds (a CR LF is one). */
 static Py_ssize_t
 break_run(Scan *s, Py_ssize_t i, Py_ssize_t end, int (*is_break)(Py_UCS4), Py_ssize_t *count)
 {
-    Py_ssize_t last = i + 1, q = i + 1;
-    *count = 1;
+    Py_ssize_t q = i;
+    Py_ssize_t last = i;
+    *count = 0;
     while (q < end) {
         Py_UCS4 c = ch_at(s, q);
         if (is_break(c)) {
+            q += c == '\r' && q + 1 < end && ch_at(s, q + 1) == '\n' ? 2 : 1;
             (*count)++;
-            last = ++q;
+            last = q;
             continue;
         }
-        if (!(flags_at(s, q) & F_HSPACE) || s->failed) {
+        if (q == i || !(flags_at(s, q) & F_HSPACE) || s->failed) {
             break;
         }
         q++;
@@ -879,7 +881,7 @@ level_candidates(Scan *s, Py_ssize_t start, Py_ssize_t end, int level, Cuts *out
     while (i < end && !s->failed) {
         Py_UCS4 c = ch_at(s, i);
         switch (level) {
-        case 0: { /* (?:\r\n|\r|\n)(?:H*(?:\r\n|\r|\n))+|\u2029+ : a CR LF may be split */
+        case 0: { /* (?>\r\n|\r|\n)(?:H*(?>\r\n|\r|\n))+|\u2029+ : two line breaks or more */
             if (is_paragraph_nl(c)) {
                 Py_ssize_t count;
                 Py_ssize_t stop = break_run(s, i, end, is_paragraph_nl, &count);
@@ -1519,6 +1521,10 @@ static struct PyModuleDef native_module = {
     "Native passes of the chunking engine (optional; pure-Python fallbacks give the same results).",
     0,
     native_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC

@@ -46,7 +46,9 @@ _JOINS_PREVIOUS = regex.compile(
 )
 _PREPEND = regex.compile(r"\p{Grapheme_Cluster_Break=Prepend}")
 
-_PARAGRAPH = regex.compile(r"(?:\r\n|\r|\n)(?:" + _HSPACE + r"*(?:\r\n|\r|\n))+|\u2029+")
+# (A CR LF is one line break: atomic, so that backtracking cannot split one in two and
+# call a single Windows line break a paragraph.)
+_PARAGRAPH = regex.compile(r"(?>\r\n|\r|\n)(?:" + _HSPACE + r"*(?>\r\n|\r|\n))+|\u2029+")
 # A run of line breaks is one cut (blank lines inside it are not worth a cut).
 _LINE = regex.compile(r"(?:\r\n|\r|\n|\u2028|\u0085)(?:" + _HSPACE + r"*(?:\r\n|\r|\n|\u2028|\u0085))*")
 # Cuts fall *before* horizontal whitespace, which then leads the next piece, as it

@@ -201,3 +201,25 @@ def test_cl100k_budget_is_exact() -> None:
     text = "Tokens differ by encoding: ユーザー名 and 😀.\n" * 20
     got = chunk(text, max_tokens=12, encoding="cl100k_base")
     check_chunks(text, got, 12, encoding="cl100k_base")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_single_windows_line_break_is_a_line_not_a_paragraph(native: bool) -> None:
+    from sdk.chunking import _accel
+    from sdk.chunking._prose import boundaries
+
+    lf = "Line one\nline two\n\nNext paragraph\nits second line\n  \n\nlast\r\rmac"
+    crlf = lf.replace("\n", "\r\n")
+    saved = _accel.native
+    if not native:
+        _accel.native = None
+    try:
+        for text in (lf, crlf):
+            level, cuts = boundaries(text, 0, len(text), 0)
+            assert level == 0
+            # after the blank line, after the blank lines with spaces, after "\r\r"
+            assert [text[c - 1 : c + 4] for c in cuts] == ["\nNext", "\nlast", "\rmac"]
+            level, cuts = boundaries(text, 0, len(text), 1)
+            assert level == 1 and len(cuts) == 5  # a run of breaks is one cut
+    finally:
+        _accel.native = saved
