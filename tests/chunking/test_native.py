@@ -479,3 +479,11 @@ def test_json_children_reject_invalid_json_with_a_value_error(doc: str) -> None:
     assert NATIVE is not None
     with pytest.raises(ValueError):
         NATIVE.json_children(doc, 0, {}, Child)
+
+
+def test_the_public_switch_tells_whether_the_native_passes_are_in_use() -> None:
+    import sdk.chunking
+
+    assert sdk.chunking.native_passes() is (NATIVE is not None)
+    with pure_python():
+        assert sdk.chunking.native_passes() is False
