@@ -112,12 +112,20 @@ done:
 PyDoc_STRVAR(close_brackets_doc,
 "close_brackets(text, start, close) -> int\n\n"
 "The offset of the bracket that closes the JSON container opening at ``start``; every\n"
-"container closed on the way is recorded in the dict ``close`` (opening offset ->\n"
-"closing offset). Brackets inside strings are skipped (a backslash escapes the next\n"
-"character). ValueError when the container or a string in it is not closed.");
+"container of 256 characters or more closed on the way is recorded in the dict ``close``\n"
+"(opening offset -> closing offset; shorter ones are cheaper to match again than to\n"
+"keep). Brackets inside strings are skipped (a backslash escapes the next character).\n"
+"ValueError when the container or a string in it is not closed.");
 
-/* The offset of the bracket closing the container at ``start``, every container closed
- * on the way recorded in ``close``; -1 with ValueError when it is not closed. */
+/* Containers spanning fewer characters are not recorded: matching one again scans at
+ * most this many, a bounded number of times (by its parent's children, then its own),
+ * and a dict entry with its two ints takes about 100 bytes (a JSON document of small
+ * objects kept 1.4 bytes of closes per byte of input). */
+#define RECORD_MIN 256
+
+/* The offset of the bracket closing the container at ``start``, every container of at
+ * least RECORD_MIN characters closed on the way recorded in ``close``; -1 with
+ * ValueError when it is not closed. */
 static Py_ssize_t
 match_brackets(PyObject *text, Py_ssize_t start, PyObject *close)
 {
@@ -172,14 +180,16 @@ match_brackets(PyObject *text, Py_ssize_t start, PyObject *close)
         }
         else if (c == ']' || c == '}') {
             Py_ssize_t open = stack[--depth];
-            PyObject *key = PyLong_FromSsize_t(open);
-            PyObject *value = PyLong_FromSsize_t(pos);
-            int failed = key == NULL || value == NULL || PyDict_SetItem(close, key, value) < 0;
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            if (failed) {
-                PyMem_Free(stack);
-                return -1;
+            if (pos - open >= RECORD_MIN) {
+                PyObject *key = PyLong_FromSsize_t(open);
+                PyObject *value = PyLong_FromSsize_t(pos);
+                int failed = key == NULL || value == NULL || PyDict_SetItem(close, key, value) < 0;
+                Py_XDECREF(key);
+                Py_XDECREF(value);
+                if (failed) {
+                    PyMem_Free(stack);
+                    return -1;
+                }
             }
             if (depth == 0) {
                 PyMem_Free(stack);
