@@ -1010,6 +1010,22 @@ level_candidates(Scan *s, Py_ssize_t start, Py_ssize_t end, int level, Cuts *out
     return s->failed ? -1 : 0;
 }
 
+/* Parses the arguments shared by the level scans and fills ``s``; -1 with an exception
+ * set (and nothing to release) on failure, else the caller releases ``cache``. */
+static int
+open_scan(PyObject *args, const char *format, Scan *s, Py_ssize_t *start, Py_ssize_t *end, int *level,
+          Py_buffer *cache, PyObject **sink)
+{
+    if (!PyArg_ParseTuple(args, format, &s->text, start, end, level, &s->flags_of, cache, sink)) {
+        return -1;
+    }
+    if (start_scan(s, *start, *end, cache) < 0) {
+        PyBuffer_Release(cache);
+        return -1;
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(level_cuts_doc,
 "level_cuts(text, start, end, level, flags_of, cache, sink) -> int\n\n"
 "How many allowed cuts prose ``level`` (0 paragraph, 1 line, 2 sentence, 3 clause,\n"
@@ -1027,12 +1043,7 @@ level_cuts(PyObject *self, PyObject *args)
     int level;
     Py_buffer cache;
     PyObject *sink;
-    if (!PyArg_ParseTuple(
-            args, "UnniOw*O:level_cuts", &s.text, &start, &end, &level, &s.flags_of, &cache, &sink)) {
-        return NULL;
-    }
-    if (start_scan(&s, start, end, &cache) < 0) {
-        PyBuffer_Release(&cache);
+    if (open_scan(args, "UnniOw*O:level_cuts", &s, &start, &end, &level, &cache, &sink) < 0) {
         return NULL;
     }
     Cuts found = {0};
@@ -1098,12 +1109,7 @@ fine_cuts(PyObject *self, PyObject *args)
     int level;
     Py_buffer cache;
     PyObject *sink;
-    if (!PyArg_ParseTuple(
-            args, "UnniOw*O:fine_cuts", &s.text, &start, &end, &level, &s.flags_of, &cache, &sink)) {
-        return NULL;
-    }
-    if (start_scan(&s, start, end, &cache) < 0) {
-        PyBuffer_Release(&cache);
+    if (open_scan(args, "UnniOw*O:fine_cuts", &s, &start, &end, &level, &cache, &sink) < 0) {
         return NULL;
     }
     if (level < 5 || level > 8) {
