@@ -509,3 +509,30 @@ def test_the_public_switch_tells_whether_the_native_passes_are_in_use() -> None:
     assert sdk.chunking.native_passes() is (NATIVE is not None)
     with pure_python():
         assert sdk.chunking.native_passes() is False
+
+
+# Any text at all (every category of code point, long runs, JSON and Markdown syntax,
+# line breaks of every kind): both paths give the same chunks.
+ANY_TEXT = st.lists(
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+    | st.sampled_from(["\r\n", "\n\n", "\u2029", "。", "」", "🇯🇵🇺🇸", '{"a": [1, 2]}', "# h\n"])
+    | st.just("```py\nx=1\n```\n")
+    | st.tuples(st.sampled_from(["!", ",", " ", "a", "字", "[", "\u0301"]), st.integers(1, 80)).map(
+        lambda t: t[0] * t[1]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@given(text=ANY_TEXT, budget=st.integers(1, 48), kind=st.sampled_from(["text", "markdown", "json", "auto"]))
+@settings(max_examples=150, deadline=None)
+def test_both_paths_chunk_any_text_alike(text: str, budget: int, kind: str) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        native = Chunker(budget).chunk(text, kind=kind)
+        with pure_python():
+            pure = Chunker(budget).chunk(text, kind=kind)
+    assert native == pure
+    assert "".join(c.text for c in native) == text
