@@ -78,7 +78,14 @@ char_ends(PyObject *self, PyObject *args)
             Py_CLEAR(result);
             goto done;
         }
-        bend += table[id];
+        int32_t length;
+        memcpy(&length, (const char *)table + id * 4, 4);
+        if (length < 0) {
+            PyErr_Format(PyExc_ValueError, "token %zd has a negative length", id);
+            Py_CLEAR(result);
+            goto done;
+        }
+        bend += length;
         if (ascii) {
             ci = bend < (long long)nchars ? (Py_ssize_t)bend : nchars;
         }
@@ -94,7 +101,7 @@ char_ends(PyObject *self, PyObject *args)
             memcpy(out + k * 8, &v, 8);
         }
         else {
-            if (end > INT32_MAX) {
+            if (end > INT32_MAX || end < INT32_MIN) {
                 PyErr_SetString(PyExc_OverflowError, "a token end does not fit 4 bytes");
                 Py_CLEAR(result);
                 goto done;
@@ -226,7 +233,15 @@ close_of(PyObject *text, Py_ssize_t start, PyObject *close)
     PyObject *known = PyDict_GetItemWithError(close, key);
     Py_DECREF(key);
     if (known != NULL) {
-        return PyLong_AsSsize_t(known);
+        Py_ssize_t found = PyLong_AsSsize_t(known);
+        if (found == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (found <= start || found >= PyUnicode_GET_LENGTH(text)) {
+            PyErr_Format(PyExc_ValueError, "the close recorded for offset %zd is not after it in the text", start);
+            return -1;
+        }
+        return found;
     }
     if (PyErr_Occurred()) {
         return -1;
@@ -398,14 +413,19 @@ json_children(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "child_type must be a tuple type");
         return NULL;
     }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 first = start >= 0 && start < n ? PyUnicode_READ(kind, data, start) : 0;
+    if (first != '[' && first != '{') {
+        PyErr_Format(PyExc_ValueError, "no JSON container at offset %zd", start);
+        return NULL;
+    }
     Py_ssize_t closing = close_of(text, start, close);
     if (closing < 0) {
         return NULL;
     }
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    int is_object = PyUnicode_READ(kind, data, start) == '{';
+    int is_object = first == '{';
     PyObject *out = PyList_New(0);
     if (out == NULL) {
         return NULL;
@@ -451,7 +471,11 @@ json_children(PyObject *self, PyObject *args)
         if (appended < 0) {
             goto fail;
         }
-        pos = next; /* past the value: every value takes at least one character */
+        if (next <= pos) {
+            json_invalid(pos, "value"); /* no progress (a close recorded wrongly) */
+            goto fail;
+        }
+        pos = next;
     }
     return Py_BuildValue("(Nn)", out, closing);
 fail:
@@ -749,6 +773,9 @@ ch_at(const Scan *s, Py_ssize_t i)
 static int
 flags_at(Scan *s, Py_ssize_t i)
 {
+    if (s->failed) {
+        return 0; /* an exception is pending: no more Python calls */
+    }
     Py_UCS4 c = ch_at(s, i);
     uint16_t f = s->flag_cache[c];
     if (f & F_KNOWN) {
@@ -1046,6 +1073,11 @@ level_cuts(PyObject *self, PyObject *args)
     if (open_scan(args, "UnniOw*O:level_cuts", &s, &start, &end, &level, &cache, &sink) < 0) {
         return NULL;
     }
+    if (level < 0 || level > 4) {
+        PyErr_Format(PyExc_ValueError, "no native scan for level %d", level);
+        PyBuffer_Release(&cache);
+        return NULL;
+    }
     Cuts found = {0};
     found.sink = sink;
     PyObject *result = NULL;
@@ -1217,7 +1249,7 @@ ints_open(Ints *v, PyObject *obj, const char *what)
 {
     memset(v, 0, sizeof(*v));
     if (PyList_Check(obj) || PyTuple_Check(obj)) {
-        v->fast = PySequence_Fast(obj, what);
+        v->fast = PySequence_Tuple(obj); /* a copy: converting an item may run Python code */
         if (v->fast == NULL) {
             return -1;
         }
@@ -1263,7 +1295,14 @@ ints_at(const Ints *v, Py_ssize_t i)
     if (v->fast != NULL) {
         return PyLong_AsLongLong(PySequence_Fast_GET_ITEM(v->fast, i));
     }
-    return v->width == 4 ? ((const int32_t *)v->items)[i] : ((const int64_t *)v->items)[i];
+    if (v->width == 4) {
+        int32_t value;
+        memcpy(&value, (const char *)v->items + i * 4, 4);
+        return value;
+    }
+    int64_t value;
+    memcpy(&value, (const char *)v->items + i * 8, 8);
+    return value;
 }
 
 PyDoc_STRVAR(prefix_counts_doc,
@@ -1271,7 +1310,7 @@ PyDoc_STRVAR(prefix_counts_doc,
 "How many of ``ends`` (sorted token ends) are at or before each of ``edges`` (sorted):\n"
 "bisect_right for each. ``ends`` and ``edges`` are buffers of 4- or 8-byte integers or\n"
 "lists of ints. Into ``out`` (a writable buffer of 8-byte integers, as long as\n"
-"``edges``) when it is given, else as a new list.");
+"``edges``, and not one of them) when it is given, else as a new list.");
 
 static PyObject *
 prefix_counts(PyObject *self, PyObject *args)
@@ -1336,7 +1375,8 @@ prefix_counts(PyObject *self, PyObject *args)
             }
         }
         if (has_out) {
-            ((int64_t *)out.buf)[k] = (int64_t)lo;
+            int64_t value = (int64_t)lo;
+            memcpy((char *)out.buf + k * 8, &value, 8);
         }
         else {
             PyObject *n = PyLong_FromSsize_t(lo);
@@ -1424,18 +1464,35 @@ make_chunks(PyObject *self, PyObject *args)
         return NULL;
     }
     static PyObject *s_start, *s_end, *s_tokens, *s_first, *s_oversize, *s_partial;
-    if (s_start == NULL) {
-        s_start = PyUnicode_InternFromString("start");
-        s_end = PyUnicode_InternFromString("end");
-        s_tokens = PyUnicode_InternFromString("tokens");
-        s_first = PyUnicode_InternFromString("first");
-        s_oversize = PyUnicode_InternFromString("oversize");
-        s_partial = PyUnicode_InternFromString("partial");
-        if (!s_start || !s_end || !s_tokens || !s_first || !s_oversize || !s_partial) {
-            return NULL;
+    if (s_partial == NULL) {
+        /* (set only when all six are made, so a failure is tried again next call) */
+        static const char *attrs[6] = {"start", "end", "tokens", "first", "oversize", "partial"};
+        PyObject *made[6];
+        for (int a = 0; a < 6; a++) {
+            made[a] = PyUnicode_InternFromString(attrs[a]);
+            if (made[a] == NULL) {
+                for (int b = 0; b < a; b++) {
+                    Py_DECREF(made[b]);
+                }
+                return NULL;
+            }
         }
+        s_start = made[0];
+        s_end = made[1];
+        s_tokens = made[2];
+        s_first = made[3];
+        s_oversize = made[4];
+        s_partial = made[5];
     }
-    PyObject *fast = PySequence_Fast(raws, "raws must be a sequence");
+    /* The chunk type must be a plain class whose instances hold exactly the 12 fields as
+     * slots (objects are made by tp_alloc, without its __new__ or __init__). */
+    if (!(chunk_type->tp_flags & Py_TPFLAGS_HEAPTYPE) || chunk_type->tp_itemsize != 0 ||
+        chunk_type->tp_dictoffset != 0 || chunk_type->tp_weaklistoffset != 0 ||
+        chunk_type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + 12 * sizeof(PyObject *))) {
+        PyErr_SetString(PyExc_TypeError, "chunk_type must be a class of exactly 12 slots");
+        return NULL;
+    }
+    PyObject *fast = PySequence_Tuple(raws); /* a copy: reading a raw chunk may run Python code */
     if (fast == NULL) {
         return NULL;
     }

@@ -536,3 +536,95 @@ def test_both_paths_chunk_any_text_alike(text: str, budget: int, kind: str) -> N
             pure = Chunker(budget).chunk(text, kind=kind)
     assert native == pure
     assert "".join(c.text for c in native) == text
+
+
+# Calls no caller in the package makes, that must still fail cleanly rather than crash
+# (found by an adversarial review of the extension under AddressSanitizer).
+
+
+def test_json_children_check_the_start_and_the_recorded_closes() -> None:
+    from sdk.chunking._jsontok import Child
+
+    assert NATIVE is not None
+    with pytest.raises(ValueError, match="no JSON container"):
+        NATIVE.json_children("[1]", -100_000, {-100_000: 2}, Child)
+    with pytest.raises(ValueError, match="no JSON container"):
+        NATIVE.json_children("[1]", 3_000_000, {3_000_000: 2}, Child)
+    with pytest.raises(ValueError, match="not after it"):
+        NATIVE.json_children("[[1]]", 0, {0: 4, 1: 0}, Child)
+    with pytest.raises(ValueError, match="not after it"):
+        NATIVE.json_children("[[1]]", 0, {0: 4, 1: -7}, Child)
+
+
+def test_sequences_changed_by_the_code_their_items_run_are_read_from_a_copy() -> None:
+    from sdk.chunking._engine import RawChunk
+    from sdk.chunking._prose import PROSE
+
+    assert NATIVE is not None
+    ends: list[object] = list(range(100))
+
+    class Shrinking(int):
+        def __index__(self) -> int:
+            ends.clear()
+            return 50
+
+    ends[50] = Shrinking(50)
+    assert NATIVE.prefix_counts(ends, [10, 60, 70], None) == [11, 61, 71]
+
+    raws: list[object] = []
+
+    class Clearing(RawChunk):
+        @property  # type: ignore[override]
+        def start(self) -> int:
+            raws.clear()
+            return 0
+
+        @start.setter
+        def start(self, value: int) -> None:
+            pass
+
+    first = PROSE.root("abc")
+    raws.extend([Clearing(0, 3, 1, first), RawChunk(0, 3, 1, first)])
+    from sdk.chunking._api import _CHUNK_FIELDS
+    from sdk.chunking._types import Chunk
+
+    assert len(NATIVE.make_chunks("abc", raws, 8, Chunk, _CHUNK_FIELDS)) == 2
+
+
+def test_an_exception_from_the_flags_function_is_the_one_raised() -> None:
+    from sdk.chunking._prose import prose_flags
+
+    assert NATIVE is not None
+
+    class Boom(Exception):
+        pass
+
+    def flags(ch: str) -> int:
+        if ch == "b":
+            raise Boom
+        return prose_flags(ch)
+
+    for level in (2, 3, 4):  # the levels that classify every character
+        with pytest.raises(Boom):
+            NATIVE.level_cuts("a.b. c", 0, 6, level, flags, bytearray(0x220000), array("q").frombytes)
+    with pytest.raises(Boom):
+        NATIVE.fine_cuts("a-b", 0, 3, 8, flags, bytearray(0x220000), array("q").frombytes)
+
+
+def test_make_chunks_takes_only_a_class_of_twelve_slots() -> None:
+    from sdk.chunking._api import _CHUNK_FIELDS
+
+    assert NATIVE is not None
+    for wrong in (type, tuple, int, dict):
+        with pytest.raises(TypeError, match="12 slots"):
+            NATIVE.make_chunks("abc", [], 8, wrong, _CHUNK_FIELDS)
+
+
+def test_char_ends_rejects_ends_out_of_range_and_negative_lengths() -> None:
+    assert NATIVE is not None
+    with pytest.raises(OverflowError):
+        NATIVE.char_ends("ab", [0], array("i", [1]).tobytes(), -(2**40), False)
+    with pytest.raises(ValueError, match="negative length"):
+        NATIVE.char_ends("abc", [0, 1], array("i", [3, -1]).tobytes(), 0, False)
+    with pytest.raises(ValueError, match="no native scan"):
+        NATIVE.level_cuts("", 0, 0, 99, lambda ch: 0, bytearray(0x220000), array("q").frombytes)
