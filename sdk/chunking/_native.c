@@ -1037,13 +1037,19 @@ level_candidates(Scan *s, Py_ssize_t start, Py_ssize_t end, int level, Cuts *out
     return s->failed ? -1 : 0;
 }
 
-/* Parses the arguments shared by the level scans and fills ``s``; -1 with an exception
- * set (and nothing to release) on failure, else the caller releases ``cache``. */
+/* Parses the arguments shared by the level scans (the level must be from ``lowest`` to
+ * ``highest``) and fills ``s``; -1 with an exception set (and nothing to release) on
+ * failure, else the caller releases ``cache``. */
 static int
-open_scan(PyObject *args, const char *format, Scan *s, Py_ssize_t *start, Py_ssize_t *end, int *level,
-          Py_buffer *cache, PyObject **sink)
+open_scan(PyObject *args, const char *format, int lowest, int highest, Scan *s, Py_ssize_t *start,
+          Py_ssize_t *end, int *level, Py_buffer *cache, PyObject **sink)
 {
     if (!PyArg_ParseTuple(args, format, &s->text, start, end, level, &s->flags_of, cache, sink)) {
+        return -1;
+    }
+    if (*level < lowest || *level > highest) {
+        PyErr_Format(PyExc_ValueError, "no native scan for level %d", *level);
+        PyBuffer_Release(cache);
         return -1;
     }
     if (start_scan(s, *start, *end, cache) < 0) {
@@ -1070,12 +1076,7 @@ level_cuts(PyObject *self, PyObject *args)
     int level;
     Py_buffer cache;
     PyObject *sink;
-    if (open_scan(args, "UnniOw*O:level_cuts", &s, &start, &end, &level, &cache, &sink) < 0) {
-        return NULL;
-    }
-    if (level < 0 || level > 4) {
-        PyErr_Format(PyExc_ValueError, "no native scan for level %d", level);
-        PyBuffer_Release(&cache);
+    if (open_scan(args, "UnniOw*O:level_cuts", 0, 4, &s, &start, &end, &level, &cache, &sink) < 0) {
         return NULL;
     }
     Cuts found = {0};
@@ -1141,12 +1142,7 @@ fine_cuts(PyObject *self, PyObject *args)
     int level;
     Py_buffer cache;
     PyObject *sink;
-    if (open_scan(args, "UnniOw*O:fine_cuts", &s, &start, &end, &level, &cache, &sink) < 0) {
-        return NULL;
-    }
-    if (level < 5 || level > 8) {
-        PyErr_Format(PyExc_ValueError, "no native scan for level %d", level);
-        PyBuffer_Release(&cache);
+    if (open_scan(args, "UnniOw*O:fine_cuts", 5, 8, &s, &start, &end, &level, &cache, &sink) < 0) {
         return NULL;
     }
     for (Py_ssize_t p = start; p < end; p++) {
