@@ -638,31 +638,26 @@ prepare(Junction *j, PyObject *text, Py_ssize_t p, int rule, PyObject *classify,
     return 0;
 }
 
-PyDoc_STRVAR(forward_doc,
-"forward(text, p, rule, classify, cache) -> int\n\n"
-"``p`` if it is additive under ``rule`` (1: o200k_base, 2: cl100k_base), else the first\n"
-"additive position after it and before ``p + 64`` (and the text's end), else -1.\n"
-"``classify`` gives a character's junction class, asked once per character: the\n"
-"answers are kept in ``cache``, a writable buffer of 0x110000 zero bytes at first.");
-
+/* forward (step 1) and backward (step -1): the first additive position from ``p`` in
+ * the direction of ``step``, within REACH positions and inside the text, else -1. */
 static PyObject *
-forward(PyObject *self, PyObject *args)
+search_additive(PyObject *args, const char *format, int step)
 {
     PyObject *text, *classify, *result = NULL;
     Py_ssize_t p;
     int rule;
     Py_buffer cache;
     Junction j;
-    if (!PyArg_ParseTuple(args, "UniOw*:forward", &text, &p, &rule, &classify, &cache)) {
+    if (!PyArg_ParseTuple(args, format, &text, &p, &rule, &classify, &cache)) {
         return NULL;
     }
     if (prepare(&j, text, p, rule, classify, &cache) < 0) {
         goto done;
     }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    Py_ssize_t end = p + REACH < n ? p + REACH : n;
+    Py_ssize_t stop = step > 0 ? (p + REACH < n ? p + REACH : n) : (p - REACH > -1 ? p - REACH : -1);
     Py_ssize_t found = -1;
-    for (Py_ssize_t q = p; q < end; q++) {
+    for (Py_ssize_t q = p; q != stop; q += step) {
         int at = additive_at(&j, q, rule);
         if (at < 0) {
             goto done;
@@ -678,6 +673,19 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(forward_doc,
+"forward(text, p, rule, classify, cache) -> int\n\n"
+"``p`` if it is additive under ``rule`` (1: o200k_base, 2: cl100k_base), else the first\n"
+"additive position after it and before ``p + 64`` (and the text's end), else -1.\n"
+"``classify`` gives a character's junction class, asked once per character: the\n"
+"answers are kept in ``cache``, a writable buffer of 0x110000 zero bytes at first.");
+
+static PyObject *
+forward(PyObject *self, PyObject *args)
+{
+    return search_additive(args, "UniOw*:forward", 1);
+}
+
 PyDoc_STRVAR(backward_doc,
 "backward(text, p, rule, classify, cache) -> int\n\n"
 "``p`` if it is additive under ``rule``, else the last additive position before it and\n"
@@ -686,33 +694,7 @@ PyDoc_STRVAR(backward_doc,
 static PyObject *
 backward(PyObject *self, PyObject *args)
 {
-    PyObject *text, *classify, *result = NULL;
-    Py_ssize_t p;
-    int rule;
-    Py_buffer cache;
-    Junction j;
-    if (!PyArg_ParseTuple(args, "UniOw*:backward", &text, &p, &rule, &classify, &cache)) {
-        return NULL;
-    }
-    if (prepare(&j, text, p, rule, classify, &cache) < 0) {
-        goto done;
-    }
-    Py_ssize_t limit = p - REACH > -1 ? p - REACH : -1;
-    Py_ssize_t found = -1;
-    for (Py_ssize_t q = p; q > limit; q--) {
-        int at = additive_at(&j, q, rule);
-        if (at < 0) {
-            goto done;
-        }
-        if (at) {
-            found = q;
-            break;
-        }
-    }
-    result = PyLong_FromSsize_t(found);
-done:
-    PyBuffer_Release(&cache);
-    return result;
+    return search_additive(args, "UniOw*:backward", -1);
 }
 
 /* ---- Prose level scans (see _prose.py, whose patterns these mirror exactly) ---- */
