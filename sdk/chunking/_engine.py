@@ -108,12 +108,12 @@ class Sizer:
         if isinstance(counter, Encoder):
             # No token holds more characters than bytes, so a range longer than
             # ``budget * max_token_chars`` characters cannot fit and need not be counted.
-            import numpy as np  # imported here: ``import sdk`` stays light
-
             self._lengths: tuple[int, ...] = token_byte_lengths(counter.name)
-            self._byte_len: npt.NDArray[np.int64] | None = np.asarray(self._lengths, dtype=np.int64)
-            # The same as 4-byte integers, for the native pass.
+            # As 4-byte integers, for the native pass; as a numpy array (``_byte_len``)
+            # only once the fallback needs one, so numpy (0.16 s to import) is not
+            # loaded where the native passes run.
             self._len32 = array("i", self._lengths).tobytes()
+            self._byte_len: npt.NDArray[np.int64] | None = None
             self.max_token_bytes = self.max_token_chars = max(self._lengths)
             self.additive: Callable[[str, int], bool] = ADDITIVE.get(counter.name, _never)
         else:
@@ -140,8 +140,9 @@ class Sizer:
         whose end is at most that position, exactly as with UTF-8 ends, and the engine
         works in the text's own offsets: no UTF-8 width is ever measured per part.
         Exact for tiktoken; for other tokenizers exact in number and estimated in place.
-        Gathered and summed by numpy (Python's ``map`` and ``accumulate`` over the ids
-        cost about half as much as the encode itself); the engine hands it at most
+        Walked in C beside the token lengths by the native pass; without it, gathered
+        and summed by numpy (Python's ``map`` and ``accumulate`` over the ids cost
+        about half as much as the encode itself). The engine hands it at most
         ``_SEGMENT`` characters at a time, so its temporaries stay small.
         """
         native = _accel.native
@@ -157,7 +158,8 @@ class Sizer:
         ends: npt.NDArray[np.int64]
         if self.tiktoken:
             lengths = self._byte_len
-            assert lengths is not None
+            if lengths is None:
+                lengths = self._byte_len = np.asarray(self._lengths, dtype=np.int64)
             ends = np.cumsum(lengths[np.frombuffer(array("q", self._encode(text)), dtype=np.int64)])
         else:
             ends = np.asarray(self._other(text, 0), dtype=np.int64)
