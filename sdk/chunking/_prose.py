@@ -38,7 +38,12 @@ _NO_START = frozenset(
 # Opening brackets and quotes that must not end a piece.
 _NO_END = frozenset("([{〔〈《「『【〘〖〝‘“｟«‹（［｛｢")
 
-_CLOSE_CLASS = regex.escape(_CLOSERS + "\"'")
+_CLOSE_CHARS = _CLOSERS + "\"'"  # closers and the quotes that end a sentence or clause
+_CLOSE_CLASS = regex.escape(_CLOSE_CHARS)
+# Terminals that end a CJK sentence without space after them; clause marks, CJK and other.
+_CJK_STOPS = "。！？｡︒﹒﹗﹖．"
+_CJK_COMMAS = "、，；：﹐﹑､︐︑"
+_COMMAS = ",;:،؛"
 _HSPACE = r"[^\S\r\n\u2028\u2029\u0085]"
 # Characters that join the grapheme before them (GB9, GB9a).
 _JOINS_PREVIOUS = regex.compile(
@@ -63,14 +68,14 @@ _LINE = regex.compile(r"(?:\r\n|\r|\n|\u2028|\u0085)(?:" + _HSPACE + r"*(?:\r\n|
 # halves the time of a scan.
 _SENTENCE = regex.compile(
     r"(?=[\p{Sentence_Terminal}…])(?:"
-    r"[。！？｡︒﹒﹗﹖．]++[" + _CLOSE_CLASS + r"]*+"
+    r"[" + _CJK_STOPS + r"]++[" + _CLOSE_CLASS + r"]*+"
     r"|[\p{Sentence_Terminal}…]++[" + _CLOSE_CLASS + r"]*+(?=" + _HSPACE + r")"
-    r"|(?P<skip>(?:[^\P{Sentence_Terminal}。！？｡︒﹒﹗﹖．]|…)++))"
+    r"|(?P<skip>(?:[^\P{Sentence_Terminal}" + _CJK_STOPS + r"]|…)++))"
 )
 _CLAUSE = regex.compile(
-    r"[、，；：﹐﹑､︐︑]++[" + _CLOSE_CLASS + r"]*+"
-    r"|[,;:،؛]++[" + _CLOSE_CLASS + r"]*+(?=" + _HSPACE + r")"
-    r"|(?P<skip>[,;:،؛]++)"
+    r"[" + _CJK_COMMAS + r"]++[" + _CLOSE_CLASS + r"]*+"
+    r"|[" + _COMMAS + r"]++[" + _CLOSE_CLASS + r"]*+(?=" + _HSPACE + r")"
+    r"|(?P<skip>[" + _COMMAS + r"]++)"
 )
 _WORD = regex.compile(_HSPACE + r"+")
 # A run of graphemes that each start with an identifier character, or one other grapheme.
@@ -501,6 +506,10 @@ LEVELS: tuple[tuple[str, Callable[[str, int, int], list[int]]], ...] = (
 
 _SCRIPT_LEVEL = 6
 _WEAK_LEVEL = 7
+_GRAPHEME_LEVEL = 8
+assert len(_LEVEL_BATCHES) == _SCRIPT_LEVEL
+assert [name for name, _ in LEVELS[_SCRIPT_LEVEL:]] == ["script", "weak script", "grapheme"]
+
 # Levels the native pass scans (paragraph to word), with the same cuts as the patterns.
 _NATIVE_LEVELS = 5
 
@@ -508,10 +517,10 @@ _NATIVE_LEVELS = 5
 # and whether a cut after or before it is refused (``_native.c`` names the bits).
 _STERM = regex.compile(r"[\p{Sentence_Terminal}…]")
 _ONE_HSPACE = regex.compile(_HSPACE)
-_CJK_STERMS = frozenset("。！？｡︒﹒﹗﹖．")
-_CLOSE_CHARS = frozenset(_CLOSERS + "\"'")
-_CJK_CLAUSE_MARKS = frozenset("、，；：﹐﹑､︐︑")
-_CLAUSE_MARKS = frozenset(",;:،؛")
+_CJK_STERMS = frozenset(_CJK_STOPS)
+_CLOSING = frozenset(_CLOSE_CHARS)
+_CJK_CLAUSE_MARKS = frozenset(_CJK_COMMAS)
+_CLAUSE_MARKS = frozenset(_COMMAS)
 _XID = regex.compile(r"[\p{XID_Continue}]")
 
 
@@ -520,7 +529,7 @@ def prose_flags(ch: str) -> int:
     return (
         (_STERM.match(ch) is not None)
         | (ch in _CJK_STERMS) << 1
-        | (ch in _CLOSE_CHARS) << 2
+        | (ch in _CLOSING) << 2
         | (_ONE_HSPACE.match(ch) is not None) << 3
         | (ch in _CJK_CLAUSE_MARKS) << 4
         | (ch in _CLAUSE_MARKS) << 5
@@ -532,9 +541,6 @@ def prose_flags(ch: str) -> int:
         | _JOINS_BEFORE[ch] << 11
         | _SCRIPT_CLASS[ch] << 12
     )
-_GRAPHEME_LEVEL = 8
-assert len(_LEVEL_BATCHES) == _SCRIPT_LEVEL
-assert [name for name, _ in LEVELS[_SCRIPT_LEVEL:]] == ["script", "weak script", "grapheme"]
 
 
 def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, array[int]]:
