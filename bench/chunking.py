@@ -861,6 +861,7 @@ def _parse_cost(
         import tree_sitter
 
         from sdk.chunking._languages import load_language
+        from sdk.chunking._markdown import _fence_language, _scan_fences
     except ImportError:
         return None
     fns: list[Callable[[], object]] = []
@@ -878,8 +879,6 @@ def _parse_cost(
             # Fenced code is cut at syntax nodes too: its parse is part of the floor
             # wherever a fence does not fit whole (at every budget here but the largest
             # for short fences, so at large budgets this floor is an upper bound).
-            from sdk.chunking._markdown import _fence_language, _scan_fences
-
             for fence in _scan_fences(t.text):
                 language = _fence_language(fence.info)
                 if language and language not in ("json", "jsonl"):
