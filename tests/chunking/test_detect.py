@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdk.chunking import Chunker, ChunkingWarning, chunk, detect_kind
 from tests.corpus import corpus_files
@@ -271,7 +274,8 @@ def test_every_feature_match_holds_one_of_its_needles() -> None:
 
 
 def test_needles_change_no_verdict() -> None:
-    """Scores with the needle shortcut equal scores from every pattern run."""
+    """Scores with the needle windows equal scores from every pattern run over the
+    whole prefix, on every corpus file."""
     from sdk.chunking._languages import _FEATURES, _score
 
     for f in corpus_files():
@@ -279,3 +283,53 @@ def test_needles_change_no_verdict() -> None:
         for features in _FEATURES.values():
             full = sum(w for w, _n, p in features if p.search(prefix))
             assert _score(features, prefix) == full, f.path
+
+
+_LINES = (
+    "def f(x):",
+    "    return x",
+    "int main(void) {",
+    "}",
+    "let mut v = vec![];",
+    "many people use this for anything",
+    "  end",
+    "fi",
+    "const x: string = 'a';",
+    "{",
+    "    get; set;",
+    "import os",
+    "",
+    "    if [[ -f x ]]; then echo done; fi",
+    "interface Foo",
+    "self.value = None",
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_LINES), max_size=40))
+def test_a_feature_found_in_a_window_is_in_the_prefix(lines: list[str]) -> None:
+    """A window ends at a line end and starts at a line start, so what matches in it
+    matches in the whole prefix; and every match within one line is found."""
+    from sdk.chunking._languages import _FEATURES, _fires
+
+    prefix = "\n".join(lines)
+    for features in _FEATURES.values():
+        for _w, needles, pattern in features:
+            matches = [m.group(0) for m in pattern.finditer(prefix)]
+            fired = _fires(needles, pattern, prefix)
+            assert not fired or matches, pattern.pattern
+            if any("\n" not in m for m in matches):
+                assert fired, pattern.pattern
+
+
+def test_a_feature_past_many_spurious_needles_is_found() -> None:
+    """Past its first few windows, the rest of the prefix is searched at once."""
+    from sdk.chunking._languages import _fires
+
+    pattern = re.compile(r"^\s*(fi|done|esac)\s*$", re.MULTILINE)
+    prose = "\n".join(f"line {i}: the file is done with it and find finishes." for i in range(100))
+    assert not _fires(("fi", "done", "esac"), pattern, prose)
+    assert _fires(("fi", "done", "esac"), pattern, prose + "\nfi\n")
+    # a match that starts on the line before its needle's
+    brace = re.compile(r"\{\s*get;\s*(private\s+)?set;\s*\}")
+    assert _fires(("get;",), brace, "class A\n{\n    get; set; }\n")
