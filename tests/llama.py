@@ -64,9 +64,7 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _start(
-    binary: str, gguf: Path, log: Path, parallel: int
-) -> tuple[subprocess.Popen[bytes], str] | None:
+def _start(binary: str, gguf: Path, log: Path, parallel: int) -> tuple[subprocess.Popen[bytes], str] | None:
     port = free_port()
     cmd = [
         binary,

@@ -14,11 +14,13 @@ import functools
 import importlib
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import tree_sitter
 
 from .._errors import SDKError
+from . import _accel
 
 __all__ = [
     "Grammar",
@@ -409,17 +411,21 @@ _JSON_START = re.compile(r'\s*(\{\s*("|\})|\[\s*[\[{"\d\-tfn\]])')
 _WINDOWS = 6
 
 
-def _fires(needles: tuple[str, ...], pattern: re.Pattern[str], prefix: str) -> bool:
-    """Whether ``pattern`` matches around an occurrence of one of ``needles``."""
+def _fires(needles: tuple[str, ...], pattern: re.Pattern[str], prefix: str, at: int | None = None) -> bool:
+    """Whether ``pattern`` matches around an occurrence of one of ``needles`` (the
+    first of which is at ``at``, when the caller knows it: -1 for none)."""
     pos = 0
     size = len(prefix)
     for _ in range(_WINDOWS):
-        at = size
-        for needle in needles:
-            found = prefix.find(needle, pos)
-            if 0 <= found < at:
-                at = found
-        if at == size:
+        if at is None:
+            at = size
+            for needle in needles:
+                found = prefix.find(needle, pos)
+                if 0 <= found < at:
+                    at = found
+            if at == size:
+                return False
+        elif at < 0:
             return False
         line = prefix.rfind("\n", 0, at)  # the end of the line before, or -1
         lo = prefix.rfind("\n", 0, line) + 1 if line > 0 else 0
@@ -431,11 +437,40 @@ def _fires(needles: tuple[str, ...], pattern: re.Pattern[str], prefix: str) -> b
         if hi == size:
             return False
         pos = prefix.rfind("\n", 0, hi) + 1  # the next window may start on the last line
+        at = None
     return pattern.search(prefix, pos) is not None
 
 
-def _score(features: tuple[_Feature, ...], prefix: str) -> int:
-    return sum(weight for weight, needles, pattern in features if _fires(needles, pattern, prefix))
+# Every needle of every feature, found in one pass over the prefix (see first_found).
+_NEEDLES: tuple[str, ...] = tuple(
+    dict.fromkeys(n for features in _FEATURES.values() for _w, needles, _p in features for n in needles)
+)
+_NEEDLE_INDEX = {n: i for i, n in enumerate(_NEEDLES)}
+
+
+def _first_found(prefix: str) -> list[int]:
+    """Where each of _NEEDLES first occurs in ``prefix`` (-1 for nowhere)."""
+    native = _accel.native
+    if native is not None:
+        return native.first_found(prefix, _NEEDLES)
+    return [prefix.find(n) for n in _NEEDLES]
+
+
+def _score(features: tuple[_Feature, ...], prefix: str, first: Sequence[int] | None = None) -> int:
+    """The summed weights of the ``features`` found in ``prefix`` (``first``: what
+    _first_found gives for it, when the caller has it)."""
+    if first is None:
+        first = _first_found(prefix)
+    score = 0
+    for weight, needles, pattern in features:
+        at = -1
+        for needle in needles:
+            found = first[_NEEDLE_INDEX[needle]]
+            if found >= 0 and (at < 0 or found < at):
+                at = found
+        if at >= 0 and _fires(needles, pattern, prefix, at):
+            score += weight
+    return score
 
 
 def detect_language(text: str, filename: str | None = None) -> tuple[str | None, str]:
@@ -456,7 +491,8 @@ def detect_language(text: str, filename: str | None = None) -> tuple[str | None,
             return name, f"shebang {first_line.strip()!r}"
     if _JSON_START.match(prefix):
         return "json", "content: starts like a JSON object or array"
-    scores = {lang: _score(feats, prefix) for lang, feats in _FEATURES.items()}
+    first = _first_found(prefix)
+    scores = {lang: _score(feats, prefix, first) for lang, feats in _FEATURES.items()}
     # TypeScript and C++ are supersets: their own features only add to the base score.
     scores["typescript"] += scores["javascript"] if scores["typescript"] >= 3 else 0
     scores["cpp"] += scores["c"] if scores["cpp"] >= 3 else 0

@@ -75,7 +75,7 @@ def test_shallow_boundaries_rank_above_deep_ones() -> None:
 
 
 DECORATED = code(
-    '''
+    """
     VALUE = compute_something_long(alpha, beta, gamma, delta, epsilon, zeta, eta, theta)
 
 
@@ -91,7 +91,7 @@ DECORATED = code(
         @property
         def m(self):
             return self._m  # the value
-    '''
+    """
 )
 
 
@@ -171,17 +171,37 @@ def test_paths_name_the_enclosing_definitions() -> None:
 @pytest.mark.parametrize(
     ("language", "text", "needle", "path"),
     [
-        ("javascript", "class K {\n  m(a) {\n    const x = a + 1;\n    return x * 2;\n  }\n}\n",
-         "return x", "K.m"),
-        ("typescript", "export class S {\n  get(id: string): number {\n    return id.length + 1;\n  }\n}\n",
-         "return", "S.get"),
+        (
+            "javascript",
+            "class K {\n  m(a) {\n    const x = a + 1;\n    return x * 2;\n  }\n}\n",
+            "return x",
+            "K.m",
+        ),
+        (
+            "typescript",
+            "export class S {\n  get(id: string): number {\n    return id.length + 1;\n  }\n}\n",
+            "return",
+            "S.get",
+        ),
         ("go", "package p\n\nfunc (s *S) Put(k string) {\n\ts.m[k] = len(k) + 1000\n}\n", "s.m[k]", "Put"),
-        ("rust", "impl Ring {\n    fn push(&mut self, v: u32) {\n        self.v.push(v + 1000);\n    }\n}\n",
-         "self.v.push", "Ring.push"),
-        ("c", "static int *make(int n)\n{\n    return malloc(n * sizeof(int) + 1000);\n}\n",
-         "return", "make"),
-        ("java", "class A {\n  void run() {\n    System.out.println(1000 + 2000);\n  }\n}\n",
-         "System.out", "A.run"),
+        (
+            "rust",
+            "impl Ring {\n    fn push(&mut self, v: u32) {\n        self.v.push(v + 1000);\n    }\n}\n",
+            "self.v.push",
+            "Ring.push",
+        ),
+        (
+            "c",
+            "static int *make(int n)\n{\n    return malloc(n * sizeof(int) + 1000);\n}\n",
+            "return",
+            "make",
+        ),
+        (
+            "java",
+            "class A {\n  void run() {\n    System.out.println(1000 + 2000);\n  }\n}\n",
+            "System.out",
+            "A.run",
+        ),
         ("json", '{"outer": {"inner": [1000, 2000, 3000, 4000, 5000, 6000, 7000]}}', "1000", "outer.inner"),
         ("ruby", "class A\n  def go(x)\n    puts x + 1000 + 2000\n  end\nend\n", "puts", "A.go"),
     ],
@@ -193,7 +213,7 @@ def test_paths_in_other_languages(language: str, text: str, needle: str, path: s
 
 
 def test_cjk_identifiers_are_never_cut() -> None:
-    text = "ユーザー名 = get_user()\n表示名 = ユーザー名 + \"さん\"  # 敬称を付ける\n"
+    text = 'ユーザー名 = get_user()\n表示名 = ユーザー名 + "さん"  # 敬称を付ける\n'
     idents = [(m.start(), m.end()) for m in re.finditer(r"ユーザー名|表示名|get_user", text)]
     for budget in range(1, 12):
         for b in boundaries(chunks_of(text, budget)):
@@ -266,7 +286,7 @@ def test_language_from_content_and_shebang() -> None:
 
 
 def test_filename_hint(tmp_path: Path) -> None:
-    text = "fn main() {\n    let v = vec![1, 2, 3];\n    println!(\"{:?}\", v);\n}\n"
+    text = 'fn main() {\n    let v = vec![1, 2, 3];\n    println!("{:?}", v);\n}\n'
     assert {c.language for c in chunk(text, 6, kind="code", filename="src/main.rs")} == {"rust"}
     target = tmp_path / "main.rs"
     target.write_text(text, encoding="utf-8", newline="")
@@ -320,7 +340,7 @@ def test_deeply_nested_code_chunks_without_recursion_errors(language: str, text:
 
 def test_decorators_open_the_first_chunk_of_a_definition_that_is_cut() -> None:
     text = code(
-        '''
+        """
         # Explains g: this comment belongs to it.
         @register("g")
         @functools.cache
@@ -328,7 +348,7 @@ def test_decorators_open_the_first_chunk_of_a_definition_that_is_cut() -> None:
             first = transform(x, mode="fast", retries=3)
             second = transform(first, mode="slow", retries=5)
             return combine(first, second, weights=(0.25, 0.75))
-        '''
+        """
     )
     head = text[: text.index("\n    first")]
     # Budgets where the head fits but the function alone does not: it must be cut.
@@ -342,6 +362,6 @@ def test_decorators_open_the_first_chunk_of_a_definition_that_is_cut() -> None:
 def test_token_edges_inside_a_grapheme_are_moved_to_its_end(language: str) -> None:
     # Comments keep the CR of a CRLF (the LF is outside the node), and an identifier
     # may stop before a combining mark: neither edge may become a cut.
-    text = "# note one\r\nx = 1 # two\r\ncafe\u0301 = e\u0301e\r\n// three\r\ny = \"ok\"\r\n" * 3
+    text = '# note one\r\nx = 1 # two\r\ncafe\u0301 = e\u0301e\r\n// three\r\ny = "ok"\r\n' * 3
     for budget in range(1, 24):
         chunks_of(text, budget, language)

@@ -33,9 +33,19 @@ def test_known_languages_without_a_wheel_name_the_package() -> None:
 
 @pytest.mark.parametrize(
     ("alias", "name"),
-    [("py", "python"), ("JS", "javascript"), ("ts", "typescript"), ("golang", "go"), ("rs", "rust"),
-     ("c++", "cpp"), ("C#", "csharp"), ("rb", "ruby"), ("sh", "bash"), ("tsx", "tsx"),
-     (" Python ", "python")],
+    [
+        ("py", "python"),
+        ("JS", "javascript"),
+        ("ts", "typescript"),
+        ("golang", "go"),
+        ("rs", "rust"),
+        ("c++", "cpp"),
+        ("C#", "csharp"),
+        ("rb", "ruby"),
+        ("sh", "bash"),
+        ("tsx", "tsx"),
+        (" Python ", "python"),
+    ],
 )
 def test_aliases(alias: str, name: str) -> None:
     assert normalize_language(alias) == name
@@ -72,11 +82,27 @@ def test_missing_grammar_names_the_package(monkeypatch: pytest.MonkeyPatch) -> N
 
 @pytest.mark.parametrize(
     ("filename", "name"),
-    [("a.py", "python"), ("x/y/z.PYI", "python"), ("m.mjs", "javascript"), ("a.jsx", "javascript"),
-     ("s.ts", "typescript"), ("w.tsx", "tsx"), ("main.go", "go"), ("lib.rs", "rust"), ("A.java", "java"),
-     ("h.h", "c"), ("m.hpp", "cpp"), ("g.cs", "csharp"), ("Rakefile", "ruby"), ("run.sh", "bash"),
-     ("/home/u/.bashrc", "bash"), ("c.json", "json"), ("notes.txt", None), ("Makefile", None),
-     ("noext", None)],
+    [
+        ("a.py", "python"),
+        ("x/y/z.PYI", "python"),
+        ("m.mjs", "javascript"),
+        ("a.jsx", "javascript"),
+        ("s.ts", "typescript"),
+        ("w.tsx", "tsx"),
+        ("main.go", "go"),
+        ("lib.rs", "rust"),
+        ("A.java", "java"),
+        ("h.h", "c"),
+        ("m.hpp", "cpp"),
+        ("g.cs", "csharp"),
+        ("Rakefile", "ruby"),
+        ("run.sh", "bash"),
+        ("/home/u/.bashrc", "bash"),
+        ("c.json", "json"),
+        ("notes.txt", None),
+        ("Makefile", None),
+        ("noext", None),
+    ],
 )
 def test_filenames(filename: str, name: str | None) -> None:
     assert language_for_filename(filename) == name
@@ -84,9 +110,15 @@ def test_filenames(filename: str, name: str | None) -> None:
 
 @pytest.mark.parametrize(
     ("line", "name"),
-    [("#!/usr/bin/env python3", "python"), ("#!/usr/bin/python3.12 -u", "python"), ("#!/bin/bash", "bash"),
-     ("#!/usr/bin/env -S node --harmony", "javascript"), ("#!/usr/bin/env ruby", "ruby"),
-     ("#! /bin/sh", "bash"), ("#!/usr/bin/env deno", "typescript")],
+    [
+        ("#!/usr/bin/env python3", "python"),
+        ("#!/usr/bin/python3.12 -u", "python"),
+        ("#!/bin/bash", "bash"),
+        ("#!/usr/bin/env -S node --harmony", "javascript"),
+        ("#!/usr/bin/env ruby", "ruby"),
+        ("#! /bin/sh", "bash"),
+        ("#!/usr/bin/env deno", "typescript"),
+    ],
 )
 def test_shebangs(line: str, name: str) -> None:
     got, why = detect_language(line + "\nwhatever\n")
@@ -104,17 +136,17 @@ SAMPLES = {
     "        if x is None:\n            return self.y\n",
     "javascript": "const fs = require('fs');\nfunction load(p) {\n  return fs.readFileSync(p) === null;\n}\n",
     "typescript": "interface User {\n  name: string;\n}\nexport const f = (u: User): string => u.name;\n",
-    "go": "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tx := 1\n\tfmt.Println(x)\n}\n",
-    "rust": "use std::io;\n\npub fn main() {\n    let mut s = String::new();\n    println!(\"{}\", s);\n}\n",
+    "go": 'package main\n\nimport "fmt"\n\nfunc main() {\n\tx := 1\n\tfmt.Println(x)\n}\n',
+    "rust": 'use std::io;\n\npub fn main() {\n    let mut s = String::new();\n    println!("{}", s);\n}\n',
     "java": "import java.util.List;\n\npublic class App {\n    public static void main(String[] a) {\n"
     "        System.out.println(a);\n    }\n}\n",
-    "c": "#include <stdio.h>\n\nint main(void) {\n    printf(\"hi\\n\");\n    return 0;\n}\n",
+    "c": '#include <stdio.h>\n\nint main(void) {\n    printf("hi\\n");\n    return 0;\n}\n',
     "cpp": "#include <vector>\n\nnamespace n {\n"
     "template <typename T> T f(std::vector<T> v) { return v[0]; }\n}\n",
     "csharp": "using System;\n\nnamespace Demo {\n    class P {\n        static void Main() {"
     " Console.WriteLine(1); }\n    }\n}\n",
     "ruby": "require 'json'\n\nclass A\n  def call(x)\n    puts x\n  end\nend\n",
-    "bash": "set -e\nif [ -f x ]; then\n  echo \"$HOME\"\nfi\nfor f in *; do\n  echo $f\ndone\n",
+    "bash": 'set -e\nif [ -f x ]; then\n  echo "$HOME"\nfi\nfor f in *; do\n  echo $f\ndone\n',
     "json": '{\n  "a": [1, 2, {"b": null}]\n}\n',
 }
 
@@ -143,7 +175,7 @@ def test_classifier_says_when_unsure(text: str) -> None:
 
 def test_classifier_reads_only_a_bounded_prefix() -> None:
     # Rust features hidden past the prefix do not count.
-    text = "x" * 20_000 + "\npub fn main() { let mut a = 1; println!(\"{}\", a); }\n"
+    text = "x" * 20_000 + '\npub fn main() { let mut a = 1; println!("{}", a); }\n'
     assert detect_language(text)[0] is None
     assert detect_language(text[20_000:])[0] == "rust"
 

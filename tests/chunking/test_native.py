@@ -493,7 +493,7 @@ def test_json_children_match_the_regex_walk(doc: str) -> None:
 
 @pytest.mark.parametrize(
     "doc",
-    ['{"a" 1}', '{a: 1}', '[1, tru]', '["x', '[1, -]', '{"k": "v"', '[01x]'],
+    ['{"a" 1}', "{a: 1}", "[1, tru]", '["x', "[1, -]", '{"k": "v"', "[01x]"],
 )
 def test_json_children_reject_invalid_json_with_a_value_error(doc: str) -> None:
     from sdk.chunking._jsontok import Child
@@ -628,3 +628,37 @@ def test_char_ends_rejects_ends_out_of_range_and_negative_lengths() -> None:
         NATIVE.char_ends("abc", [0, 1], array("i", [3, -1]).tobytes(), 0, False)
     with pytest.raises(ValueError, match="no native scan"):
         NATIVE.level_cuts("", 0, 0, 99, lambda ch: 0, bytearray(0x220000), array("q").frombytes)
+
+
+NEEDLE_TEXTS = st.lists(
+    st.sampled_from(["a", "ab", "abc", " ", "\n", "字", "😀", "é", "::", "->", "if "]), max_size=60
+)
+
+
+@given(pieces=NEEDLE_TEXTS, needles=st.lists(st.text("ab :->ifc", min_size=1, max_size=4), max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_first_found_is_find_for_each_needle(pieces: list[str], needles: list[str]) -> None:
+    assert NATIVE is not None
+    text = "".join(pieces)
+    assert NATIVE.first_found(text, tuple(needles)) == [text.find(n) for n in needles]
+
+
+def test_first_found_rejects_needles_it_cannot_search_for() -> None:
+    assert NATIVE is not None
+    for bad in (("",), ("é",), (b"a",), ("a", 1)):
+        with pytest.raises(ValueError, match="non-empty ASCII"):
+            NATIVE.first_found("a text", bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        NATIVE.first_found("a text", ["a"])  # type: ignore[arg-type]
+    assert NATIVE.first_found("", ("a",)) == [-1]
+    assert NATIVE.first_found("abc", ()) == []
+
+
+def test_the_language_classifier_scores_alike_both_ways() -> None:
+    from sdk.chunking._languages import _FEATURES, _score
+
+    for cf in corpus_files():
+        prefix = cf.read()[:8192]
+        native = {lang: _score(features, prefix) for lang, features in _FEATURES.items()}
+        with pure_python():
+            assert {lang: _score(features, prefix) for lang, features in _FEATURES.items()} == native
