@@ -643,10 +643,29 @@ class Engine:
             # One encode of the whole range costs what one per part would, and serves
             # every level below it.
             view = self._encode(lo_edge, hi_edge)
+        native = _accel.native
+        rule = _RULES.get(self.sizer.additive)
+        if native is not None and rule is not None and hasattr(native, "pack"):
+            # The same loop in C (counts from the view, the junction rules and the
+            # memos alike); a part that does not fit comes back to _place.
+            native.pack(
+                self,
+                edges,
+                parts,
+                template,
+                view,
+                lead,
+                _meta(template),
+                _meta,
+                RawChunk,
+                rule,
+                char_class,
+                _accel.cache("junction", 1),
+            )
+            return
         # How many of the view's tokens end at or before each edge (estimates, exact at
         # exact edges).
         prefix: Sequence[int]
-        native = _accel.native
         if native is not None:
             # Bisected in C: into a list for a few parts, into machine integers for many.
             if k <= _FEW_PARTS:

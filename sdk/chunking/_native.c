@@ -1633,7 +1633,699 @@ done:
     return out;
 }
 
+/* ---- Packing (Engine._pack, which this mirrors exactly) ---- */
+
+/* As _engine._MEMO: a memo of counts by position is emptied at this many entries. */
+#define MEMO 4096
+
+typedef struct {
+    PyObject *text;
+    Py_ssize_t budget;
+    PyObject *out;         /* engine.out */
+    PyObject *count_range; /* engine._count(a, b) */
+    PyObject *count_text;  /* engine.sizer.count(str) */
+    PyObject *head;        /* engine._head: count from a position to the additive one after it */
+    PyObject *tail;        /* engine._tail: count back to the additive one before a position */
+    PyObject *place;       /* engine._place(section, view, lead) */
+    Junction junction;
+    int rule;
+    PyObject *view;
+    Ints ends;
+    Py_ssize_t lo, hi;
+    Ints seams;
+    Ints edges;
+    Py_ssize_t *prefix;
+} Packer;
+
+/* The first additive position from ``p`` in the direction of ``step`` (as forward and
+ * backward give it), -1 for none near, -2 on an error. */
+static Py_ssize_t
+find_additive(Packer *P, Py_ssize_t p, int step)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(P->text);
+    if (p < 0 || p >= n) {
+        PyErr_SetString(PyExc_IndexError, "position outside the text");
+        return -2;
+    }
+    Py_ssize_t stop = step > 0 ? (p + REACH < n ? p + REACH : n) : (p - REACH > -1 ? p - REACH : -1);
+    for (Py_ssize_t q = p; q != stop; q += step) {
+        int at = additive_at(&P->junction, q, P->rule);
+        if (at < 0) {
+            return -2;
+        }
+        if (at) {
+            return q;
+        }
+    }
+    return -1;
+}
+
+/* An int a Python call returned, as a count (-1 with an exception set on a failure). */
+static Py_ssize_t
+as_count(PyObject *got)
+{
+    if (got == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(got);
+    Py_DECREF(got);
+    if (n < 0 && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "a token count must not be negative");
+    }
+    return n < 0 ? -1 : n;
+}
+
+static Py_ssize_t
+count_range(Packer *P, Py_ssize_t a, Py_ssize_t b)
+{
+    PyObject *args[2] = {PyLong_FromSsize_t(a), PyLong_FromSsize_t(b)};
+    PyObject *got = NULL;
+    if (args[0] != NULL && args[1] != NULL) {
+        got = PyObject_Vectorcall(P->count_range, args, 2, NULL);
+    }
+    Py_XDECREF(args[0]);
+    Py_XDECREF(args[1]);
+    return as_count(got);
+}
+
+/* The count of [a, b) kept in ``memo`` under ``key`` (counted once). */
+static Py_ssize_t
+memo_count(Packer *P, PyObject *memo, Py_ssize_t key, Py_ssize_t a, Py_ssize_t b)
+{
+    PyObject *k = PyLong_FromSsize_t(key);
+    if (k == NULL) {
+        return -1;
+    }
+    PyObject *found = PyDict_GetItemWithError(memo, k); /* borrowed */
+    Py_ssize_t n;
+    if (found != NULL) {
+        n = PyLong_AsSsize_t(found);
+        if (n == -1 && PyErr_Occurred()) {
+            Py_DECREF(k);
+            return -1;
+        }
+    }
+    else {
+        if (PyErr_Occurred()) {
+            Py_DECREF(k);
+            return -1;
+        }
+        n = count_range(P, a, b);
+        if (n < 0) {
+            Py_DECREF(k);
+            return -1;
+        }
+        if (PyDict_GET_SIZE(memo) >= MEMO) {
+            PyDict_Clear(memo);
+        }
+        PyObject *v = PyLong_FromSsize_t(n);
+        if (v == NULL || PyDict_SetItem(memo, k, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(k);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    Py_DECREF(k);
+    return n;
+}
+
+/* How many of the view's tokens end at or before ``x`` (-1 on an error). */
+static Py_ssize_t
+ends_before(Packer *P, Py_ssize_t x)
+{
+    Py_ssize_t lo = 0, hi = P->ends.len;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        long long v = ints_at(&P->ends, mid);
+        if (v == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (v <= x) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* Whether a seam of the view lies strictly between a and b (-1 on an error). */
+static int
+seam_inside(Packer *P, Py_ssize_t a, Py_ssize_t b)
+{
+    Py_ssize_t lo = 0, hi = P->seams.len;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        long long v = ints_at(&P->seams, mid);
+        if (v == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (v <= a) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    if (lo >= P->seams.len) {
+        return 0;
+    }
+    long long v = ints_at(&P->seams, lo);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    return v < b;
+}
+
+/* Engine._exact: the exact count of [a, b) from the view (-1 on an error). */
+static Py_ssize_t
+exact(Packer *P, Py_ssize_t a, Py_ssize_t b)
+{
+    int seam = seam_inside(P, a, b);
+    if (seam < 0) {
+        return -1;
+    }
+    if (seam) {
+        return count_range(P, a, b);
+    }
+    if (a == P->lo && b == P->hi) {
+        return P->ends.len;
+    }
+    Py_ssize_t extra = 0, r = a;
+    if (a != P->lo) {
+        r = find_additive(P, a, 1);
+        if (r == -2) {
+            return -1;
+        }
+        if (r != a) {
+            if (r < 0 || r >= b) {
+                return count_range(P, a, b);
+            }
+            Py_ssize_t head = memo_count(P, P->head, a, a, r);
+            if (head < 0) {
+                return -1;
+            }
+            extra += head;
+        }
+    }
+    if (b != P->hi) {
+        Py_ssize_t back = find_additive(P, b, -1);
+        if (back == -2) {
+            return -1;
+        }
+        if (back != b) {
+            if (back < r) {
+                return count_range(P, a, b);
+            }
+            Py_ssize_t tail = memo_count(P, P->tail, b, back, b);
+            if (tail < 0) {
+                return -1;
+            }
+            extra += tail;
+            b = back;
+        }
+    }
+    Py_ssize_t upto_b = ends_before(P, b);
+    Py_ssize_t upto_r = upto_b < 0 ? -1 : ends_before(P, r);
+    return upto_r < 0 ? -1 : extra + upto_b - upto_r;
+}
+
+static inline Py_ssize_t
+edge(Packer *P, Py_ssize_t i)
+{
+    long long v = ints_at(&P->edges, i);
+    return (Py_ssize_t)v; /* -1 with an exception set: checked by the callers */
+}
+
+/* The exact count of parts i..j-1 (after the open chunk when ``joined`` >= 0: 1 when
+ * they join it additively, 0 when not), -1 on an error. */
+static Py_ssize_t
+size(Packer *P, Py_ssize_t i, Py_ssize_t j, int joined, Py_ssize_t base, Py_ssize_t origin)
+{
+    Py_ssize_t ei = edge(P, i), ej = edge(P, j);
+    if ((ei == -1 || ej == -1) && PyErr_Occurred()) {
+        return -1;
+    }
+    if (joined < 0) {
+        return exact(P, ei, ej);
+    }
+    if (joined) {
+        Py_ssize_t n = exact(P, ei, ej);
+        return n < 0 ? -1 : base + n;
+    }
+    if (origin >= P->lo) {
+        return exact(P, origin, ej);
+    }
+    PyObject *piece = PyUnicode_Substring(P->text, origin, ej);
+    if (piece == NULL) {
+        return -1;
+    }
+    PyObject *got = PyObject_CallOneArg(P->count_text, piece);
+    Py_DECREF(piece);
+    return as_count(got);
+}
+
+/* bisect_right(prefix, x, lo, hi) */
+static inline Py_ssize_t
+bisect_prefix(const Py_ssize_t *prefix, Py_ssize_t x, Py_ssize_t lo, Py_ssize_t hi)
+{
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (prefix[mid] <= x) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* Item ``index`` of a Section (a named tuple of nine items) as a truth value. */
+static int
+section_truth(PyObject *section, Py_ssize_t index)
+{
+    if (!PyTuple_Check(section) || PyTuple_GET_SIZE(section) < 9) {
+        PyErr_SetString(PyExc_TypeError, "parts must be Sections");
+        return -1;
+    }
+    return PyObject_IsTrue(PyTuple_GET_ITEM(section, index));
+}
+
+#define SECTION_PARTIAL 7
+#define SECTION_STICKY 8
+
+static int
+get_ssize_named(PyObject *obj, const char *name, Py_ssize_t *value)
+{
+    PyObject *got = PyObject_GetAttrString(obj, name);
+    if (got == NULL) {
+        return -1;
+    }
+    *value = PyLong_AsSsize_t(got);
+    Py_DECREF(got);
+    return *value == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int
+packer_open(Packer *P, PyObject *engine, PyObject *edges, PyObject *view, int rule, PyObject *classify,
+            Py_buffer *cache)
+{
+    PyObject *sizer = NULL;
+    PyObject *ends = NULL, *seams = NULL;
+    int ok = -1;
+    P->text = PyObject_GetAttrString(engine, "text");
+    if (P->text == NULL) {
+        goto done;
+    }
+    if (!PyUnicode_Check(P->text)) {
+        PyErr_SetString(PyExc_TypeError, "engine.text must be a str");
+        goto done;
+    }
+    if (prepare(&P->junction, P->text, 0, rule, classify, cache) < 0) {
+        goto done;
+    }
+    P->rule = rule;
+    if (get_ssize_named(engine, "budget", &P->budget) < 0) {
+        goto done;
+    }
+    if ((P->out = PyObject_GetAttrString(engine, "out")) == NULL ||
+        (P->count_range = PyObject_GetAttrString(engine, "_count")) == NULL ||
+        (P->head = PyObject_GetAttrString(engine, "_head")) == NULL ||
+        (P->tail = PyObject_GetAttrString(engine, "_tail")) == NULL ||
+        (P->place = PyObject_GetAttrString(engine, "_place")) == NULL ||
+        (sizer = PyObject_GetAttrString(engine, "sizer")) == NULL ||
+        (P->count_text = PyObject_GetAttrString(sizer, "count")) == NULL) {
+        goto done;
+    }
+    if (!PyList_Check(P->out) || !PyDict_Check(P->head) || !PyDict_Check(P->tail)) {
+        PyErr_SetString(PyExc_TypeError, "engine.out must be a list, engine._head and engine._tail dicts");
+        goto done;
+    }
+    P->view = Py_NewRef(view);
+    if (get_ssize_named(view, "lo", &P->lo) < 0 || get_ssize_named(view, "hi", &P->hi) < 0) {
+        goto done;
+    }
+    if ((ends = PyObject_GetAttrString(view, "ends")) == NULL || (seams = PyObject_GetAttrString(view, "seams")) == NULL) {
+        goto done;
+    }
+    if (ints_open(&P->ends, ends, "view.ends") < 0) {
+        goto done;
+    }
+    if (ints_open(&P->seams, seams, "view.seams") < 0) {
+        goto done;
+    }
+    if (ints_open(&P->edges, edges, "edges") < 0) {
+        goto done;
+    }
+    ok = 0;
+done:
+    Py_XDECREF(sizer);
+    Py_XDECREF(ends);
+    Py_XDECREF(seams);
+    return ok;
+}
+
+static void
+packer_close(Packer *P)
+{
+    Py_XDECREF(P->text);
+    Py_XDECREF(P->out);
+    Py_XDECREF(P->count_range);
+    Py_XDECREF(P->count_text);
+    Py_XDECREF(P->head);
+    Py_XDECREF(P->tail);
+    Py_XDECREF(P->place);
+    Py_XDECREF(P->view);
+    ints_close(&P->ends);
+    ints_close(&P->seams);
+    ints_close(&P->edges);
+    PyMem_Free(P->prefix);
+}
+
+/* Names of a RawChunk's attributes, interned once per pack call. */
+typedef struct {
+    PyObject *tokens, *start, *first, *sticky_end, *partial, *oversize;
+} RawNames;
+
+static int
+raw_names_open(RawNames *r)
+{
+    r->tokens = PyUnicode_InternFromString("tokens");
+    r->start = PyUnicode_InternFromString("start");
+    r->first = PyUnicode_InternFromString("first");
+    r->sticky_end = PyUnicode_InternFromString("sticky_end");
+    r->partial = PyUnicode_InternFromString("partial");
+    r->oversize = PyUnicode_InternFromString("oversize");
+    return r->tokens && r->start && r->first && r->sticky_end && r->partial && r->oversize ? 0 : -1;
+}
+
+static void
+raw_names_close(RawNames *r)
+{
+    Py_XDECREF(r->tokens);
+    Py_XDECREF(r->start);
+    Py_XDECREF(r->first);
+    Py_XDECREF(r->sticky_end);
+    Py_XDECREF(r->partial);
+    Py_XDECREF(r->oversize);
+}
+
+/* A uniform part: ``template`` with the span of part ``i`` (as Engine._pack's part()). */
+static PyObject *
+uniform_part(Packer *P, PyObject *template, Py_ssize_t i)
+{
+    Py_ssize_t a = edge(P, i), b = edge(P, i + 1);
+    if ((a == -1 || b == -1) && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *args[8] = {PyLong_FromSsize_t(a), PyLong_FromSsize_t(b)};
+    if (args[0] == NULL || args[1] == NULL) {
+        Py_XDECREF(args[0]);
+        Py_XDECREF(args[1]);
+        return NULL;
+    }
+    for (int f = 2; f < 8; f++) {
+        args[f] = PyTuple_GET_ITEM(template, f); /* borrowed */
+    }
+    PyObject *part = PyObject_Vectorcall((PyObject *)Py_TYPE(template), args, 8, NULL);
+    Py_DECREF(args[0]);
+    Py_DECREF(args[1]);
+    return part;
+}
+
+PyDoc_STRVAR(pack_doc,
+"pack(engine, edges, parts, template, view, lead, light, meta, raw_type, rule, classify, cache) -> None\n\n"
+"Engine._pack for a tokenizer whose additive positions ``rule`` knows (see forward):\n"
+"packs the parts between ``edges`` greedily into ``engine.out``, with every count exact\n"
+"from ``view`` (which covers them), and hands a part that does not fit to\n"
+"``engine._place``. ``parts`` are the parts' Sections, or None when they are uniform\n"
+"(like ``template`` but for their spans); ``light`` is the template's metadata and\n"
+"``meta`` makes a part's; ``raw_type`` is RawChunk.");
+
+static PyObject *
+pack(PyObject *self, PyObject *args)
+{
+    PyObject *engine, *edges_obj, *parts_obj, *template, *view, *lead, *light, *meta, *raw_type, *classify;
+    int rule;
+    Py_buffer cache;
+    if (!PyArg_ParseTuple(args, "OOOO!OOOOOiOw*:pack", &engine, &edges_obj, &parts_obj, &PyTuple_Type, &template,
+                          &view, &lead, &light, &meta, &raw_type, &rule, &classify, &cache)) {
+        return NULL;
+    }
+    Packer P;
+    memset(&P, 0, sizeof(P));
+    RawNames R;
+    memset(&R, 0, sizeof(R));
+    PyObject *parts = NULL, *open = NULL, *first = NULL, *result = NULL;
+    if (PyTuple_GET_SIZE(template) < 9) {
+        PyErr_SetString(PyExc_TypeError, "template must be a Section");
+        goto done;
+    }
+    if (packer_open(&P, engine, edges_obj, view, rule, classify, &cache) < 0 || raw_names_open(&R) < 0) {
+        goto done;
+    }
+    Py_ssize_t k = P.edges.len - 1;
+    if (k < 1) {
+        PyErr_SetString(PyExc_ValueError, "pack needs two edges or more");
+        goto done;
+    }
+    int uniform = parts_obj == Py_None;
+    if (!uniform) {
+        parts = PySequence_Tuple(parts_obj); /* a copy: the callbacks run Python code */
+        if (parts == NULL) {
+            goto done;
+        }
+        if (PyTuple_GET_SIZE(parts) != k) {
+            PyErr_SetString(PyExc_ValueError, "parts and edges disagree");
+            goto done;
+        }
+    }
+    int template_partial = section_truth(template, SECTION_PARTIAL);
+    if (template_partial < 0) {
+        goto done;
+    }
+    /* How many of the view's tokens end at or before each edge. */
+    P.prefix = PyMem_New(Py_ssize_t, k + 1);
+    if (P.prefix == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t e = 0; e <= k; e++) {
+        Py_ssize_t at = edge(&P, e);
+        if (at == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if ((P.prefix[e] = ends_before(&P, at)) < 0) {
+            goto done;
+        }
+    }
+    const Py_ssize_t *prefix = P.prefix;
+    Py_ssize_t budget = P.budget;
+    if (lead != Py_None) {
+        open = Py_NewRef(lead);
+    }
+    Py_ssize_t i = 0;
+    while (i < k) {
+        Py_ssize_t base, origin;
+        int joined;
+        if (open != NULL) {
+            if (get_ssize(open, R.tokens, &base) < 0 || get_ssize(open, R.start, &origin) < 0) {
+                goto done;
+            }
+            if ((first = PyObject_GetAttr(open, R.first)) == NULL) {
+                goto done;
+            }
+            Py_ssize_t at = edge(&P, i);
+            if (at == -1 && PyErr_Occurred()) {
+                goto done;
+            }
+            Py_ssize_t found = find_additive(&P, at, 1);
+            if (found == -2) {
+                goto done;
+            }
+            joined = found == at;
+        }
+        else {
+            base = 0;
+            origin = edge(&P, i);
+            if (origin == -1 && PyErr_Occurred()) {
+                goto done;
+            }
+            first = uniform ? Py_NewRef(light) : PyObject_CallOneArg(meta, PyTuple_GET_ITEM(parts, i));
+            if (first == NULL) {
+                goto done;
+            }
+            joined = -1;
+        }
+        Py_ssize_t j = bisect_prefix(prefix, prefix[i] + budget - base, i + 1, k + 1) - 1;
+        Py_ssize_t n = -1;
+        int stepped_back = 0;
+        while (j > i) {
+            n = size(&P, i, j, joined, base, origin);
+            if (n < 0) {
+                goto done;
+            }
+            if (n <= budget) {
+                break;
+            }
+            /* Over: step back at least one part, more if the estimate was low. */
+            Py_ssize_t low_by = n - (base + prefix[j] - prefix[i]);
+            Py_ssize_t back = bisect_prefix(prefix, prefix[i] + budget - base - low_by, i + 1, k + 1) - 1;
+            j = back < j - 1 ? back : j - 1;
+            stepped_back = 1;
+        }
+        if (stepped_back && j > i) {
+            /* The correction may have stepped back too far: take the next parts back
+             * while they still fit. */
+            for (int t = 0; t < 4 && j < k; t++) {
+                Py_ssize_t m = size(&P, i, j + 1, joined, base, origin);
+                if (m < 0) {
+                    goto done;
+                }
+                if (m > budget) {
+                    break;
+                }
+                j += 1;
+                n = m;
+            }
+        }
+        if (!uniform && j > i + 1) {
+            int sticky = section_truth(PyTuple_GET_ITEM(parts, j - 1), SECTION_STICKY);
+            if (sticky < 0) {
+                goto done;
+            }
+            if (sticky) {
+                /* A sticky part (a heading) opens the next chunk instead of ending this one. */
+                j -= 1;
+                if ((n = size(&P, i, j, joined, base, origin)) < 0) {
+                    goto done;
+                }
+            }
+        }
+        if (j <= i) {
+            if (open != NULL) {
+                int sticky_end = get_truth(open, R.sticky_end);
+                if (sticky_end < 0) {
+                    goto done;
+                }
+                if (!sticky_end) {
+                    Py_CLEAR(open);
+                    Py_CLEAR(first);
+                    continue;
+                }
+            }
+            /* The part does not fit: cut it (its first pieces join a heading that must
+             * not end a chunk). */
+            PyObject *part = uniform ? uniform_part(&P, template, i) : Py_NewRef(PyTuple_GET_ITEM(parts, i));
+            if (part == NULL) {
+                goto done;
+            }
+            PyObject *call[3] = {part, view, open != NULL ? open : Py_None};
+            PyObject *got = PyObject_Vectorcall(P.place, call, 3, NULL);
+            Py_DECREF(part);
+            if (got == NULL) {
+                goto done;
+            }
+            Py_DECREF(got);
+            Py_ssize_t count = PyList_GET_SIZE(P.out);
+            if (count == 0) {
+                PyErr_SetString(PyExc_RuntimeError, "engine._place emitted nothing");
+                goto done;
+            }
+            PyObject *last = Py_NewRef(PyList_GET_ITEM(P.out, count - 1));
+            int oversize = get_truth(last, R.oversize);
+            Py_CLEAR(open);
+            if (oversize < 0) {
+                Py_DECREF(last);
+                goto done;
+            }
+            if (oversize) {
+                Py_DECREF(last);
+            }
+            else {
+                open = last;
+            }
+            Py_CLEAR(first);
+            i += 1;
+            continue;
+        }
+        int sticky_end = 0, partial = 0;
+        if (open != NULL) {
+            if ((partial = get_truth(open, R.partial)) < 0) {
+                goto done;
+            }
+        }
+        if (uniform) {
+            partial = partial || template_partial;
+        }
+        else {
+            if ((sticky_end = section_truth(PyTuple_GET_ITEM(parts, j - 1), SECTION_STICKY)) < 0) {
+                goto done;
+            }
+            if (!partial && (partial = section_truth(PyTuple_GET_ITEM(parts, i), SECTION_PARTIAL)) < 0) {
+                goto done;
+            }
+            if (!partial && (partial = section_truth(PyTuple_GET_ITEM(parts, j - 1), SECTION_PARTIAL)) < 0) {
+                goto done;
+            }
+        }
+        Py_ssize_t end = edge(&P, j);
+        if (end == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        PyObject *raw_args[7] = {PyLong_FromSsize_t(origin), PyLong_FromSsize_t(end), PyLong_FromSsize_t(n), first,
+                                 Py_False, sticky_end ? Py_True : Py_False, partial ? Py_True : Py_False};
+        PyObject *made = NULL;
+        if (raw_args[0] != NULL && raw_args[1] != NULL && raw_args[2] != NULL) {
+            made = PyObject_Vectorcall(raw_type, raw_args, 7, NULL);
+        }
+        Py_XDECREF(raw_args[0]);
+        Py_XDECREF(raw_args[1]);
+        Py_XDECREF(raw_args[2]);
+        Py_CLEAR(first);
+        if (made == NULL) {
+            goto done;
+        }
+        int failed;
+        if (open != NULL) {
+            Py_ssize_t count = PyList_GET_SIZE(P.out);
+            failed = count == 0 ? -1 : PyList_SetItem(P.out, count - 1, Py_NewRef(made));
+            if (count == 0) {
+                PyErr_SetString(PyExc_RuntimeError, "no open chunk to replace");
+            }
+        }
+        else {
+            failed = PyList_Append(P.out, made);
+        }
+        Py_CLEAR(open);
+        if (failed < 0) {
+            Py_DECREF(made);
+            goto done;
+        }
+        if (sticky_end) {
+            open = made;
+        }
+        else {
+            Py_DECREF(made);
+        }
+        i = j;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(open);
+    Py_XDECREF(first);
+    Py_XDECREF(parts);
+    raw_names_close(&R);
+    packer_close(&P);
+    PyBuffer_Release(&cache);
+    return result;
+}
+
 static PyMethodDef native_methods[] = {
+    {"pack", pack, METH_VARARGS, pack_doc},
     {"first_found", first_found, METH_VARARGS, first_found_doc},
     {"json_children", json_children, METH_VARARGS, json_children_doc},
     {"make_chunks", make_chunks, METH_VARARGS, make_chunks_doc},

@@ -1,5 +1,5 @@
 from collections.abc import Callable, Sequence
-from typing import TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from typing_extensions import Buffer
 
@@ -40,3 +40,18 @@ def json_children(
     text: str, start: int, close: dict[int, int], child_type: type[_T], /
 ) -> tuple[list[_T], int]: ...
 def first_found(text: str, needles: tuple[str, ...], /) -> list[int]: ...
+def pack(
+    engine: object,
+    edges: Buffer | Sequence[int],
+    parts: Sequence[tuple[object, ...]] | None,
+    template: tuple[object, ...],
+    view: object,
+    lead: object,
+    light: tuple[object, ...],
+    meta: Callable[[Any], tuple[object, ...]],
+    raw_type: type,
+    rule: int,
+    classify: Callable[[str], int],
+    cache: bytearray,
+    /,
+) -> None: ...

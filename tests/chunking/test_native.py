@@ -662,3 +662,83 @@ def test_the_language_classifier_scores_alike_both_ways() -> None:
         native = {lang: _score(features, prefix) for lang, features in _FEATURES.items()}
         with pure_python():
             assert {lang: _score(features, prefix) for lang, features in _FEATURES.items()} == native
+
+
+PROSE_TEXT = "One sentence here. Another one, with a clause; and more words follow it. " * 12
+
+
+def _pack_args(engine: Engine, budget_edges: int = 6) -> tuple[object, ...]:
+    """Arguments for native.pack over the first few word edges of PROSE_TEXT."""
+    from sdk.chunking._engine import RawChunk, _meta
+    from sdk.chunking._prose import PROSE
+
+    edges = array("q", [0, 19, 73, 146, len(PROSE_TEXT)][:budget_edges])
+    template = PROSE.root(PROSE_TEXT)._replace(state=2)
+    view = engine._encode(0, len(PROSE_TEXT))
+    return (engine, edges, None, template, view, None, _meta(template), _meta, RawChunk, 1, char_class)
+
+
+def _engine(budget: int = 12, cls: type[Engine] = Engine) -> Engine:
+    return cls(PROSE_TEXT, budget, Sizer("o200k_base"))
+
+
+def test_pack_packs_as_the_python_loop_does() -> None:
+    assert NATIVE is not None
+    for budget in (3, 12, 30, 200):
+        native_engine = _engine(budget)
+        NATIVE.pack(*_pack_args(native_engine), _accel.cache("junction", 1))
+        python_engine = _engine(budget)
+        with pure_python():
+            python_engine._pack(*_pack_args(python_engine)[1:6])
+        spans = [(c.start, c.end, c.tokens, c.oversize, c.partial) for c in native_engine.out]
+        assert spans == [(c.start, c.end, c.tokens, c.oversize, c.partial) for c in python_engine.out]
+        assert spans and all(t <= budget or over for _s, _e, t, over, _p in spans)
+
+
+def test_pack_rejects_what_the_engine_never_passes() -> None:
+    assert NATIVE is not None
+    args = list(_pack_args(_engine()))
+    cache = _accel.cache("junction", 1)
+    cases: list[tuple[int, object, type[Exception], str]] = [
+        (1, array("q", [0]), ValueError, "two edges"),
+        (2, [PROSE_TEXT], ValueError, "disagree"),
+        (2, [1, 2, 3, 4], TypeError, "Sections"),
+        (3, ("too", "short"), TypeError, "Section"),
+        (9, 7, ValueError, "no junction rule"),
+        (1, "not edges", TypeError, "list of ints or a buffer"),
+    ]
+    for index, value, error, message in cases:
+        bad = list(args)
+        bad[index] = value
+        if index == 2 and value == [1, 2, 3, 4]:
+            bad[7] = lambda part: part  # so the parts reach the C check
+        with pytest.raises(error, match=message):
+            NATIVE.pack(*bad, cache)
+    with pytest.raises(ValueError, match="byte per code point"):
+        NATIVE.pack(*args, bytearray(10))
+    with pytest.raises(IndexError):
+        NATIVE.pack(*args[:1], array("q", [0, 10**6, 2 * 10**6]), *args[2:], cache)
+
+
+def test_an_exception_from_a_count_or_a_placement_is_the_one_raised() -> None:
+    assert NATIVE is not None
+
+    class Boom(Exception):
+        pass
+
+    class CountFails(Engine):
+        __slots__ = ()
+
+        def _count(self, a: int, b: int) -> int:
+            raise Boom
+
+    class PlaceFails(Engine):
+        __slots__ = ()
+
+        def _place(self, section: object, view: object, lead: object = None) -> None:
+            raise Boom
+
+    for cls in (CountFails, PlaceFails):
+        engine = _engine(3, cls)
+        with pytest.raises(Boom):
+            NATIVE.pack(*_pack_args(engine), _accel.cache("junction", 1))
