@@ -81,11 +81,8 @@ def _looks_like_jsonl(prefix: str) -> bool:
 
 
 # What makes a line look like code at a glance, in any common language. Weak signs
-# (prose has them too, now and then): it ends with code punctuation, is indented, or
-# opens with a comment marker.
-_CODE_END = re.compile(r"[;{}()\[\],:\\]\s*$")
-_INDENTED = re.compile(r"^(?:[ \t]{2,}|\t)\S")
-_COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*|--|@)")
+# (prose has them too, now and then): it ends with code punctuation (_CODE_ENDS), is
+# indented, or opens with a comment marker (_WEAK_START, below).
 # Syntax (prose has it hardly ever): an assignment or declaration (``x = 1``,
 # ``self.a[i] += f(x)``, ``let n = 0``, not ``a == b``) or a call alone on its line
 # (``print(x)``, ``foo.bar(1, g(2));``);
@@ -104,11 +101,18 @@ _KEYWORD_LINE = re.compile(
     r"|(?:def|class|if|elif|for|while|with|try|except|switch|fn|func|function|struct|impl)\b.*[:{]"
     r"|(?:return|yield|raise|throw|break|continue|pass)\b[^.!?]*)[ \t]*$"
 )
-# a block opened at the end of the line, or only closing brackets on it;
-_BLOCK = re.compile(r"\{[ \t]*$|^[ \t]*[}\])]+[;,)]*[ \t]*$")
+# a block opened at the end of the line, or only closing brackets on it (below);
 # or a long line dense with code symbols and sparse in spaces (minified code).
 _SYMBOLS = re.compile(r"[{}()\[\];=<>+\-*/&|!?:,.\"']")
 _DENSE_LINE = 160
+# The same tests, one pattern call a line: what must match at the start (a statement, a
+# keyword line, a line of closing brackets; an indentation or a comment marker), the
+# rest by the line's last character (``\s`` is what ``str.rstrip`` strips).
+_SYNTAX_START = re.compile(
+    rf"(?:{_STATEMENT.pattern})|(?:{_KEYWORD_LINE.pattern})|[ \t]*[}}\])]+[;,)]*[ \t]*$"
+)
+_WEAK_START = re.compile(r"(?:[ \t]{2,}|\t)\S|\s*(?:#|//|/\*|\*|--|@)")
+_CODE_ENDS = frozenset(";{}()[],:\\")
 
 
 def _dense(line: str) -> bool:
@@ -132,13 +136,9 @@ def _code_evidence(prefix: str) -> tuple[float, float]:
     code = 0
     syntactic = 0
     for ln in lines:
-        syntax = (
-            _STATEMENT.match(ln) is not None
-            or _KEYWORD_LINE.match(ln) is not None
-            or _BLOCK.search(ln) is not None
-            or _dense(ln)
-        )
-        if syntax or _CODE_END.search(ln) or _INDENTED.match(ln) or _COMMENT.match(ln):
+        end = ln.rstrip(" \t")
+        syntax = _SYNTAX_START.match(ln) is not None or end.endswith("{") or _dense(ln)
+        if syntax or ln.rstrip()[-1:] in _CODE_ENDS or _WEAK_START.match(ln):
             code += len(ln)
         syntactic += syntax
     return code / total, syntactic / len(lines)
@@ -153,6 +153,7 @@ _CONFIG_KEY = re.compile(
     r"(?::(?:[ \t]+\S.*)?|[ \t]*=[ \t]*.*)$"
 )
 _CONFIG_SECTION = re.compile(r"^[ \t]*\[\[?[^\[\]\n]+\]\]?[ \t]*$")
+_CONFIG_LINE = re.compile(f"(?:{_CONFIG_KEY.pattern})|(?:{_CONFIG_SECTION.pattern})")
 _CONFIG_NEUTRAL = re.compile(r"^[ \t]*(?:-[ \t]|-$|---[ \t]*$|\.\.\.[ \t]*$|[#;!])")
 _CONFIG_SHARE = 0.8
 _CONFIG_MIN_LINES = 3
@@ -165,7 +166,7 @@ def _looks_like_config(prefix: str) -> bool:
     for ln in prefix.splitlines()[:200]:
         if not ln.strip():
             continue
-        if _CONFIG_KEY.match(ln) or _CONFIG_SECTION.match(ln):
+        if _CONFIG_LINE.match(ln):
             keyed += 1
         elif not _CONFIG_NEUTRAL.match(ln):
             other += 1
