@@ -28,6 +28,7 @@ __all__ = [
     "UnknownLanguage",
     "detect_language",
     "grammar",
+    "known_language",
     "language_for_filename",
     "languages",
     "load_language",
@@ -164,6 +165,12 @@ _BY_INTERPRETER = {name: g for g in _GRAMMARS for name in g.interpreters}
 def languages() -> tuple[str, ...]:
     """Canonical names of every language the registry knows (grammar installed or not)."""
     return tuple(sorted(g.name for g in _GRAMMARS))
+
+
+def known_language(name: str) -> str | None:
+    """Canonical name for a language name or alias (case-insensitive), else ``None``."""
+    g = _BY_NAME.get(name.strip().lower())
+    return None if g is None else g.name
 
 
 def normalize_language(name: str) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._api import _ROOTS, register_kind
-from ._languages import GrammarUnavailable, UnknownLanguage, normalize_language
+from ._languages import GrammarUnavailable, UnknownLanguage, known_language
 from ._prose import PROSE
 from ._types import ChunkingWarning, Section
 
@@ -457,10 +457,7 @@ def _fence_language(info: str) -> str | None:
         return "json"
     if lowered in ("jsonl", "ndjson", "jsonlines"):
         return "jsonl"
-    try:
-        return normalize_language(lowered)
-    except UnknownLanguage:
-        return lowered
+    return known_language(lowered) or lowered
 
 
 def _body_root(body: str, language: str | None, kind: str) -> Section:
@@ -472,7 +469,7 @@ def _body_root(body: str, language: str | None, kind: str) -> Section:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ChunkingWarning)  # invalid JSON: prose rules
                     return factory(body, None, None)
-        else:
+        elif known_language(language) is not None:  # (a fence of "text", "yaml", "mermaid": prose)
             factory = _ROOTS.get("code")
             if factory is not None:
                 try:
