@@ -8,7 +8,7 @@ import importlib.util
 import pytest
 
 from sdk.chunking import GrammarUnavailable, UnknownLanguage, chunk, detect_language, languages
-from sdk.chunking._languages import language_for_filename, load_language, normalize_language
+from sdk.chunking._languages import known_language, language_for_filename, load_language, normalize_language
 
 LISTED = (
     *("bash", "c", "cpp", "csharp", "go", "java", "javascript"),
@@ -49,6 +49,12 @@ def test_known_languages_without_a_wheel_name_the_package() -> None:
 )
 def test_aliases(alias: str, name: str) -> None:
     assert normalize_language(alias) == name
+    assert known_language(alias) == name
+
+
+def test_known_language_answers_none_for_a_name_without_a_grammar_entry() -> None:
+    for name in ("cobol", "mermaid", "text", "yaml", "", "console"):
+        assert known_language(name) is None
 
 
 def test_unknown_language_is_a_typed_error_listing_the_known_ones() -> None:
