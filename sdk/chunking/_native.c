@@ -1750,18 +1750,19 @@ memo_count(Packer *P, PyObject *memo, Py_ssize_t key, Py_ssize_t a, Py_ssize_t b
     return n;
 }
 
-/* How many of the view's tokens end at or before ``x`` (-1 on an error). */
+/* bisect_right over ``v``: how many of its (sorted) values are at most ``x``, -1 on an
+ * error. */
 static Py_ssize_t
-ends_before(Packer *P, Py_ssize_t x)
+ints_bisect_right(const Ints *v, Py_ssize_t x)
 {
-    Py_ssize_t lo = 0, hi = P->ends.len;
+    Py_ssize_t lo = 0, hi = v->len;
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
-        long long v = ints_at(&P->ends, mid);
-        if (v == -1 && PyErr_Occurred()) {
+        long long at = ints_at(v, mid);
+        if (at == -1 && PyErr_Occurred()) {
             return -1;
         }
-        if (v <= x) {
+        if (at <= x) {
             lo = mid + 1;
         }
         else {
@@ -1771,28 +1772,25 @@ ends_before(Packer *P, Py_ssize_t x)
     return lo;
 }
 
+/* How many of the view's tokens end at or before ``x`` (-1 on an error). */
+static inline Py_ssize_t
+ends_before(Packer *P, Py_ssize_t x)
+{
+    return ints_bisect_right(&P->ends, x);
+}
+
 /* Whether a seam of the view lies strictly between a and b (-1 on an error). */
 static int
 seam_inside(Packer *P, Py_ssize_t a, Py_ssize_t b)
 {
-    Py_ssize_t lo = 0, hi = P->seams.len;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        long long v = ints_at(&P->seams, mid);
-        if (v == -1 && PyErr_Occurred()) {
-            return -1;
-        }
-        if (v <= a) {
-            lo = mid + 1;
-        }
-        else {
-            hi = mid;
-        }
+    Py_ssize_t i = ints_bisect_right(&P->seams, a);
+    if (i < 0) {
+        return -1;
     }
-    if (lo >= P->seams.len) {
+    if (i >= P->seams.len) {
         return 0;
     }
-    long long v = ints_at(&P->seams, lo);
+    long long v = ints_at(&P->seams, i);
     if (v == -1 && PyErr_Occurred()) {
         return -1;
     }
