@@ -62,6 +62,10 @@ def register_kind(kind: str, factory: RootFactory) -> None:
     _ROOTS[kind] = factory
 
 
+# No text has anywhere near this many tokens: a larger budget would mean the same.
+_MAX_BUDGET = 1 << 62
+
+
 class Chunker:
     """Reusable chunker: loads the encoding once.
 
@@ -98,6 +102,10 @@ class Chunker:
             raise TypeError("max_tokens must be an int")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        if max_tokens > _MAX_BUDGET:
+            # (The native passes count in 64-bit integers, where a larger budget raised
+            # OverflowError from inside the engine.)
+            raise ValueError(f"max_tokens must be at most 2**62, got {max_tokens}")
         if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
             raise ValueError(f"overlap must be a non-negative int, got {overlap!r}")
         if overlap >= max_tokens:

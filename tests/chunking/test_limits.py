@@ -111,3 +111,13 @@ def test_every_kind_keeps_long_runs_from_the_native_encoder(
     check_chunks(text, chunks, 256)
     assert work.longest_native_space_run < _tokens._NATIVE_RUN
     assert work.chars <= 10 * len(text), work
+
+
+def test_a_budget_beyond_any_count_is_a_clear_error() -> None:
+    """Budgets up to 2**62 work (a text of any size fits whole); past it a ValueError
+    says so, where the native passes' 64-bit counts raised OverflowError mid-chunk."""
+    text = "hello world. " * 50
+    assert len(Chunker(1 << 62).chunk(text, kind="text")) == 1
+    for budget in ((1 << 62) + 1, 10**19, 10**30):
+        with pytest.raises(ValueError, match=r"at most 2\*\*62"):
+            Chunker(budget)
