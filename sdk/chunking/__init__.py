@@ -47,5 +47,5 @@ __all__ = [
 def native_passes() -> bool:
     """Whether the chunking engine's native passes (a C extension built at install
     where a C compiler is found) are in use. Without them the same chunks come from
-    pure-Python paths, 1.3-1.8x slower at budget 64."""
+    pure-Python paths, 1.3-2x slower at budget 64."""
     return _accel.native is not None

@@ -645,7 +645,7 @@ class Engine:
             view = self._encode(lo_edge, hi_edge)
         native = _accel.native
         rule = _RULES.get(self.sizer.additive)
-        if native is not None and rule is not None and hasattr(native, "pack"):
+        if native is not None and rule is not None:
             # The same loop in C (counts from the view, the junction rules and the
             # memos alike); a part that does not fit comes back to _place.
             native.pack(

@@ -638,8 +638,26 @@ prepare(Junction *j, PyObject *text, Py_ssize_t p, int rule, PyObject *classify,
     return 0;
 }
 
-/* forward (step 1) and backward (step -1): the first additive position from ``p`` in
- * the direction of ``step``, within REACH positions and inside the text, else -1. */
+/* The first additive position from ``p`` (inside the text) in the direction of ``step``,
+ * within REACH positions and inside the text: -1 for none, -2 on an error. */
+static Py_ssize_t
+scan_additive(const Junction *j, Py_ssize_t p, int rule, int step)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(j->text);
+    Py_ssize_t stop = step > 0 ? (p + REACH < n ? p + REACH : n) : (p - REACH > -1 ? p - REACH : -1);
+    for (Py_ssize_t q = p; q != stop; q += step) {
+        int at = additive_at(j, q, rule);
+        if (at < 0) {
+            return -2;
+        }
+        if (at) {
+            return q;
+        }
+    }
+    return -1;
+}
+
+/* forward (step 1) and backward (step -1): scan_additive with its arguments checked. */
 static PyObject *
 search_additive(PyObject *args, const char *format, int step)
 {
@@ -651,24 +669,12 @@ search_additive(PyObject *args, const char *format, int step)
     if (!PyArg_ParseTuple(args, format, &text, &p, &rule, &classify, &cache)) {
         return NULL;
     }
-    if (prepare(&j, text, p, rule, classify, &cache) < 0) {
-        goto done;
-    }
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    Py_ssize_t stop = step > 0 ? (p + REACH < n ? p + REACH : n) : (p - REACH > -1 ? p - REACH : -1);
-    Py_ssize_t found = -1;
-    for (Py_ssize_t q = p; q != stop; q += step) {
-        int at = additive_at(&j, q, rule);
-        if (at < 0) {
-            goto done;
-        }
-        if (at) {
-            found = q;
-            break;
+    if (prepare(&j, text, p, rule, classify, &cache) == 0) {
+        Py_ssize_t found = scan_additive(&j, p, rule, step);
+        if (found != -2) {
+            result = PyLong_FromSsize_t(found);
         }
     }
-    result = PyLong_FromSsize_t(found);
-done:
     PyBuffer_Release(&cache);
     return result;
 }
@@ -1649,7 +1655,6 @@ typedef struct {
     PyObject *place;       /* engine._place(section, view, lead) */
     Junction junction;
     int rule;
-    PyObject *view;
     Ints ends;
     Py_ssize_t lo, hi;
     Ints seams;
@@ -1662,22 +1667,11 @@ typedef struct {
 static Py_ssize_t
 find_additive(Packer *P, Py_ssize_t p, int step)
 {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(P->text);
-    if (p < 0 || p >= n) {
+    if (p < 0 || p >= PyUnicode_GET_LENGTH(P->text)) {
         PyErr_SetString(PyExc_IndexError, "position outside the text");
         return -2;
     }
-    Py_ssize_t stop = step > 0 ? (p + REACH < n ? p + REACH : n) : (p - REACH > -1 ? p - REACH : -1);
-    for (Py_ssize_t q = p; q != stop; q += step) {
-        int at = additive_at(&P->junction, q, P->rule);
-        if (at < 0) {
-            return -2;
-        }
-        if (at) {
-            return q;
-        }
-    }
-    return -1;
+    return scan_additive(&P->junction, p, P->rule, step);
 }
 
 /* An int a Python call returned, as a count (-1 with an exception set on a failure). */
@@ -1962,7 +1956,6 @@ packer_open(Packer *P, PyObject *engine, PyObject *edges, PyObject *view, int ru
         PyErr_SetString(PyExc_TypeError, "engine.out must be a list, engine._head and engine._tail dicts");
         goto done;
     }
-    P->view = Py_NewRef(view);
     if (get_ssize_named(view, "lo", &P->lo) < 0 || get_ssize_named(view, "hi", &P->hi) < 0) {
         goto done;
     }
@@ -1996,7 +1989,6 @@ packer_close(Packer *P)
     Py_XDECREF(P->head);
     Py_XDECREF(P->tail);
     Py_XDECREF(P->place);
-    Py_XDECREF(P->view);
     ints_close(&P->ends);
     ints_close(&P->seams);
     ints_close(&P->edges);
