@@ -28,11 +28,11 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sdk._tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
 
-from . import _accel
+from . import _accel, _prose
 from ._junctions import _REACH, ADDITIVE, _cl100k, _o200k, char_class, next_additive, prev_additive
 from ._types import Section
 
@@ -211,34 +211,18 @@ def _meta(section: Section) -> Section:
     return light
 
 
-class RawChunk:
+class RawChunk(NamedTuple):
     """A chunk as the engine makes it: a span, its exact count, and the metadata of
-    its first part. (A plain class with slots: a frozen dataclass sets each field
-    through ``object.__setattr__``, four times slower, and the engine makes one or
-    more per chunk.)"""
+    its first part. (A named tuple: the native passes make one as ``tuple.__new__``
+    does, without a Python call, and the engine makes one or more per chunk.)"""
 
-    __slots__ = ("end", "first", "oversize", "partial", "start", "sticky_end", "tokens")
-
-    def __init__(
-        self,
-        start: int,
-        end: int,
-        tokens: int,
-        first: Section,
-        oversize: bool = False,
-        sticky_end: bool = False,  # ends with a part that should open the next chunk
-        partial: bool = False,  # holds part of a value its format treats as one
-    ) -> None:
-        self.start = start
-        self.end = end
-        self.tokens = tokens
-        self.first = first
-        self.oversize = oversize
-        self.sticky_end = sticky_end
-        self.partial = partial
-
-    def __repr__(self) -> str:
-        return f"RawChunk({self.start}, {self.end}, tokens={self.tokens}, oversize={self.oversize})"
+    start: int
+    end: int
+    tokens: int
+    first: Section
+    oversize: bool = False
+    sticky_end: bool = False  # ends with a part that should open the next chunk
+    partial: bool = False  # holds part of a value its format treats as one
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +258,7 @@ class Engine:
     __slots__ = (
         "_back",
         "_head",
+        "_prose",
         "_short",
         "_tail",
         "_to",
@@ -309,6 +294,8 @@ class Engine:
         # joins two chunks is counted from the one covering it.
         self._views: list[_View] = []
         self._view_los: list[int] = []
+        # What the native pack needs to cut prose parts itself (see ``_prose_args``).
+        self._prose: tuple[object, ...] | None = None
 
     def _forward(self, p: int) -> int:
         """``p`` if additive, else the first additive position after it within reach, else -1."""
@@ -372,6 +359,14 @@ class Engine:
         appear only around a part that had to be cut (its first pieces could have
         joined the chunk before it). Merging removes cuts, never adds one.
         """
+        native = _accel.native
+        rule = _RULES.get(self.sizer.additive)
+        if native is not None and rule is not None:
+            # The same loop in C.
+            merged: list[RawChunk] = native.merge(
+                self, chunks, RawChunk, rule, char_class, _accel.cache("junction", 1)
+            )
+            return merged
         budget = self.budget
         out: list[RawChunk] = []
         last = len(chunks) - 1
@@ -621,6 +616,22 @@ class Engine:
             prefix_np[b : b + _ENDS_BLOCK] = np.searchsorted(ends, wanted, "right")
         return prefix
 
+    def _prose_args(self) -> tuple[object, ...]:
+        """For the native pack: a prose part that does not fit is cut and packed there,
+        level by level, as ``_place`` would (the splitter's class, the level scans'
+        flags and their cache, the levels below the word, and the bound on a token's
+        characters)."""
+        args = self._prose
+        if args is None:
+            args = self._prose = (
+                _prose.ProseSplitter,
+                _prose.prose_flags,
+                _accel.cache("prose", 2),
+                _prose.boundaries,
+                self.sizer.max_token_chars,
+            )
+        return args
+
     def _pack(
         self,
         edges: Sequence[int],
@@ -661,6 +672,7 @@ class Engine:
                 rule,
                 char_class,
                 _accel.cache("junction", 1),
+                self._prose_args(),
             )
             return
         # How many of the view's tokens end at or before each edge (estimates, exact at

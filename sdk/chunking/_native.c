@@ -758,16 +758,13 @@ ch_at(const Scan *s, Py_ssize_t i)
     return PyUnicode_READ(s->kind, s->data, i);
 }
 
+/* The flags of a character not in the cache yet: asked of ``flags_of`` (0 once a call
+ * has failed, with ``failed`` set). */
 static int
-flags_at(Scan *s, Py_ssize_t i)
+flags_asked(Scan *s, Py_UCS4 c)
 {
     if (s->failed) {
         return 0; /* an exception is pending: no more Python calls */
-    }
-    Py_UCS4 c = ch_at(s, i);
-    uint16_t f = s->flag_cache[c];
-    if (f & F_KNOWN) {
-        return f & F_ALL;
     }
     PyObject *ch = PyUnicode_FromOrdinal((int)c);
     PyObject *got = ch == NULL ? NULL : PyObject_CallOneArg(s->flags_of, ch);
@@ -783,6 +780,76 @@ flags_at(Scan *s, Py_ssize_t i)
     }
     s->flag_cache[c] = (uint16_t)(value | F_KNOWN);
     return (int)value;
+}
+
+static inline int
+flags_at(Scan *s, Py_ssize_t i)
+{
+    Py_UCS4 c = ch_at(s, i);
+    uint16_t f = s->flag_cache[c];
+    return f & F_KNOWN ? f & F_ALL : flags_asked(s, c);
+}
+
+/* The first position from ``i`` before ``end`` whose character has any of ``mask`` in
+ * its flags or is not in the cache yet (``end`` if none): the level scans step over the
+ * characters that cannot start a cut in one tight loop per string width. */
+#define SKIP_TO_FLAGS(T)                                                                                               \
+    do {                                                                                                               \
+        const T *d = (const T *)s->data;                                                                               \
+        for (; i < end; i++) {                                                                                         \
+            uint16_t f = cache[d[i]];                                                                                  \
+            if (!(f & F_KNOWN) || (f & mask)) {                                                                        \
+                return i;                                                                                              \
+            }                                                                                                          \
+        }                                                                                                              \
+    } while (0)
+
+static Py_ssize_t
+skip_to_flags(const Scan *s, Py_ssize_t i, Py_ssize_t end, int mask)
+{
+    const uint16_t *cache = s->flag_cache;
+    switch (s->kind) {
+    case PyUnicode_1BYTE_KIND:
+        SKIP_TO_FLAGS(Py_UCS1);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        SKIP_TO_FLAGS(Py_UCS2);
+        break;
+    default:
+        SKIP_TO_FLAGS(Py_UCS4);
+        break;
+    }
+    return end;
+}
+
+/* The same for the line-break levels: the first CR or LF, else (``paragraph`` false)
+ * U+2028 or U+0085, else (``paragraph``) U+2029. */
+#define SKIP_TO_BREAK(T)                                                                                               \
+    do {                                                                                                               \
+        const T *d = (const T *)s->data;                                                                               \
+        for (; i < end; i++) {                                                                                         \
+            Py_UCS4 c = d[i];                                                                                          \
+            if (c == '\n' || c == '\r' || (paragraph ? c == 0x2029 : (c == 0x2028 || c == 0x85))) {                    \
+                return i;                                                                                              \
+            }                                                                                                          \
+        }                                                                                                              \
+    } while (0)
+
+static Py_ssize_t
+skip_to_break(const Scan *s, Py_ssize_t i, Py_ssize_t end, int paragraph)
+{
+    switch (s->kind) {
+    case PyUnicode_1BYTE_KIND:
+        SKIP_TO_BREAK(Py_UCS1);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        SKIP_TO_BREAK(Py_UCS2);
+        break;
+    default:
+        SKIP_TO_BREAK(Py_UCS4);
+        break;
+    }
+    return end;
 }
 
 static inline int
@@ -828,14 +895,14 @@ break_run(Scan *s, Py_ssize_t i, Py_ssize_t end, int (*is_break)(Py_UCS4), Py_ss
 
 typedef struct {
     int64_t *items;
-    Py_ssize_t len, total;
-    PyObject *sink;
+    Py_ssize_t len, total, cap;
+    PyObject *sink; /* NULL: the cuts are kept, in ``items``, which grows */
 } Cuts;
 
 static int
 flush(Cuts *out)
 {
-    if (out->len == 0) {
+    if (out->len == 0 || out->sink == NULL) {
         return 0;
     }
     PyObject *batch = PyBytes_FromStringAndSize((const char *)out->items, out->len * (Py_ssize_t)sizeof(int64_t));
@@ -855,15 +922,24 @@ flush(Cuts *out)
 static int
 push(Cuts *out, int64_t value)
 {
-    if (out->items == NULL) {
-        out->items = PyMem_Malloc(CUTS_BATCH * sizeof(int64_t));
-        if (out->items == NULL) {
-            PyErr_NoMemory();
-            return -1;
+    if (out->len == out->cap) {
+        if (out->sink != NULL && out->items != NULL) {
+            if (flush(out) < 0) {
+                return -1;
+            }
         }
-    }
-    else if (out->len == CUTS_BATCH && flush(out) < 0) {
-        return -1;
+        else {
+            Py_ssize_t cap = out->sink != NULL ? CUTS_BATCH : out->cap ? out->cap * 2 : 64;
+            int64_t *grown = cap > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(int64_t)
+                                 ? NULL
+                                 : PyMem_Realloc(out->items, (size_t)cap * sizeof(int64_t));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            out->items = grown;
+            out->cap = cap;
+        }
     }
     out->items[out->len++] = value;
     out->total++;
@@ -904,6 +980,26 @@ level_candidates(Scan *s, Py_ssize_t start, Py_ssize_t end, int level, Cuts *out
 {
     Py_ssize_t i = start;
     while (i < end && !s->failed) {
+        switch (level) {
+        case 0:
+        case 1:
+            i = skip_to_break(s, i, end, level == 0);
+            break;
+        case 2:
+            i = skip_to_flags(s, i, end, F_STERM);
+            break;
+        case 3:
+            i = skip_to_flags(s, i, end, F_CJK_CLAUSE | F_CLAUSE);
+            break;
+        case 4:
+            i = skip_to_flags(s, i, end, F_HSPACE);
+            break;
+        default:
+            break;
+        }
+        if (i >= end) {
+            break;
+        }
         Py_UCS4 c = ch_at(s, i);
         switch (level) {
         case 0: { /* (?>\r\n|\r|\n)(?:H*(?>\r\n|\r|\n))+|\u2029+ : two line breaks or more */
@@ -1639,28 +1735,80 @@ done:
     return out;
 }
 
-/* ---- Packing (Engine._pack, which this mirrors exactly) ---- */
+/* ---- Packing (Engine._pack, and Engine._place for prose, which this mirrors exactly) ---- */
 
-/* As _engine._MEMO: a memo of counts by position is emptied at this many entries. */
+/* As _engine._MEMO: a memo of counts is emptied at this many entries. */
 #define MEMO 4096
+/* As _engine._SHORT: stretches up to this many characters are counted once by their text. */
+#define SHORT 32
+
+/* A Section's items (a named tuple of nine). */
+#define SECTION_START 0
+#define SECTION_END 1
+#define SECTION_SPLITTER 2
+#define SECTION_STATE 3
+#define SECTION_KIND 4
+#define SECTION_LANGUAGE 5
+#define SECTION_PATH 6
+#define SECTION_PARTIAL 7
+#define SECTION_STICKY 8
+#define SECTION_ITEMS 9
+
+/* A RawChunk's items (a named tuple of seven). */
+#define RAW_ITEMS 7
 
 typedef struct {
     PyObject *text;
     Py_ssize_t budget;
+    PyObject *view;        /* borrowed: handed to engine._place */
     PyObject *out;         /* engine.out */
-    PyObject *count_range; /* engine._count(a, b) */
     PyObject *count_text;  /* engine.sizer.count(str) */
+    PyObject *short_memo;  /* engine._short: counts of short stretches by their text */
     PyObject *head;        /* engine._head: count from a position to the additive one after it */
     PyObject *tail;        /* engine._tail: count back to the additive one before a position */
     PyObject *place;       /* engine._place(section, view, lead) */
+    PyObject *span;        /* engine._span(a, c) */
+    PyObject *meta;        /* _engine._meta */
+    PyTypeObject *raw_type;
+    PyTypeObject *section_type;
     Junction junction;
     int rule;
     Ints ends;
     Py_ssize_t lo, hi;
     Ints seams;
-    Ints edges;
-    Py_ssize_t *prefix;
+    /* Prose descents made here (prose_type NULL: every part that does not fit goes to
+     * engine._place): the splitter class, _prose.boundaries for the levels below the
+     * word, the most characters a token holds, and the level scans' state. */
+    PyObject *prose_type;
+    PyObject *boundaries;
+    Py_ssize_t max_chars;
+    Scan scan;
+    Py_buffer flag_cache;
+    int has_flag_cache;
+    /* Interned attribute names, for chunks that are not exactly raw_type. */
+    PyObject *n_start, *n_end, *n_tokens, *n_first, *n_oversize, *n_sticky_end, *n_partial;
 } Packer;
+
+/* The parts of one packing: edges[0..k], and how many of the view's tokens end at or
+ * before each. */
+typedef struct {
+    Ints edges;
+    Py_ssize_t k;
+    Py_ssize_t *prefix;
+} Level;
+
+/* What a section is but for its span (borrowed references). */
+typedef struct {
+    PyObject *splitter, *state, *kind, *language, *path;
+    int partial, sticky;
+} Tmpl;
+
+/* A RawChunk's fields (``first`` a new reference). */
+typedef struct {
+    Py_ssize_t start, end, tokens;
+    PyObject *first;
+    int oversize, sticky_end, partial;
+} RawFields;
 
 /* The first additive position from ``p`` in the direction of ``step`` (as forward and
  * backward give it), -1 for none near, -2 on an error. */
@@ -1689,17 +1837,54 @@ as_count(PyObject *got)
     return n < 0 ? -1 : n;
 }
 
+/* sizer.count(text[a:b]) */
+static Py_ssize_t
+count_fresh(Packer *P, Py_ssize_t a, Py_ssize_t b)
+{
+    PyObject *piece = PyUnicode_Substring(P->text, a, b);
+    if (piece == NULL) {
+        return -1;
+    }
+    PyObject *got = PyObject_CallOneArg(P->count_text, piece);
+    Py_DECREF(piece);
+    return as_count(got);
+}
+
+/* Engine._count: the exact count of [a, b), by its text when it is short. */
 static Py_ssize_t
 count_range(Packer *P, Py_ssize_t a, Py_ssize_t b)
 {
-    PyObject *args[2] = {PyLong_FromSsize_t(a), PyLong_FromSsize_t(b)};
-    PyObject *got = NULL;
-    if (args[0] != NULL && args[1] != NULL) {
-        got = PyObject_Vectorcall(P->count_range, args, 2, NULL);
+    if (b - a > SHORT) {
+        return count_fresh(P, a, b);
     }
-    Py_XDECREF(args[0]);
-    Py_XDECREF(args[1]);
-    return as_count(got);
+    PyObject *piece = PyUnicode_Substring(P->text, a, b);
+    if (piece == NULL) {
+        return -1;
+    }
+    Py_ssize_t n;
+    PyObject *found = PyDict_GetItemWithError(P->short_memo, piece); /* borrowed */
+    if (found != NULL) {
+        n = PyLong_AsSsize_t(found);
+        Py_DECREF(piece);
+        return n == -1 && PyErr_Occurred() ? -1 : n;
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(piece);
+        return -1;
+    }
+    n = as_count(PyObject_CallOneArg(P->count_text, piece));
+    if (n >= 0) {
+        if (PyDict_GET_SIZE(P->short_memo) >= MEMO) {
+            PyDict_Clear(P->short_memo);
+        }
+        PyObject *v = PyLong_FromSsize_t(n);
+        if (v == NULL || PyDict_SetItem(P->short_memo, piece, v) < 0) {
+            n = -1;
+        }
+        Py_XDECREF(v);
+    }
+    Py_DECREF(piece);
+    return n;
 }
 
 /* The count of [a, b) kept in ``memo`` under ``key`` (counted once). */
@@ -1750,6 +1935,36 @@ static Py_ssize_t
 ints_bisect_right(const Ints *v, Py_ssize_t x)
 {
     Py_ssize_t lo = 0, hi = v->len;
+    if (v->fast == NULL && v->width == 8) {
+        const char *items = (const char *)v->items;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            int64_t at;
+            memcpy(&at, items + mid * 8, 8); /* (a buffer need not be aligned) */
+            if (at <= x) {
+                lo = mid + 1;
+            }
+            else {
+                hi = mid;
+            }
+        }
+        return lo;
+    }
+    if (v->fast == NULL && v->width == 4) {
+        const char *items = (const char *)v->items;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            int32_t at;
+            memcpy(&at, items + mid * 4, 4); /* (a buffer need not be aligned) */
+            if (at <= x) {
+                lo = mid + 1;
+            }
+            else {
+                hi = mid;
+            }
+        }
+        return lo;
+    }
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
         long long at = ints_at(v, mid);
@@ -1777,6 +1992,9 @@ ends_before(Packer *P, Py_ssize_t x)
 static int
 seam_inside(Packer *P, Py_ssize_t a, Py_ssize_t b)
 {
+    if (P->seams.len == 0) {
+        return 0;
+    }
     Py_ssize_t i = ints_bisect_right(&P->seams, a);
     if (i < 0) {
         return -1;
@@ -1845,18 +2063,18 @@ exact(Packer *P, Py_ssize_t a, Py_ssize_t b)
 }
 
 static inline Py_ssize_t
-edge(Packer *P, Py_ssize_t i)
+edge(Level *L, Py_ssize_t i)
 {
-    long long v = ints_at(&P->edges, i);
+    long long v = ints_at(&L->edges, i);
     return (Py_ssize_t)v; /* -1 with an exception set: checked by the callers */
 }
 
 /* The exact count of parts i..j-1 (after the open chunk when ``joined`` >= 0: 1 when
  * they join it additively, 0 when not), -1 on an error. */
 static Py_ssize_t
-size(Packer *P, Py_ssize_t i, Py_ssize_t j, int joined, Py_ssize_t base, Py_ssize_t origin)
+size(Packer *P, Level *L, Py_ssize_t i, Py_ssize_t j, int joined, Py_ssize_t base, Py_ssize_t origin)
 {
-    Py_ssize_t ei = edge(P, i), ej = edge(P, j);
+    Py_ssize_t ei = edge(L, i), ej = edge(L, j);
     if ((ei == -1 || ej == -1) && PyErr_Occurred()) {
         return -1;
     }
@@ -1870,13 +2088,7 @@ size(Packer *P, Py_ssize_t i, Py_ssize_t j, int joined, Py_ssize_t base, Py_ssiz
     if (origin >= P->lo) {
         return exact(P, origin, ej);
     }
-    PyObject *piece = PyUnicode_Substring(P->text, origin, ej);
-    if (piece == NULL) {
-        return -1;
-    }
-    PyObject *got = PyObject_CallOneArg(P->count_text, piece);
-    Py_DECREF(piece);
-    return as_count(got);
+    return count_fresh(P, origin, ej);
 }
 
 /* bisect_right(prefix, x, lo, hi) */
@@ -1899,135 +2111,395 @@ bisect_prefix(const Py_ssize_t *prefix, Py_ssize_t x, Py_ssize_t lo, Py_ssize_t 
 static int
 section_truth(PyObject *section, Py_ssize_t index)
 {
-    if (!PyTuple_Check(section) || PyTuple_GET_SIZE(section) < 9) {
+    if (!PyTuple_Check(section) || PyTuple_GET_SIZE(section) < SECTION_ITEMS) {
         PyErr_SetString(PyExc_TypeError, "parts must be Sections");
         return -1;
     }
     return PyObject_IsTrue(PyTuple_GET_ITEM(section, index));
 }
 
-#define SECTION_PARTIAL 7
-#define SECTION_STICKY 8
+/* The template of a Section (which must be one). */
+static int
+tmpl_of(PyObject *section, Tmpl *t)
+{
+    int partial = section_truth(section, SECTION_PARTIAL);
+    int sticky = partial < 0 ? -1 : section_truth(section, SECTION_STICKY);
+    if (sticky < 0) {
+        return -1;
+    }
+    t->splitter = PyTuple_GET_ITEM(section, SECTION_SPLITTER);
+    t->state = PyTuple_GET_ITEM(section, SECTION_STATE);
+    t->kind = PyTuple_GET_ITEM(section, SECTION_KIND);
+    t->language = PyTuple_GET_ITEM(section, SECTION_LANGUAGE);
+    t->path = PyTuple_GET_ITEM(section, SECTION_PATH);
+    t->partial = partial;
+    t->sticky = sticky;
+    return 0;
+}
+
+/* Whether a part like ``t`` is descended into here (a prose section). */
+static inline int
+prose_part(Packer *P, const Tmpl *t)
+{
+    return P->prose_type != NULL && Py_IS_TYPE(t->splitter, (PyTypeObject *)P->prose_type);
+}
+
+/* A new instance of ``type`` (a tuple or a subclass of it) with ``n`` items, to be filled:
+ * as tuple.__new__ makes one, without the class's own __new__. */
+static PyObject *
+new_tuple_of(PyTypeObject *type, Py_ssize_t n)
+{
+    if (type == &PyTuple_Type) {
+        return PyTuple_New(n);
+    }
+    return type->tp_alloc(type, n);
+}
+
+/* _meta(Section(a, b, ...like t)) for a section with a splitter: its kind, language and
+ * path, without the splitter and state. */
+static PyObject *
+light_meta(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t)
+{
+    PyObject *start = PyLong_FromSsize_t(a), *end = PyLong_FromSsize_t(b);
+    PyObject *light = start != NULL && end != NULL ? new_tuple_of(P->section_type, SECTION_ITEMS) : NULL;
+    if (light == NULL) {
+        Py_XDECREF(start);
+        Py_XDECREF(end);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(light, SECTION_START, start);
+    PyTuple_SET_ITEM(light, SECTION_END, end);
+    PyTuple_SET_ITEM(light, SECTION_SPLITTER, Py_NewRef(Py_None));
+    PyTuple_SET_ITEM(light, SECTION_STATE, Py_NewRef(Py_None));
+    PyTuple_SET_ITEM(light, SECTION_KIND, Py_NewRef(t->kind));
+    PyTuple_SET_ITEM(light, SECTION_LANGUAGE, Py_NewRef(t->language));
+    PyTuple_SET_ITEM(light, SECTION_PATH, Py_NewRef(t->path));
+    PyTuple_SET_ITEM(light, SECTION_PARTIAL, Py_NewRef(Py_False));
+    PyTuple_SET_ITEM(light, SECTION_STICKY, Py_NewRef(Py_False));
+    return light;
+}
+
+/* A RawChunk (a named tuple, made as tuple.__new__ makes one). */
+static PyObject *
+raw_new(PyTypeObject *raw_type, Py_ssize_t start, Py_ssize_t end, Py_ssize_t tokens, PyObject *first, int oversize,
+        int sticky_end, int partial)
+{
+    PyObject *s = PyLong_FromSsize_t(start), *e = PyLong_FromSsize_t(end), *n = PyLong_FromSsize_t(tokens);
+    PyObject *raw = s != NULL && e != NULL && n != NULL ? new_tuple_of(raw_type, RAW_ITEMS) : NULL;
+    if (raw == NULL) {
+        Py_XDECREF(s);
+        Py_XDECREF(e);
+        Py_XDECREF(n);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(raw, 0, s);
+    PyTuple_SET_ITEM(raw, 1, e);
+    PyTuple_SET_ITEM(raw, 2, n);
+    PyTuple_SET_ITEM(raw, 3, Py_NewRef(first));
+    PyTuple_SET_ITEM(raw, 4, Py_NewRef(oversize ? Py_True : Py_False));
+    PyTuple_SET_ITEM(raw, 5, Py_NewRef(sticky_end ? Py_True : Py_False));
+    PyTuple_SET_ITEM(raw, 6, Py_NewRef(partial ? Py_True : Py_False));
+    return raw;
+}
+
+/* Checks that ``type`` makes RawChunks as raw_new does (a named tuple of seven items). */
+static int
+check_raw_type(PyObject *type)
+{
+    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "raw_type must be a named tuple class (RawChunk)");
+        return -1;
+    }
+    return 0;
+}
 
 static int
-get_ssize_named(PyObject *obj, const char *name, Py_ssize_t *value)
+ssize_item(PyObject *v, Py_ssize_t *out)
 {
-    PyObject *got = PyObject_GetAttrString(obj, name);
+    *out = PyLong_AsSsize_t(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int
+names_open(Packer *P)
+{
+    P->n_start = PyUnicode_InternFromString("start");
+    P->n_end = PyUnicode_InternFromString("end");
+    P->n_tokens = PyUnicode_InternFromString("tokens");
+    P->n_first = PyUnicode_InternFromString("first");
+    P->n_oversize = PyUnicode_InternFromString("oversize");
+    P->n_sticky_end = PyUnicode_InternFromString("sticky_end");
+    P->n_partial = PyUnicode_InternFromString("partial");
+    return P->n_start && P->n_end && P->n_tokens && P->n_first && P->n_oversize && P->n_sticky_end && P->n_partial
+               ? 0
+               : -1;
+}
+
+static void
+names_close(Packer *P)
+{
+    Py_XDECREF(P->n_start);
+    Py_XDECREF(P->n_end);
+    Py_XDECREF(P->n_tokens);
+    Py_XDECREF(P->n_first);
+    Py_XDECREF(P->n_oversize);
+    Py_XDECREF(P->n_sticky_end);
+    Py_XDECREF(P->n_partial);
+}
+
+/* A chunk's fields: read from its items when it is exactly a RawChunk, else by name (a
+ * subclass may compute them). */
+static int
+raw_read(Packer *P, PyObject *c, RawFields *f)
+{
+    f->first = NULL;
+    if (Py_IS_TYPE(c, P->raw_type) && PyTuple_GET_SIZE(c) == RAW_ITEMS) {
+        if (ssize_item(PyTuple_GET_ITEM(c, 0), &f->start) < 0 || ssize_item(PyTuple_GET_ITEM(c, 1), &f->end) < 0 ||
+            ssize_item(PyTuple_GET_ITEM(c, 2), &f->tokens) < 0) {
+            return -1;
+        }
+        if ((f->oversize = PyObject_IsTrue(PyTuple_GET_ITEM(c, 4))) < 0 ||
+            (f->sticky_end = PyObject_IsTrue(PyTuple_GET_ITEM(c, 5))) < 0 ||
+            (f->partial = PyObject_IsTrue(PyTuple_GET_ITEM(c, 6))) < 0) {
+            return -1;
+        }
+        f->first = Py_NewRef(PyTuple_GET_ITEM(c, 3));
+        return 0;
+    }
+    if (get_ssize(c, P->n_start, &f->start) < 0 || get_ssize(c, P->n_end, &f->end) < 0 ||
+        get_ssize(c, P->n_tokens, &f->tokens) < 0) {
+        return -1;
+    }
+    if ((f->oversize = get_truth(c, P->n_oversize)) < 0 || (f->sticky_end = get_truth(c, P->n_sticky_end)) < 0 ||
+        (f->partial = get_truth(c, P->n_partial)) < 0) {
+        return -1;
+    }
+    f->first = PyObject_GetAttr(c, P->n_first);
+    return f->first == NULL ? -1 : 0;
+}
+
+/* Engine._span: the exact count of [a, c) (by the engine, which finds the encoding that
+ * covers it). */
+static Py_ssize_t
+span_count(Packer *P, Py_ssize_t a, Py_ssize_t c)
+{
+    PyObject *args[2] = {PyLong_FromSsize_t(a), PyLong_FromSsize_t(c)};
+    PyObject *got = NULL;
+    if (args[0] != NULL && args[1] != NULL) {
+        got = PyObject_Vectorcall(P->span, args, 2, NULL);
+    }
+    Py_XDECREF(args[0]);
+    Py_XDECREF(args[1]);
+    return as_count(got);
+}
+
+/* Engine._joined_count: the exact count of ``head`` joined with the ``tokens``-long
+ * stretch [start, end) after it. */
+static Py_ssize_t
+joined_count(Packer *P, const RawFields *head, Py_ssize_t start, Py_ssize_t end, Py_ssize_t tokens)
+{
+    Py_ssize_t found = find_additive(P, start, 1);
+    if (found == -2) {
+        return -1;
+    }
+    if (found == start) {
+        return head->tokens + tokens;
+    }
+    return span_count(P, head->start, end);
+}
+
+/* Appends ``made`` to engine.out (a new reference, stolen), or puts it in place of the
+ * last chunk there. */
+static int
+emit(Packer *P, PyObject *made, int replace)
+{
+    if (made == NULL) {
+        return -1;
+    }
+    if (replace) {
+        Py_ssize_t count = PyList_GET_SIZE(P->out);
+        if (count == 0) {
+            Py_DECREF(made);
+            PyErr_SetString(PyExc_RuntimeError, "no open chunk to replace");
+            return -1;
+        }
+        return PyList_SetItem(P->out, count - 1, made);
+    }
+    int failed = PyList_Append(P->out, made);
+    Py_DECREF(made);
+    return failed;
+}
+
+static int pack_level(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *template, PyObject *light,
+                      PyObject *lead);
+
+/* _prose.boundaries, the word level and above here, the levels below by the function:
+ * cuts of the prose section [a, b) after ``a`` (which ``cuts`` holds first), and the
+ * level they are of in *found. */
+static int
+prose_cuts(Packer *P, Py_ssize_t a, Py_ssize_t b, PyObject *state, Cuts *cuts, long *found)
+{
+    long level = 0;
+    int native = 1;
+    PyObject *level_obj = NULL; /* what the function gets, when it is asked */
+    if (PyLong_Check(state)) {
+        int overflow;
+        level = PyLong_AsLongAndOverflow(state, &overflow);
+        if (level == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        native = !overflow && level >= 0 && level <= 4;
+        if (!native) {
+            level_obj = Py_NewRef(state);
+        }
+    }
+    if (native) {
+        for (long index = level; index <= 4; index++) {
+            if (level_candidates(&P->scan, a, b, (int)index, cuts) < 0) {
+                return -1;
+            }
+            if (cuts->len > 1) {
+                *found = index;
+                return 0;
+            }
+        }
+        level_obj = PyLong_FromLong(5);
+        if (level_obj == NULL) {
+            return -1;
+        }
+    }
+    PyObject *args[4] = {P->text, PyLong_FromSsize_t(a), PyLong_FromSsize_t(b), level_obj};
+    PyObject *got = NULL;
+    if (args[1] != NULL && args[2] != NULL) {
+        got = PyObject_Vectorcall(P->boundaries, args, 4, NULL);
+    }
+    Py_XDECREF(args[1]);
+    Py_XDECREF(args[2]);
+    Py_DECREF(level_obj);
     if (got == NULL) {
         return -1;
     }
-    *value = PyLong_AsSsize_t(got);
-    Py_DECREF(got);
-    return *value == -1 && PyErr_Occurred() ? -1 : 0;
-}
-
-static int
-packer_open(Packer *P, PyObject *engine, PyObject *edges, PyObject *view, int rule, PyObject *classify,
-            Py_buffer *cache)
-{
-    PyObject *sizer = NULL;
-    PyObject *ends = NULL, *seams = NULL;
     int ok = -1;
-    P->text = PyObject_GetAttrString(engine, "text");
-    if (P->text == NULL) {
+    Ints more = {0};
+    if (!PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 2) {
+        PyErr_SetString(PyExc_TypeError, "boundaries must give (level, cuts)");
         goto done;
     }
-    if (!PyUnicode_Check(P->text)) {
-        PyErr_SetString(PyExc_TypeError, "engine.text must be a str");
+    *found = PyLong_AsLong(PyTuple_GET_ITEM(got, 0));
+    if (*found == -1 && PyErr_Occurred()) {
         goto done;
     }
-    if (prepare(&P->junction, P->text, 0, rule, classify, cache) < 0) {
+    if (ints_open(&more, PyTuple_GET_ITEM(got, 1), "cuts") < 0) {
         goto done;
     }
-    P->rule = rule;
-    if (get_ssize_named(engine, "budget", &P->budget) < 0) {
-        goto done;
-    }
-    if ((P->out = PyObject_GetAttrString(engine, "out")) == NULL ||
-        (P->count_range = PyObject_GetAttrString(engine, "_count")) == NULL ||
-        (P->head = PyObject_GetAttrString(engine, "_head")) == NULL ||
-        (P->tail = PyObject_GetAttrString(engine, "_tail")) == NULL ||
-        (P->place = PyObject_GetAttrString(engine, "_place")) == NULL ||
-        (sizer = PyObject_GetAttrString(engine, "sizer")) == NULL ||
-        (P->count_text = PyObject_GetAttrString(sizer, "count")) == NULL) {
-        goto done;
-    }
-    if (!PyList_Check(P->out) || !PyDict_Check(P->head) || !PyDict_Check(P->tail)) {
-        PyErr_SetString(PyExc_TypeError, "engine.out must be a list, engine._head and engine._tail dicts");
-        goto done;
-    }
-    if (get_ssize_named(view, "lo", &P->lo) < 0 || get_ssize_named(view, "hi", &P->hi) < 0) {
-        goto done;
-    }
-    if ((ends = PyObject_GetAttrString(view, "ends")) == NULL || (seams = PyObject_GetAttrString(view, "seams")) == NULL) {
-        goto done;
-    }
-    if (ints_open(&P->ends, ends, "view.ends") < 0) {
-        goto done;
-    }
-    if (ints_open(&P->seams, seams, "view.seams") < 0) {
-        goto done;
-    }
-    if (ints_open(&P->edges, edges, "edges") < 0) {
-        goto done;
+    for (Py_ssize_t i = 0; i < more.len; i++) {
+        long long v = ints_at(&more, i);
+        if (v == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (v <= a || v >= b || v <= cuts->items[cuts->len - 1]) {
+            PyErr_SetString(PyExc_ValueError, "boundaries gave a cut outside the section or out of order");
+            goto done;
+        }
+        if (push(cuts, v) < 0) {
+            goto done;
+        }
     }
     ok = 0;
 done:
-    Py_XDECREF(sizer);
-    Py_XDECREF(ends);
-    Py_XDECREF(seams);
+    ints_close(&more);
+    Py_DECREF(got);
     return ok;
 }
 
-static void
-packer_close(Packer *P)
-{
-    Py_XDECREF(P->text);
-    Py_XDECREF(P->out);
-    Py_XDECREF(P->count_range);
-    Py_XDECREF(P->count_text);
-    Py_XDECREF(P->head);
-    Py_XDECREF(P->tail);
-    Py_XDECREF(P->place);
-    ints_close(&P->ends);
-    ints_close(&P->seams);
-    ints_close(&P->edges);
-    PyMem_Free(P->prefix);
-}
-
-/* Names of a RawChunk's attributes, interned once per pack call. */
-typedef struct {
-    PyObject *tokens, *start, *first, *sticky_end, *partial, *oversize;
-} RawNames;
-
+/* Engine._place for a prose section [a, b) like ``t``, the view covering it: emitted
+ * whole if it fits (joining ``lead`` if it can), else cut at its highest level with cuts
+ * and packed. */
 static int
-raw_names_open(RawNames *r)
+place_prose(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *lead)
 {
-    r->tokens = PyUnicode_InternFromString("tokens");
-    r->start = PyUnicode_InternFromString("start");
-    r->first = PyUnicode_InternFromString("first");
-    r->sticky_end = PyUnicode_InternFromString("sticky_end");
-    r->partial = PyUnicode_InternFromString("partial");
-    r->oversize = PyUnicode_InternFromString("oversize");
-    return r->tokens && r->start && r->first && r->sticky_end && r->partial && r->oversize ? 0 : -1;
-}
-
-static void
-raw_names_close(RawNames *r)
-{
-    Py_XDECREF(r->tokens);
-    Py_XDECREF(r->start);
-    Py_XDECREF(r->first);
-    Py_XDECREF(r->sticky_end);
-    Py_XDECREF(r->partial);
-    Py_XDECREF(r->oversize);
+    Py_ssize_t budget = P->budget, n = -1;
+    /* (no range fits that holds more characters than budget tokens of the longest token) */
+    int cannot_fit = P->max_chars == 0 || budget <= PY_SSIZE_T_MAX / P->max_chars ? b - a > budget * P->max_chars : 0;
+    if (!cannot_fit && (n = exact(P, a, b)) < 0) {
+        return -1;
+    }
+    if (n >= 0 && n <= budget) {
+        if (lead != NULL) {
+            RawFields head;
+            if (raw_read(P, lead, &head) < 0) {
+                Py_XDECREF(head.first);
+                return -1;
+            }
+            Py_ssize_t total = joined_count(P, &head, a, b, n);
+            if (total < 0) {
+                Py_DECREF(head.first);
+                return -1;
+            }
+            if (total <= budget) {
+                PyObject *made =
+                    raw_new(P->raw_type, head.start, b, total, head.first, 0, t->sticky, head.partial || t->partial);
+                Py_DECREF(head.first);
+                return emit(P, made, 1);
+            }
+            Py_DECREF(head.first);
+        }
+        int markdown = PyUnicode_Check(t->kind) && PyUnicode_CompareWithASCIIString(t->kind, "markdown") == 0;
+        if (lead == NULL || !markdown) {
+            PyObject *first = light_meta(P, a, b, t);
+            if (first == NULL) {
+                return -1;
+            }
+            PyObject *made = raw_new(P->raw_type, a, b, n, first, 0, t->sticky, t->partial);
+            Py_DECREF(first);
+            return emit(P, made, 0);
+        }
+    }
+    int ok = -1;
+    long found = -1;
+    Cuts cuts = {0};
+    PyObject *state = NULL, *light = NULL;
+    Level L = {0};
+    if (push(&cuts, a) < 0 || prose_cuts(P, a, b, t->state, &cuts, &found) < 0) {
+        goto done;
+    }
+    if (cuts.len < 2) {
+        if (n < 0 && (n = count_fresh(P, a, b)) < 0) {
+            goto done;
+        }
+        PyObject *first = light_meta(P, a, b, t);
+        if (first == NULL) {
+            goto done;
+        }
+        PyObject *made = raw_new(P->raw_type, a, b, n, first, n > budget, 0, t->partial);
+        Py_DECREF(first);
+        ok = emit(P, made, 0);
+        goto done;
+    }
+    if (push(&cuts, b) < 0 || (state = PyLong_FromLong(found + 1)) == NULL) {
+        goto done;
+    }
+    Tmpl sub = {t->splitter, state, t->kind, t->language, t->path, t->partial, 0};
+    if ((light = light_meta(P, a, b, &sub)) == NULL) {
+        goto done;
+    }
+    L.edges.items = cuts.items;
+    L.edges.width = 8;
+    L.edges.len = cuts.len;
+    L.k = cuts.len - 1;
+    ok = pack_level(P, &L, NULL, &sub, NULL, light, lead);
+done:
+    Py_XDECREF(state);
+    Py_XDECREF(light);
+    PyMem_Free(cuts.items);
+    return ok;
 }
 
 /* A uniform part: ``template`` with the span of part ``i`` (as Engine._pack's part()). */
 static PyObject *
-uniform_part(Packer *P, PyObject *template, Py_ssize_t i)
+uniform_part(Packer *P, Level *L, PyObject *template, Py_ssize_t i)
 {
-    Py_ssize_t a = edge(P, i), b = edge(P, i + 1);
+    Py_ssize_t a = edge(L, i), b = edge(L, i + 1);
     if ((a == -1 || b == -1) && PyErr_Occurred()) {
         return NULL;
     }
@@ -2046,75 +2518,82 @@ uniform_part(Packer *P, PyObject *template, Py_ssize_t i)
     return part;
 }
 
-PyDoc_STRVAR(pack_doc,
-"pack(engine, edges, parts, template, view, lead, light, meta, raw_type, rule, classify, cache) -> None\n\n"
-"Engine._pack for a tokenizer whose additive positions ``rule`` knows (see forward):\n"
-"packs the parts between ``edges`` greedily into ``engine.out``, with every count exact\n"
-"from ``view`` (which covers them), and hands a part that does not fit to\n"
-"``engine._place``. ``parts`` are the parts' Sections, or None when they are uniform\n"
-"(like ``template`` but for their spans); ``light`` is the template's metadata and\n"
-"``meta`` makes a part's; ``raw_type`` is RawChunk.");
-
-static PyObject *
-pack(PyObject *self, PyObject *args)
+/* Part ``i`` does not fit (after ``lead``, or at all): it is cut, here when it is prose,
+ * else by engine._place. */
+static int
+place_part(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *template, Py_ssize_t i, PyObject *lead)
 {
-    PyObject *engine, *edges_obj, *parts_obj, *template, *view, *lead, *light, *meta, *raw_type, *classify;
-    int rule;
-    Py_buffer cache;
-    if (!PyArg_ParseTuple(args, "OOOO!OOOOOiOw*:pack", &engine, &edges_obj, &parts_obj, &PyTuple_Type, &template,
-                          &view, &lead, &light, &meta, &raw_type, &rule, &classify, &cache)) {
-        return NULL;
-    }
-    Packer P;
-    memset(&P, 0, sizeof(P));
-    RawNames R;
-    memset(&R, 0, sizeof(R));
-    PyObject *parts = NULL, *open = NULL, *first = NULL, *result = NULL;
-    if (PyTuple_GET_SIZE(template) < 9) {
-        PyErr_SetString(PyExc_TypeError, "template must be a Section");
-        goto done;
-    }
-    if (packer_open(&P, engine, edges_obj, view, rule, classify, &cache) < 0 || raw_names_open(&R) < 0) {
-        goto done;
-    }
-    Py_ssize_t k = P.edges.len - 1;
-    if (k < 1) {
-        PyErr_SetString(PyExc_ValueError, "pack needs two edges or more");
-        goto done;
-    }
-    int uniform = parts_obj == Py_None;
-    if (!uniform) {
-        parts = PySequence_Tuple(parts_obj); /* a copy: the callbacks run Python code */
-        if (parts == NULL) {
-            goto done;
+    if (parts == NULL) {
+        if (prose_part(P, t)) {
+            Py_ssize_t a = edge(L, i), b = edge(L, i + 1);
+            if ((a == -1 || b == -1) && PyErr_Occurred()) {
+                return -1;
+            }
+            Tmpl part = *t;
+            part.sticky = 0; /* (part() makes no sticky part) */
+            return place_prose(P, a, b, &part, lead);
         }
-        if (PyTuple_GET_SIZE(parts) != k) {
-            PyErr_SetString(PyExc_ValueError, "parts and edges disagree");
-            goto done;
+        if (template == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "a uniform part without its template");
+            return -1;
         }
     }
-    int template_partial = section_truth(template, SECTION_PARTIAL);
-    if (template_partial < 0) {
-        goto done;
+    PyObject *section = parts == NULL ? uniform_part(P, L, template, i) : Py_NewRef(PyTuple_GET_ITEM(parts, i));
+    if (section == NULL) {
+        return -1;
     }
+    if (parts != NULL && P->prose_type != NULL && PyTuple_Check(section) &&
+        PyTuple_GET_SIZE(section) >= SECTION_ITEMS &&
+        Py_IS_TYPE(PyTuple_GET_ITEM(section, SECTION_SPLITTER), (PyTypeObject *)P->prose_type)) {
+        Tmpl part;
+        Py_ssize_t a, b;
+        int failed = tmpl_of(section, &part) < 0 || ssize_item(PyTuple_GET_ITEM(section, SECTION_START), &a) < 0 ||
+                     ssize_item(PyTuple_GET_ITEM(section, SECTION_END), &b) < 0;
+        if (failed || (a >= P->lo && b <= P->hi && a < b)) {
+            /* (a part the view does not cover goes to engine._place, which encodes it) */
+            failed = failed || place_prose(P, a, b, &part, lead) < 0;
+            Py_DECREF(section);
+            return failed ? -1 : 0;
+        }
+    }
+    PyObject *call[3] = {section, P->view, lead != NULL ? lead : Py_None};
+    PyObject *got = PyObject_Vectorcall(P->place, call, 3, NULL);
+    Py_DECREF(section);
+    if (got == NULL) {
+        return -1;
+    }
+    Py_DECREF(got);
+    return 0;
+}
+
+/* Engine._pack's loop over the parts of ``L`` (``parts`` their Sections, or NULL when
+ * they are uniform: like ``t``, whose Section is ``template`` when it came from Python). */
+static int
+pack_level(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *template, PyObject *light, PyObject *lead)
+{
+    Py_ssize_t k = L->k;
+    int ok = -1;
+    PyObject *open = NULL, *first = NULL;
+    RawFields of = {0};
     /* How many of the view's tokens end at or before each edge. */
-    P.prefix = PyMem_New(Py_ssize_t, k + 1);
-    if (P.prefix == NULL) {
+    L->prefix = PyMem_New(Py_ssize_t, k + 1);
+    if (L->prefix == NULL) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     for (Py_ssize_t e = 0; e <= k; e++) {
-        Py_ssize_t at = edge(&P, e);
+        Py_ssize_t at = edge(L, e);
         if (at == -1 && PyErr_Occurred()) {
             goto done;
         }
-        if ((P.prefix[e] = ends_before(&P, at)) < 0) {
+        if ((L->prefix[e] = ends_before(P, at)) < 0) {
             goto done;
         }
     }
-    const Py_ssize_t *prefix = P.prefix;
-    Py_ssize_t budget = P.budget;
-    if (lead != Py_None) {
+    const Py_ssize_t *prefix = L->prefix;
+    Py_ssize_t budget = P->budget;
+    int uniform = parts == NULL;
+    if (lead != NULL) {
         open = Py_NewRef(lead);
     }
     Py_ssize_t i = 0;
@@ -2122,17 +2601,18 @@ pack(PyObject *self, PyObject *args)
         Py_ssize_t base, origin;
         int joined;
         if (open != NULL) {
-            if (get_ssize(open, R.tokens, &base) < 0 || get_ssize(open, R.start, &origin) < 0) {
+            Py_CLEAR(of.first);
+            if (raw_read(P, open, &of) < 0) {
                 goto done;
             }
-            if ((first = PyObject_GetAttr(open, R.first)) == NULL) {
-                goto done;
-            }
-            Py_ssize_t at = edge(&P, i);
+            base = of.tokens;
+            origin = of.start;
+            first = Py_NewRef(of.first);
+            Py_ssize_t at = edge(L, i);
             if (at == -1 && PyErr_Occurred()) {
                 goto done;
             }
-            Py_ssize_t found = find_additive(&P, at, 1);
+            Py_ssize_t found = find_additive(P, at, 1);
             if (found == -2) {
                 goto done;
             }
@@ -2140,11 +2620,11 @@ pack(PyObject *self, PyObject *args)
         }
         else {
             base = 0;
-            origin = edge(&P, i);
+            origin = edge(L, i);
             if (origin == -1 && PyErr_Occurred()) {
                 goto done;
             }
-            first = uniform ? Py_NewRef(light) : PyObject_CallOneArg(meta, PyTuple_GET_ITEM(parts, i));
+            first = uniform ? Py_NewRef(light) : PyObject_CallOneArg(P->meta, PyTuple_GET_ITEM(parts, i));
             if (first == NULL) {
                 goto done;
             }
@@ -2154,7 +2634,7 @@ pack(PyObject *self, PyObject *args)
         Py_ssize_t n = -1;
         int stepped_back = 0;
         while (j > i) {
-            n = size(&P, i, j, joined, base, origin);
+            n = size(P, L, i, j, joined, base, origin);
             if (n < 0) {
                 goto done;
             }
@@ -2170,8 +2650,8 @@ pack(PyObject *self, PyObject *args)
         if (stepped_back && j > i) {
             /* The correction may have stepped back too far: take the next parts back
              * while they still fit. */
-            for (int t = 0; t < 4 && j < k; t++) {
-                Py_ssize_t m = size(&P, i, j + 1, joined, base, origin);
+            for (int step = 0; step < 4 && j < k; step++) {
+                Py_ssize_t m = size(P, L, i, j + 1, joined, base, origin);
                 if (m < 0) {
                     goto done;
                 }
@@ -2190,49 +2670,37 @@ pack(PyObject *self, PyObject *args)
             if (sticky) {
                 /* A sticky part (a heading) opens the next chunk instead of ending this one. */
                 j -= 1;
-                if ((n = size(&P, i, j, joined, base, origin)) < 0) {
+                if ((n = size(P, L, i, j, joined, base, origin)) < 0) {
                     goto done;
                 }
             }
         }
         if (j <= i) {
-            if (open != NULL) {
-                int sticky_end = get_truth(open, R.sticky_end);
-                if (sticky_end < 0) {
-                    goto done;
-                }
-                if (!sticky_end) {
-                    Py_CLEAR(open);
-                    Py_CLEAR(first);
-                    continue;
-                }
+            if (open != NULL && !of.sticky_end) {
+                Py_CLEAR(open);
+                Py_CLEAR(first);
+                continue;
             }
             /* The part does not fit: cut it (its first pieces join a heading that must
              * not end a chunk). */
-            PyObject *part = uniform ? uniform_part(&P, template, i) : Py_NewRef(PyTuple_GET_ITEM(parts, i));
-            if (part == NULL) {
+            if (place_part(P, L, parts, t, template, i, open) < 0) {
                 goto done;
             }
-            PyObject *call[3] = {part, view, open != NULL ? open : Py_None};
-            PyObject *got = PyObject_Vectorcall(P.place, call, 3, NULL);
-            Py_DECREF(part);
-            if (got == NULL) {
-                goto done;
-            }
-            Py_DECREF(got);
-            Py_ssize_t count = PyList_GET_SIZE(P.out);
+            Py_ssize_t count = PyList_GET_SIZE(P->out);
             if (count == 0) {
                 PyErr_SetString(PyExc_RuntimeError, "engine._place emitted nothing");
                 goto done;
             }
-            PyObject *last = Py_NewRef(PyList_GET_ITEM(P.out, count - 1));
-            int oversize = get_truth(last, R.oversize);
+            PyObject *last = Py_NewRef(PyList_GET_ITEM(P->out, count - 1));
+            RawFields lf = {0};
+            int failed = raw_read(P, last, &lf);
+            Py_XDECREF(lf.first);
             Py_CLEAR(open);
-            if (oversize < 0) {
+            if (failed < 0) {
                 Py_DECREF(last);
                 goto done;
             }
-            if (oversize) {
+            if (lf.oversize) {
                 Py_DECREF(last);
             }
             else {
@@ -2242,14 +2710,9 @@ pack(PyObject *self, PyObject *args)
             i += 1;
             continue;
         }
-        int sticky_end = 0, partial = 0;
-        if (open != NULL) {
-            if ((partial = get_truth(open, R.partial)) < 0) {
-                goto done;
-            }
-        }
+        int sticky_end = 0, partial = open != NULL && of.partial;
         if (uniform) {
-            partial = partial || template_partial;
+            partial = partial || t->partial;
         }
         else {
             if ((sticky_end = section_truth(PyTuple_GET_ITEM(parts, j - 1), SECTION_STICKY)) < 0) {
@@ -2262,39 +2725,20 @@ pack(PyObject *self, PyObject *args)
                 goto done;
             }
         }
-        Py_ssize_t end = edge(&P, j);
+        Py_ssize_t end = edge(L, j);
         if (end == -1 && PyErr_Occurred()) {
             goto done;
         }
-        PyObject *raw_args[7] = {PyLong_FromSsize_t(origin), PyLong_FromSsize_t(end), PyLong_FromSsize_t(n), first,
-                                 Py_False, sticky_end ? Py_True : Py_False, partial ? Py_True : Py_False};
-        PyObject *made = NULL;
-        if (raw_args[0] != NULL && raw_args[1] != NULL && raw_args[2] != NULL) {
-            made = PyObject_Vectorcall(raw_type, raw_args, 7, NULL);
-        }
-        Py_XDECREF(raw_args[0]);
-        Py_XDECREF(raw_args[1]);
-        Py_XDECREF(raw_args[2]);
+        PyObject *made = raw_new(P->raw_type, origin, end, n, first, 0, sticky_end, partial);
         Py_CLEAR(first);
         if (made == NULL) {
             goto done;
         }
-        int failed;
-        if (open != NULL) {
-            Py_ssize_t count = PyList_GET_SIZE(P.out);
-            failed = count == 0 ? -1 : PyList_SetItem(P.out, count - 1, Py_NewRef(made));
-            if (count == 0) {
-                PyErr_SetString(PyExc_RuntimeError, "no open chunk to replace");
-            }
-        }
-        else {
-            failed = PyList_Append(P.out, made);
-        }
-        Py_CLEAR(open);
-        if (failed < 0) {
+        if (emit(P, Py_NewRef(made), open != NULL) < 0) {
             Py_DECREF(made);
             goto done;
         }
+        Py_CLEAR(open);
         if (sticky_end) {
             open = made;
         }
@@ -2303,19 +2747,323 @@ pack(PyObject *self, PyObject *args)
         }
         i = j;
     }
-    result = Py_NewRef(Py_None);
+    ok = 0;
 done:
+    Py_XDECREF(of.first);
     Py_XDECREF(open);
     Py_XDECREF(first);
+    PyMem_Free(L->prefix);
+    L->prefix = NULL;
+    return ok;
+}
+
+static int
+get_ssize_named(PyObject *obj, const char *name, Py_ssize_t *value)
+{
+    PyObject *got = PyObject_GetAttrString(obj, name);
+    if (got == NULL) {
+        return -1;
+    }
+    int failed = ssize_item(got, value);
+    Py_DECREF(got);
+    return failed;
+}
+
+/* The engine's state the packing reads and the view's ends; ``prose`` (None, or
+ * (ProseSplitter, prose_flags, flag cache, boundaries, max_token_chars)) lets prose
+ * descents be made here. */
+static int
+packer_open(Packer *P, PyObject *engine, PyObject *view, int rule, PyObject *classify, Py_buffer *cache,
+            PyObject *prose)
+{
+    PyObject *sizer = NULL;
+    PyObject *ends = NULL, *seams = NULL;
+    int ok = -1;
+    P->view = view;
+    if (names_open(P) < 0) {
+        goto done;
+    }
+    P->text = PyObject_GetAttrString(engine, "text");
+    if (P->text == NULL) {
+        goto done;
+    }
+    if (!PyUnicode_Check(P->text)) {
+        PyErr_SetString(PyExc_TypeError, "engine.text must be a str");
+        goto done;
+    }
+    if (prepare(&P->junction, P->text, 0, rule, classify, cache) < 0) {
+        goto done;
+    }
+    P->rule = rule;
+    if (get_ssize_named(engine, "budget", &P->budget) < 0) {
+        goto done;
+    }
+    if ((P->out = PyObject_GetAttrString(engine, "out")) == NULL ||
+        (P->short_memo = PyObject_GetAttrString(engine, "_short")) == NULL ||
+        (P->head = PyObject_GetAttrString(engine, "_head")) == NULL ||
+        (P->tail = PyObject_GetAttrString(engine, "_tail")) == NULL ||
+        (P->place = PyObject_GetAttrString(engine, "_place")) == NULL ||
+        (P->span = PyObject_GetAttrString(engine, "_span")) == NULL ||
+        (sizer = PyObject_GetAttrString(engine, "sizer")) == NULL ||
+        (P->count_text = PyObject_GetAttrString(sizer, "count")) == NULL) {
+        goto done;
+    }
+    if (!PyList_Check(P->out) || !PyDict_Check(P->head) || !PyDict_Check(P->tail) || !PyDict_Check(P->short_memo)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "engine.out must be a list, engine._head, engine._tail and engine._short dicts");
+        goto done;
+    }
+    if (get_ssize_named(view, "lo", &P->lo) < 0 || get_ssize_named(view, "hi", &P->hi) < 0) {
+        goto done;
+    }
+    if ((ends = PyObject_GetAttrString(view, "ends")) == NULL || (seams = PyObject_GetAttrString(view, "seams")) == NULL) {
+        goto done;
+    }
+    if (ints_open(&P->ends, ends, "view.ends") < 0) {
+        goto done;
+    }
+    if (ints_open(&P->seams, seams, "view.seams") < 0) {
+        goto done;
+    }
+    if (prose != Py_None) {
+        PyObject *prose_type, *flags_of, *flag_cache, *boundaries, *max_chars;
+        if (!PyArg_ParseTuple(prose, "OOOOO;prose must be (splitter class, flags, cache, boundaries, max chars)",
+                              &prose_type, &flags_of, &flag_cache, &boundaries, &max_chars)) {
+            goto done;
+        }
+        if (!PyType_Check(prose_type)) {
+            PyErr_SetString(PyExc_TypeError, "prose[0] must be the prose splitter's class");
+            goto done;
+        }
+        if (ssize_item(max_chars, &P->max_chars) < 0) {
+            goto done;
+        }
+        if (P->max_chars < 0 || P->budget < 0) {
+            PyErr_SetString(PyExc_ValueError, "the budget and the most characters a token holds must not be negative");
+            goto done;
+        }
+        if (PyObject_GetBuffer(flag_cache, &P->flag_cache, PyBUF_WRITABLE) < 0) {
+            goto done;
+        }
+        P->has_flag_cache = 1;
+        P->scan.text = P->text;
+        P->scan.flags_of = flags_of;
+        if (start_scan(&P->scan, 0, 0, &P->flag_cache) < 0) {
+            goto done;
+        }
+        P->prose_type = prose_type;
+        P->boundaries = boundaries;
+    }
+    ok = 0;
+done:
+    Py_XDECREF(sizer);
+    Py_XDECREF(ends);
+    Py_XDECREF(seams);
+    return ok;
+}
+
+static void
+packer_close(Packer *P)
+{
+    Py_XDECREF(P->text);
+    Py_XDECREF(P->out);
+    Py_XDECREF(P->short_memo);
+    Py_XDECREF(P->count_text);
+    Py_XDECREF(P->head);
+    Py_XDECREF(P->tail);
+    Py_XDECREF(P->place);
+    Py_XDECREF(P->span);
+    ints_close(&P->ends);
+    ints_close(&P->seams);
+    if (P->has_flag_cache) {
+        PyBuffer_Release(&P->flag_cache);
+    }
+    names_close(P);
+}
+
+PyDoc_STRVAR(pack_doc,
+"pack(engine, edges, parts, template, view, lead, light, meta, raw_type, rule, classify, cache, prose=None)\n\n"
+"Engine._pack for a tokenizer whose additive positions ``rule`` knows (see forward):\n"
+"packs the parts between ``edges`` greedily into ``engine.out``, with every count exact\n"
+"from ``view`` (which covers them), and hands a part that does not fit to\n"
+"``engine._place``. ``parts`` are the parts' Sections, or None when they are uniform\n"
+"(like ``template`` but for their spans); ``light`` is the template's metadata and\n"
+"``meta`` makes a part's; ``raw_type`` is RawChunk (a named tuple). With ``prose``\n"
+"(the ProseSplitter class, prose_flags, its cache, _prose.boundaries and the most\n"
+"characters a token holds), a prose part that does not fit is cut and packed here,\n"
+"as engine._place would, level by level, without returning to Python.");
+
+static PyObject *
+pack(PyObject *self, PyObject *args)
+{
+    PyObject *engine, *edges_obj, *parts_obj, *template, *view, *lead, *light, *meta, *raw_type, *classify;
+    PyObject *prose = Py_None;
+    int rule;
+    Py_buffer cache;
+    if (!PyArg_ParseTuple(args, "OOOO!OOOOOiOw*|O:pack", &engine, &edges_obj, &parts_obj, &PyTuple_Type, &template,
+                          &view, &lead, &light, &meta, &raw_type, &rule, &classify, &cache, &prose)) {
+        return NULL;
+    }
+    Packer P;
+    memset(&P, 0, sizeof(P));
+    Level L;
+    memset(&L, 0, sizeof(L));
+    PyObject *parts = NULL, *result = NULL;
+    Tmpl t;
+    if (PyTuple_GET_SIZE(template) < SECTION_ITEMS) {
+        PyErr_SetString(PyExc_TypeError, "template must be a Section");
+        goto done;
+    }
+    if (check_raw_type(raw_type) < 0) {
+        goto done;
+    }
+    P.raw_type = (PyTypeObject *)raw_type;
+    P.section_type = Py_TYPE(template);
+    P.meta = meta;
+    if (packer_open(&P, engine, view, rule, classify, &cache, prose) < 0) {
+        goto done;
+    }
+    if (ints_open(&L.edges, edges_obj, "edges") < 0) {
+        goto done;
+    }
+    L.k = L.edges.len - 1;
+    if (L.k < 1) {
+        PyErr_SetString(PyExc_ValueError, "pack needs two edges or more");
+        goto done;
+    }
+    if (parts_obj != Py_None) {
+        parts = PySequence_Tuple(parts_obj); /* a copy: the callbacks run Python code */
+        if (parts == NULL) {
+            goto done;
+        }
+        if (PyTuple_GET_SIZE(parts) != L.k) {
+            PyErr_SetString(PyExc_ValueError, "parts and edges disagree");
+            goto done;
+        }
+    }
+    if (tmpl_of(template, &t) < 0) {
+        goto done;
+    }
+    if (pack_level(&P, &L, parts, &t, template, light, lead != Py_None ? lead : NULL) == 0) {
+        result = Py_NewRef(Py_None);
+    }
+done:
     Py_XDECREF(parts);
-    raw_names_close(&R);
+    ints_close(&L.edges);
     packer_close(&P);
+    PyBuffer_Release(&cache);
+    return result;
+}
+
+PyDoc_STRVAR(merge_doc,
+"merge(engine, chunks, raw_type, rule, classify, cache) -> list\n\n"
+"Engine._merge_neighbours: ``chunks`` with neighbours that fit together joined (see\n"
+"pack for the arguments).");
+
+static PyObject *
+merge(PyObject *self, PyObject *args)
+{
+    PyObject *engine, *chunks, *raw_type, *classify;
+    int rule;
+    Py_buffer cache;
+    if (!PyArg_ParseTuple(args, "OOOiOw*:merge", &engine, &chunks, &raw_type, &rule, &classify, &cache)) {
+        return NULL;
+    }
+    Packer P;
+    memset(&P, 0, sizeof(P));
+    PyObject *fast = NULL, *out = NULL, *result = NULL;
+    RawFields prev = {0}, c = {0};
+    if (check_raw_type(raw_type) < 0 || names_open(&P) < 0) {
+        goto done;
+    }
+    P.raw_type = (PyTypeObject *)raw_type;
+    if ((fast = PySequence_Tuple(chunks)) == NULL || (out = PyList_New(0)) == NULL) {
+        goto done;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(fast);
+    if (count < 2) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if (PyList_Append(out, PyTuple_GET_ITEM(fast, i)) < 0) {
+                goto done;
+            }
+        }
+        result = Py_NewRef(out);
+        goto done;
+    }
+    if ((P.text = PyObject_GetAttrString(engine, "text")) == NULL || get_ssize_named(engine, "budget", &P.budget) < 0 ||
+        (P.span = PyObject_GetAttrString(engine, "_span")) == NULL) {
+        goto done;
+    }
+    if (!PyUnicode_Check(P.text)) {
+        PyErr_SetString(PyExc_TypeError, "engine.text must be a str");
+        goto done;
+    }
+    if (prepare(&P.junction, P.text, 0, rule, classify, &cache) < 0) {
+        goto done;
+    }
+    P.rule = rule;
+    for (Py_ssize_t index = 0; index < count; index++) {
+        PyObject *item = PyTuple_GET_ITEM(fast, index);
+        Py_ssize_t have = PyList_GET_SIZE(out);
+        if (have > 0) {
+            PyObject *last = PyList_GET_ITEM(out, have - 1);
+            Py_CLEAR(prev.first);
+            Py_CLEAR(c.first);
+            if (raw_read(&P, last, &prev) < 0 || raw_read(&P, item, &c) < 0) {
+                goto done;
+            }
+            int same_kind = 0;
+            if (!prev.oversize && !c.oversize && (!c.sticky_end || index == count - 1) &&
+                c.tokens <= P.budget + 2 && prev.tokens <= P.budget + 2 - c.tokens) {
+                if (prev.sticky_end) {
+                    same_kind = 1;
+                }
+                else {
+                    PyObject *k1 = PyObject_GetAttrString(prev.first, "kind");
+                    PyObject *k2 = k1 == NULL ? NULL : PyObject_GetAttrString(c.first, "kind");
+                    same_kind = k2 == NULL ? -1 : PyObject_RichCompareBool(k1, k2, Py_EQ);
+                    Py_XDECREF(k1);
+                    Py_XDECREF(k2);
+                    if (same_kind < 0) {
+                        goto done;
+                    }
+                }
+            }
+            if (same_kind) {
+                Py_ssize_t n = joined_count(&P, &prev, c.start, c.end, c.tokens);
+                if (n < 0) {
+                    goto done;
+                }
+                if (n <= P.budget) {
+                    PyObject *made =
+                        raw_new(P.raw_type, prev.start, c.end, n, prev.first, 0, c.sticky_end, prev.partial || c.partial);
+                    if (made == NULL || PyList_SetItem(out, have - 1, made) < 0) {
+                        goto done;
+                    }
+                    continue;
+                }
+            }
+        }
+        if (PyList_Append(out, item) < 0) {
+            goto done;
+        }
+    }
+    result = Py_NewRef(out);
+done:
+    Py_XDECREF(prev.first);
+    Py_XDECREF(c.first);
+    Py_XDECREF(fast);
+    Py_XDECREF(out);
+    Py_XDECREF(P.text);
+    Py_XDECREF(P.span);
+    names_close(&P);
     PyBuffer_Release(&cache);
     return result;
 }
 
 static PyMethodDef native_methods[] = {
     {"pack", pack, METH_VARARGS, pack_doc},
+    {"merge", merge, METH_VARARGS, merge_doc},
     {"first_found", first_found, METH_VARARGS, first_found_doc},
     {"json_children", json_children, METH_VARARGS, json_children_doc},
     {"make_chunks", make_chunks, METH_VARARGS, make_chunks_doc},

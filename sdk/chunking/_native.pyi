@@ -53,5 +53,15 @@ def pack(
     rule: int,
     classify: Callable[[str], int],
     cache: bytearray,
+    prose: tuple[object, ...] | None = None,
     /,
 ) -> None: ...
+def merge(
+    engine: object,
+    chunks: Sequence[_T],
+    raw_type: type,
+    rule: int,
+    classify: Callable[[str], int],
+    cache: bytearray,
+    /,
+) -> list[_T]: ...

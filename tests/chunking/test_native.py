@@ -726,11 +726,19 @@ def test_an_exception_from_a_count_or_a_placement_is_the_one_raised() -> None:
     class Boom(Exception):
         pass
 
-    class CountFails(Engine):
+    class CountFailsSizer(Sizer):
         __slots__ = ()
 
-        def _count(self, a: int, b: int) -> int:
+        def count(self, text: str) -> int:
             raise Boom
+
+    class CountFails(Engine):
+        """Its sizer fails to count (the pack re-counts the stretches at chunk edges by it)."""
+
+        __slots__ = ()
+
+        def __init__(self, text: str, budget: int, sizer: Sizer) -> None:
+            super().__init__(text, budget, CountFailsSizer("o200k_base"))
 
     class PlaceFails(Engine):
         __slots__ = ()
