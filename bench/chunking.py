@@ -5,6 +5,7 @@
     python bench/chunking.py --groups prose big --budgets 256 --only langchain
     python bench/chunking.py --wall     # wall time instead of CPU time
     python bench/chunking.py --scale    # only the linearity and memory rows
+    python bench/chunking.py --instructions   # ours in instructions (needs valgrind)
 
 For each corpus group (``corpora/<group>/``, kind as in ``tests/corpus.py``'s
 ``GROUP_KINDS``; missing groups are skipped) and for a ~2 MB text made by repeating the
@@ -38,6 +39,15 @@ punctuation, brackets) is chunked at budget 64 at 1 MB and 16 MB (``--quick``: 1
 larger, its best time kept): CPU seconds per MB at each size, their ratio, and the
 peak memory the process grew by while chunking (``ru_maxrss``, the text already built),
 per MB of input.
+
+Instructions (``--instructions``): CPU time on a shared machine moves by 10-30% from run
+to run, so each of our rows is also counted in machine instructions, which move by less
+than 1%: every group runs in its own process under valgrind's callgrind, counted only
+inside one ``encode_ordinary`` pass over the group's texts and inside one chunking pass
+at each budget (each text chunked once beforehand, uncounted); the cost is their ratio.
+An instruction is not a unit of time (the encoder's inner loops run more instructions per
+cycle than the interpreter), so these ratios say where our own work stands, and the CPU
+time ratios stay the measure of the targets.
 
 Seam measures, on every contender's chunks located in the source:
 over-budget chunks (exact count), texts not tiled losslessly (``"".join != text``;
@@ -957,6 +967,91 @@ def _parse_cost(
     return parsed / base
 
 
+# --------------------------------------------------------------------------- instructions
+
+
+def _all_groups(quick: bool, wanted: Sequence[str] | None) -> dict[str, list[Text]]:
+    """Every group of a run, by its title (as ``main`` runs them)."""
+    out: dict[str, list[Text]] = {}
+    for key, texts in load_groups(quick).items():
+        group = "big" if key.startswith("prose x") else key
+        if not wanted or group in wanted:
+            out[f"{key} (kind={texts[0].kind})" if group in GROUP_KINDS else key] = texts
+    if not wanted or "real" in wanted:
+        for title, (_group, texts) in real_groups(quick).items():
+            out[title] = texts
+    return out
+
+
+def _instructions_worker(quick: bool, title: str, budgets: Sequence[int]) -> None:
+    """Under callgrind: one encode pass, then one chunking pass per budget, each the only
+    call of ``functools.reduce`` (which the parent counts inside)."""
+    import functools
+
+    texts = _all_groups(quick, None)[title]
+    encode = get_encoding(ENCODING).encode_ordinary
+    chunkers = [Chunker(b, encoding=ENCODING) for b in budgets]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for t in texts:
+            encode(t.text)
+            for ch in chunkers:
+                ch.chunk(t.text, kind=t.kind, filename=t.filename)
+        functools.reduce(lambda _, t: encode(t.text), texts, None)
+        for ch in chunkers:
+            functools.reduce(
+                lambda _, t, ch=ch: ch.chunk(t.text, kind=t.kind, filename=t.filename), texts, None
+            )
+
+
+def run_instructions(quick: bool, wanted: Sequence[str] | None, budgets: Sequence[int]) -> None:
+    import shutil
+    import tempfile
+
+    valgrind = shutil.which("valgrind")
+    print("\n### Ours in instructions (callgrind)\n")
+    if valgrind is None:
+        print("valgrind is not installed (`apt-get install valgrind`): no instruction counts.")
+        return
+    print(
+        "Instructions of one chunking pass over the group divided by those of one "
+        "`encode_ordinary` pass over the same texts, each group in its own process.\n"
+    )
+    print("| group | " + " | ".join(f"budget {b}" for b in budgets) + " | encode pass (instructions) |")
+    print("|---|" + "---:|" * (len(budgets) + 1))
+    for title in _all_groups(quick, wanted):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "cg.out"
+            cmd = [
+                valgrind,
+                "--tool=callgrind",
+                "--toggle-collect=functools_reduce",
+                "--dump-after=functools_reduce",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "--instructions-worker",
+                title,
+                *map(str, budgets),
+            ]
+            if quick:
+                cmd.append("--quick")
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}
+            )
+            counts: list[int] = []
+            for n in range(1, len(budgets) + 2):
+                dump = Path(f"{out}.{n}")
+                if dump.is_file():
+                    found = regex.search(r"(?m)^totals: (\d+)", dump.read_text())
+                    counts.append(int(found.group(1)) if found else 0)
+            if done.returncode != 0 or len(counts) != len(budgets) + 1 or not counts[0]:
+                print(f"| {title} | failed: {done.stderr.strip().splitlines()[-1:] or done.returncode} |")
+                continue
+            ratios = " | ".join(f"{c / counts[0]:.2f}x" for c in counts[1:])
+            print(f"| {title} | {ratios} | {counts[0]:,} |", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="256 KB big text, fewer repeats")
@@ -971,8 +1066,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--wall", action="store_true", help="time with perf_counter instead of CPU time")
     ap.add_argument("--scale", action="store_true", help="only the linearity and memory rows")
     ap.add_argument("--no-scale", action="store_true", help="leave out the linearity and memory rows")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="only our rows, counted in instructions under valgrind (steady where time is not)",
+    )
+    ap.add_argument("--instructions-worker", nargs="+", metavar="TITLE BUDGET", help=argparse.SUPPRESS)
     ap.add_argument("--one", nargs="+", metavar="SHAPE MB BUDGET [-]", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.instructions_worker:
+        _instructions_worker(
+            args.quick, args.instructions_worker[0], [int(b) for b in args.instructions_worker[1:]]
+        )
+        return 0
+    if args.instructions:
+        run_instructions(args.quick, args.groups, args.budgets)
+        return 0
     if args.one:
         print(json.dumps(_one(args.one[0], int(args.one[1]), int(args.one[2]), trace=args.one[3:] != ["-"])))
         return 0

@@ -46,6 +46,7 @@ from typing import Any, NamedTuple
 
 import regex
 
+from . import _accel
 from ._api import register_kind
 from ._jsontok import (
     Child,
@@ -356,6 +357,9 @@ class _Value(NamedTuple):
     peeled: bool = False  # a member's value, its key already apart
 
 
+_NO_OPEN: frozenset[int] = _Value._field_defaults["open"]
+
+
 @dataclass(frozen=True, slots=True)
 class _Text:
     """The inner span of a string (between the quotes) and the next cut level to try."""
@@ -522,6 +526,43 @@ class JSONSplitter:
                 return self._flatten(text, section, node, kids, close)
         if not kids:
             return ()
+        native = _accel.native
+        edges: list[int]
+        members: list[Section]
+        if native is not None and not node.open:
+            # Made in C: a pointer, a _Value and a Section per member were most of the
+            # Python work left at small budgets.
+            edges, members = native.json_members(
+                text,
+                kids,
+                node.start,
+                close,
+                node.depth + 1,
+                node.pointer + "/",
+                self,
+                _Value,
+                Section,
+                decode_key,
+                _NO_OPEN,
+            )
+        else:
+            edges, members = self._members(text, node, kids, close)
+        # The opening line (key, bracket) is sticky: a chunk does not end with it.
+        pointer = node.pointer
+        if node.key_end - node.key_start > 2 and section.start <= node.key_start:
+            prefix = _Prefix(node.key_start, node.key_end, node.start)
+            out = [Section(section.start, edges[0], self, prefix, "json", None, pointer, False, True)]
+        else:
+            out = [Section(section.start, edges[0], None, None, "json", None, pointer, False, True)]
+        out += members
+        if edges[-1] < section.end:
+            out.append(Section(edges[-1], section.end, None, None, "json", None, node.pointer))
+        return out
+
+    def _members(
+        self, text: str, node: _Value, kids: list[Child], close: int
+    ) -> tuple[list[int], list[Section]]:
+        """The edges between the children of ``node`` and a section for each."""
         # Cut after the first line break of the whitespace between values (after the
         # comma): a chunk ends with its line and the next keeps its indentation.
         text_find = text.find
@@ -530,13 +571,6 @@ class JSONSplitter:
             edges.append(_soft(text, text_find(",", prev.end, k.begin) + 1, k.begin))
         edges.append(_soft(text, kids[-1].end, close))
         out: list[Section] = []
-        # The opening line (key, bracket) is sticky: a chunk does not end with it.
-        pointer = node.pointer
-        if node.key_end - node.key_start > 2 and section.start <= node.key_start:
-            prefix = _Prefix(node.key_start, node.key_end, node.start)
-            out.append(Section(section.start, edges[0], self, prefix, "json", None, pointer, False, True))
-        else:
-            out.append(Section(section.start, edges[0], None, None, "json", None, pointer, False, True))
         is_object = text[node.start] == "{"
         depth = node.depth + 1
         base = node.pointer + "/"
@@ -550,9 +584,7 @@ class JSONSplitter:
                 child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end, node.open)
             splitter = self if _divisible(text, k) else None
             out.append(Section(edges[i], edges[i + 1], splitter, child, "json", None, pointer))
-        if edges[-1] < section.end:
-            out.append(Section(edges[-1], section.end, None, None, "json", None, node.pointer))
-        return out
+        return edges, out
 
     def _flatten(
         self, text: str, section: Section, node: _Value, kids: list[Child], close: int

@@ -483,6 +483,228 @@ fail:
     return NULL;
 }
 
+/* An int item as a Py_ssize_t (-1 with an exception set on a failure). */
+static int
+ssize_item_of(PyObject *v, Py_ssize_t *out)
+{
+    *out = PyLong_AsSsize_t(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* str.find(ch, a, b) over the text: the first offset of ``ch`` in [a, b), -1 if none. */
+static Py_ssize_t
+find_char(int kind, const void *data, Py_ssize_t n, Py_UCS4 ch, Py_ssize_t a, Py_ssize_t b)
+{
+    if (a < 0) {
+        a = a + n < 0 ? 0 : a + n;
+    }
+    if (b < 0) {
+        b = b + n < 0 ? 0 : b + n;
+    }
+    if (b > n) {
+        b = n;
+    }
+    for (Py_ssize_t i = a; i < b; i++) {
+        if (PyUnicode_READ(kind, data, i) == ch) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* _json._soft: after the first line break in [a, b), else ``b``. */
+static Py_ssize_t
+soft_edge(int kind, const void *data, Py_ssize_t n, Py_ssize_t a, Py_ssize_t b)
+{
+    Py_ssize_t i = find_char(kind, data, n, '\n', a, b);
+    if (i < 0) {
+        i = find_char(kind, data, n, '\r', a, b);
+    }
+    return i < 0 ? b : i + 1;
+}
+
+/* One RFC 6901 reference token of a member's key (_jsontok.escape_pointer of
+ * decode_key), ``decode`` asked only for a key with an escape in it. */
+static PyObject *
+pointer_token(PyObject *text, int kind, const void *data, Py_ssize_t key_start, Py_ssize_t key_end, PyObject *decode)
+{
+    PyObject *segment;
+    if (find_char(kind, data, PyUnicode_GET_LENGTH(text), '\\', key_start, key_end) >= 0) {
+        PyObject *raw = PyUnicode_Substring(text, key_start, key_end);
+        segment = raw == NULL ? NULL : PyObject_CallOneArg(decode, raw);
+        Py_XDECREF(raw);
+        if (segment != NULL && !PyUnicode_Check(segment)) {
+            Py_DECREF(segment);
+            PyErr_SetString(PyExc_TypeError, "decode must give a str");
+            return NULL;
+        }
+    }
+    else {
+        if (key_end - key_start < 2) {
+            PyErr_SetString(PyExc_ValueError, "a key must be a JSON string token");
+            return NULL;
+        }
+        segment = PyUnicode_Substring(text, key_start + 1, key_end - 1);
+    }
+    if (segment == NULL) {
+        return NULL;
+    }
+    if (PyUnicode_FindChar(segment, '~', 0, PyUnicode_GET_LENGTH(segment), 1) == -1 &&
+        PyUnicode_FindChar(segment, '/', 0, PyUnicode_GET_LENGTH(segment), 1) == -1) {
+        return segment;
+    }
+    PyObject *tilde = PyUnicode_FromString("~"), *slash = PyUnicode_FromString("/");
+    PyObject *t0 = PyUnicode_FromString("~0"), *t1 = PyUnicode_FromString("~1");
+    PyObject *once = NULL, *twice = NULL;
+    if (tilde && slash && t0 && t1) {
+        once = PyUnicode_Replace(segment, tilde, t0, -1);
+        twice = once == NULL ? NULL : PyUnicode_Replace(once, slash, t1, -1);
+    }
+    Py_XDECREF(tilde);
+    Py_XDECREF(slash);
+    Py_XDECREF(t0);
+    Py_XDECREF(t1);
+    Py_XDECREF(once);
+    Py_DECREF(segment);
+    return twice;
+}
+
+PyDoc_STRVAR(json_members_doc,
+"json_members(text, kids, start, close, depth, base, splitter, value_type, section_type, decode, no_open) -> (list, list)\n\n"
+"The edges and member Sections of the container opening at ``start`` and closing at\n"
+"``close``, whose children ``kids`` (json_children's, at least one) are at ``depth``, as\n"
+"JSONSplitter._split_container makes them: each member from the first line break after\n"
+"the comma before it to the same after it, its pointer ``base`` and its key (decoded by\n"
+"``decode`` when it holds an escape) or index, its state a ``value_type`` (start, end,\n"
+"depth, pointer, key_start, key_end, ``no_open``, False), its splitter ``splitter`` when\n"
+"it can be cut (a container, or a string with content).");
+
+static PyObject *
+json_members(PyObject *self, PyObject *args)
+{
+    PyObject *text, *kids_obj, *base, *splitter, *decode, *no_open;
+    Py_ssize_t start, close, depth;
+    PyTypeObject *value_type, *section_type;
+    if (!PyArg_ParseTuple(args, "UOnnnUOO!O!OO:json_members", &text, &kids_obj, &start, &close, &depth, &base,
+                          &splitter, &PyType_Type, &value_type, &PyType_Type, &section_type, &decode, &no_open)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype(value_type, &PyTuple_Type) || !PyType_IsSubtype(section_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "value_type and section_type must be tuple types");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (start < 0 || start >= n) {
+        PyErr_Format(PyExc_ValueError, "no JSON container at offset %zd", start);
+        return NULL;
+    }
+    int is_object = PyUnicode_READ(kind, data, start) == '{';
+    PyObject *kids = PySequence_Tuple(kids_obj);
+    if (kids == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(kids);
+    PyObject *edges = NULL, *members = NULL, *kind_json = NULL, *result = NULL;
+    Py_ssize_t *spans = NULL; /* begin, key_start, key_end, start, end per child */
+    if (count < 1) {
+        PyErr_SetString(PyExc_ValueError, "json_members needs one child or more");
+        goto done;
+    }
+    spans = PyMem_New(Py_ssize_t, 5 * count);
+    if (spans == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *k = PyTuple_GET_ITEM(kids, i);
+        if (!PyTuple_Check(k) || PyTuple_GET_SIZE(k) < 5) {
+            PyErr_SetString(PyExc_TypeError, "kids must be json_children's tuples");
+            goto done;
+        }
+        for (int f = 0; f < 5; f++) {
+            if (ssize_item_of(PyTuple_GET_ITEM(k, f), &spans[5 * i + f]) < 0) {
+                goto done;
+            }
+        }
+        Py_ssize_t value_start = spans[5 * i + 3];
+        if (value_start < 0 || value_start >= n) {
+            PyErr_SetString(PyExc_ValueError, "a child outside the text");
+            goto done;
+        }
+    }
+    if ((edges = PyList_New(count + 1)) == NULL || (members = PyList_New(count)) == NULL ||
+        (kind_json = PyUnicode_InternFromString("json")) == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t e = 0; e <= count; e++) {
+        Py_ssize_t at;
+        if (e == 0) {
+            at = soft_edge(kind, data, n, start + 1, spans[0]);
+        }
+        else if (e == count) {
+            at = soft_edge(kind, data, n, spans[5 * (count - 1) + 4], close);
+        }
+        else {
+            Py_ssize_t begin = spans[5 * e];
+            at = soft_edge(kind, data, n, find_char(kind, data, n, ',', spans[5 * (e - 1) + 4], begin) + 1, begin);
+        }
+        PyObject *v = PyLong_FromSsize_t(at);
+        if (v == NULL) {
+            goto done;
+        }
+        PyList_SET_ITEM(edges, e, v);
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const Py_ssize_t *k = spans + 5 * i;
+        PyObject *token = is_object ? pointer_token(text, kind, data, k[1], k[2], decode) : PyUnicode_FromFormat("%zd", i);
+        PyObject *pointer = token == NULL ? NULL : PyUnicode_Concat(base, token);
+        Py_XDECREF(token);
+        if (pointer == NULL) {
+            goto done;
+        }
+        Py_UCS4 c = PyUnicode_READ(kind, data, k[3]);
+        int divisible = c == '{' || c == '[' || (c == '"' && k[4] - k[3] > 2);
+        Py_ssize_t vfields[6] = {k[3], k[4], depth, 0, k[1], k[2]};
+        PyObject *value = value_type->tp_alloc(value_type, 8);
+        PyObject *section = value == NULL ? NULL : section_type->tp_alloc(section_type, 9);
+        int failed = section == NULL;
+        for (int f = 0; f < 6 && !failed; f++) {
+            PyObject *v = f == 3 ? Py_NewRef(pointer) : PyLong_FromSsize_t(vfields[f]);
+            failed = v == NULL;
+            if (!failed) {
+                PyTuple_SET_ITEM(value, f, v);
+            }
+        }
+        if (!failed) {
+            PyTuple_SET_ITEM(value, 6, Py_NewRef(no_open));
+            PyTuple_SET_ITEM(value, 7, Py_NewRef(Py_False));
+            PyObject *a = PyList_GET_ITEM(edges, i), *b = PyList_GET_ITEM(edges, i + 1);
+            PyObject *items[9] = {a, b, divisible ? splitter : Py_None, value, kind_json, Py_None, pointer, Py_False,
+                                  Py_False};
+            for (int f = 0; f < 9; f++) {
+                PyTuple_SET_ITEM(section, f, Py_NewRef(items[f]));
+            }
+        }
+        Py_XDECREF(value);
+        Py_DECREF(pointer);
+        if (failed) {
+            Py_XDECREF(section);
+            goto done;
+        }
+        PyList_SET_ITEM(members, i, section);
+    }
+    result = PyTuple_Pack(2, edges, members);
+done:
+    PyMem_Free(spans);
+    Py_XDECREF(kind_json);
+    Py_XDECREF(edges);
+    Py_XDECREF(members);
+    Py_DECREF(kids);
+    return result;
+}
+
 /* ---- Additive positions (see _junctions.py, whose rules these mirror exactly) ---- */
 
 enum { NEWLINE, SPACE, LETTER, DIGIT, MARK, APOSTROPHE, SLASH, OTHER, UNKNOWN };
@@ -1795,6 +2017,7 @@ typedef struct {
     Ints edges;
     Py_ssize_t k;
     Py_ssize_t *prefix;
+    int64_t *owned; /* the edges' memory, when it is this level's own */
 } Level;
 
 /* What a section is but for its span (borrowed references). */
@@ -2213,12 +2436,6 @@ check_raw_type(PyObject *type)
     return 0;
 }
 
-static int
-ssize_item(PyObject *v, Py_ssize_t *out)
-{
-    *out = PyLong_AsSsize_t(v);
-    return *out == -1 && PyErr_Occurred() ? -1 : 0;
-}
 
 static int
 names_open(Packer *P)
@@ -2254,8 +2471,8 @@ raw_read(Packer *P, PyObject *c, RawFields *f)
 {
     f->first = NULL;
     if (Py_IS_TYPE(c, P->raw_type) && PyTuple_GET_SIZE(c) == RAW_ITEMS) {
-        if (ssize_item(PyTuple_GET_ITEM(c, 0), &f->start) < 0 || ssize_item(PyTuple_GET_ITEM(c, 1), &f->end) < 0 ||
-            ssize_item(PyTuple_GET_ITEM(c, 2), &f->tokens) < 0) {
+        if (ssize_item_of(PyTuple_GET_ITEM(c, 0), &f->start) < 0 || ssize_item_of(PyTuple_GET_ITEM(c, 1), &f->end) < 0 ||
+            ssize_item_of(PyTuple_GET_ITEM(c, 2), &f->tokens) < 0) {
             return -1;
         }
         if ((f->oversize = PyObject_IsTrue(PyTuple_GET_ITEM(c, 4))) < 0 ||
@@ -2412,11 +2629,140 @@ done:
     return ok;
 }
 
-/* Engine._place for a prose section [a, b) like ``t``, the view covering it: emitted
- * whole if it fits (joining ``lead`` if it can), else cut at its highest level with cuts
- * and packed. */
+/* _meta(section): the section itself when it has neither splitter nor state, else its
+ * kind, language and path alone (no splitter or state that could hold a whole parse). */
+static PyObject *
+section_meta(Packer *P, PyObject *section)
+{
+    if (!PyTuple_Check(section) || PyTuple_GET_SIZE(section) < SECTION_ITEMS) {
+        PyErr_SetString(PyExc_TypeError, "parts must be Sections");
+        return NULL;
+    }
+    if (PyTuple_GET_ITEM(section, SECTION_SPLITTER) == Py_None && PyTuple_GET_ITEM(section, SECTION_STATE) == Py_None) {
+        return Py_NewRef(section);
+    }
+    PyObject *light = new_tuple_of(P->section_type, SECTION_ITEMS);
+    if (light == NULL) {
+        return NULL;
+    }
+    for (int f = 0; f < SECTION_ITEMS; f++) {
+        PyObject *v = f == SECTION_SPLITTER || f == SECTION_STATE ? Py_None
+                      : f == SECTION_PARTIAL || f == SECTION_STICKY ? Py_False
+                                                                    : PyTuple_GET_ITEM(section, f);
+        PyTuple_SET_ITEM(light, f, Py_NewRef(v));
+    }
+    return light;
+}
+
+/* The metadata of a chunk that starts with the section [a, b) like ``t`` (``section``
+ * its Section, or NULL when it has a splitter). */
+static PyObject *
+first_of(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *section)
+{
+    if (section != NULL) {
+        return section_meta(P, section);
+    }
+    return light_meta(P, a, b, t);
+}
+
+/* Cuts the section (not prose) with its splitter, as Engine._place does: into ``L``'s
+ * edges, with its parts (NULL when they are uniform, like *template). Nothing in ``L``
+ * when the section cannot be cut. */
 static int
-place_prose(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *lead)
+split_section(Packer *P, PyObject *section, const Tmpl *t, Level *L, PyObject **parts, PyObject **template)
+{
+    *parts = NULL;
+    *template = NULL;
+    if (t->splitter == Py_None) {
+        return 0;
+    }
+    PyObject *cut = PyObject_GetAttrString(t->splitter, "split_edges");
+    if (cut == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+    }
+    else {
+        PyObject *args[2] = {P->text, section};
+        PyObject *found = PyObject_Vectorcall(cut, args, 2, NULL);
+        Py_DECREF(cut);
+        if (found == NULL) {
+            return -1;
+        }
+        if (found != Py_None) {
+            PyObject *pair = PySequence_Tuple(found);
+            Py_DECREF(found);
+            if (pair == NULL) {
+                return -1;
+            }
+            if (PyTuple_GET_SIZE(pair) != 2) {
+                Py_DECREF(pair);
+                PyErr_SetString(PyExc_ValueError, "split_edges must give (edges, template)");
+                return -1;
+            }
+            int failed = ints_open(&L->edges, PyTuple_GET_ITEM(pair, 0), "edges");
+            if (!failed) {
+                *template = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
+            }
+            Py_DECREF(pair);
+            return failed;
+        }
+        Py_DECREF(found);
+    }
+    PyObject *args[3] = {t->splitter, P->text, section};
+    PyObject *name = PyUnicode_InternFromString("split");
+    PyObject *got = name == NULL ? NULL : PyObject_VectorcallMethod(name, args, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_XDECREF(name);
+    if (got == NULL) {
+        return -1;
+    }
+    *parts = PySequence_Tuple(got); /* a copy: the callbacks run Python code */
+    Py_DECREF(got);
+    if (*parts == NULL) {
+        return -1;
+    }
+    Py_ssize_t k = PyTuple_GET_SIZE(*parts);
+    if (k < 2) {
+        Py_CLEAR(*parts);
+        return 0;
+    }
+    int64_t *edges = PyMem_New(int64_t, k + 1);
+    if (edges == NULL) {
+        Py_CLEAR(*parts);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i <= k; i++) {
+        PyObject *part = PyTuple_GET_ITEM(*parts, i < k ? i : k - 1);
+        Py_ssize_t at;
+        if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) < SECTION_ITEMS) {
+            PyErr_SetString(PyExc_TypeError, "parts must be Sections");
+            at = -1;
+        }
+        else if (ssize_item_of(PyTuple_GET_ITEM(part, i < k ? SECTION_START : SECTION_END), &at) < 0) {
+            at = -1;
+        }
+        if (at == -1 && PyErr_Occurred()) {
+            PyMem_Free(edges);
+            Py_CLEAR(*parts);
+            return -1;
+        }
+        edges[i] = at;
+    }
+    L->edges.items = edges;
+    L->edges.width = 8;
+    L->edges.len = k + 1;
+    L->owned = edges;
+    return 0;
+}
+
+/* Engine._place for the section [a, b) like ``t`` (``section`` its Section, or NULL for
+ * a uniform prose part), the view covering it: emitted whole if it fits (joining
+ * ``lead`` if it can), else cut (prose at its highest level with cuts, here; anything
+ * else by its splitter) and packed. */
+static int
+place_section(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *section, PyObject *lead)
 {
     Py_ssize_t budget = P->budget, n = -1;
     /* (no range fits that holds more characters than budget tokens of the longest token) */
@@ -2445,8 +2791,9 @@ place_prose(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *lead
             Py_DECREF(head.first);
         }
         int markdown = PyUnicode_Check(t->kind) && PyUnicode_CompareWithASCIIString(t->kind, "markdown") == 0;
-        if (lead == NULL || !markdown) {
-            PyObject *first = light_meta(P, a, b, t);
+        if (lead == NULL || !markdown || t->splitter == Py_None) {
+            /* Fits alone: whole (a fenced block that fits is never cut for a heading). */
+            PyObject *first = first_of(P, a, b, t, section);
             if (first == NULL) {
                 return -1;
             }
@@ -2458,16 +2805,45 @@ place_prose(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *lead
     int ok = -1;
     long found = -1;
     Cuts cuts = {0};
-    PyObject *state = NULL, *light = NULL;
+    PyObject *state = NULL, *light = NULL, *parts = NULL, *template = NULL;
     Level L = {0};
-    if (push(&cuts, a) < 0 || prose_cuts(P, a, b, t->state, &cuts, &found) < 0) {
-        goto done;
+    Tmpl sub;
+    if (prose_part(P, t)) {
+        if (push(&cuts, a) < 0 || prose_cuts(P, a, b, t->state, &cuts, &found) < 0) {
+            goto done;
+        }
+        if (cuts.len >= 2) {
+            if (push(&cuts, b) < 0 || (state = PyLong_FromLong(found + 1)) == NULL) {
+                goto done;
+            }
+            sub = (Tmpl){t->splitter, state, t->kind, t->language, t->path, t->partial, 0};
+            L.edges.items = cuts.items;
+            L.edges.width = 8;
+            L.edges.len = cuts.len;
+        }
     }
-    if (cuts.len < 2) {
+    else {
+        if (split_section(P, section, t, &L, &parts, &template) < 0) {
+            goto done;
+        }
+        if (template != NULL) {
+            if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) < SECTION_ITEMS) {
+                PyErr_SetString(PyExc_TypeError, "template must be a Section");
+                goto done;
+            }
+            if (tmpl_of(template, &sub) < 0) {
+                goto done;
+            }
+        }
+        else if (parts != NULL) {
+            sub = *t;
+        }
+    }
+    if (L.edges.len < 3) {
         if (n < 0 && (n = count_fresh(P, a, b)) < 0) {
             goto done;
         }
-        PyObject *first = light_meta(P, a, b, t);
+        PyObject *first = first_of(P, a, b, t, section);
         if (first == NULL) {
             goto done;
         }
@@ -2476,22 +2852,27 @@ place_prose(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *lead
         ok = emit(P, made, 0);
         goto done;
     }
-    if (push(&cuts, b) < 0 || (state = PyLong_FromLong(found + 1)) == NULL) {
-        goto done;
+    L.k = L.edges.len - 1;
+    if (template != NULL) {
+        light = section_meta(P, template);
     }
-    Tmpl sub = {t->splitter, state, t->kind, t->language, t->path, t->partial, 0};
-    if ((light = light_meta(P, a, b, &sub)) == NULL) {
-        goto done;
+    else if (parts != NULL) {
+        light = section_meta(P, section);
     }
-    L.edges.items = cuts.items;
-    L.edges.width = 8;
-    L.edges.len = cuts.len;
-    L.k = cuts.len - 1;
-    ok = pack_level(P, &L, NULL, &sub, NULL, light, lead);
+    else {
+        light = light_meta(P, a, b, &sub);
+    }
+    if (light != NULL) {
+        ok = pack_level(P, &L, parts, &sub, parts != NULL ? section : template, light, lead);
+    }
 done:
     Py_XDECREF(state);
     Py_XDECREF(light);
+    Py_XDECREF(parts);
+    Py_XDECREF(template);
     PyMem_Free(cuts.items);
+    PyMem_Free(L.owned);
+    ints_close(&L.edges);
     return ok;
 }
 
@@ -2518,40 +2899,36 @@ uniform_part(Packer *P, Level *L, PyObject *template, Py_ssize_t i)
     return part;
 }
 
-/* Part ``i`` does not fit (after ``lead``, or at all): it is cut, here when it is prose,
- * else by engine._place. */
+/* Part ``i`` does not fit (after ``lead``, or at all): it is cut, here (given ``prose``
+ * to pack), else by engine._place. */
 static int
 place_part(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *template, Py_ssize_t i, PyObject *lead)
 {
-    if (parts == NULL) {
-        if (prose_part(P, t)) {
-            Py_ssize_t a = edge(L, i), b = edge(L, i + 1);
-            if ((a == -1 || b == -1) && PyErr_Occurred()) {
-                return -1;
-            }
-            Tmpl part = *t;
-            part.sticky = 0; /* (part() makes no sticky part) */
-            return place_prose(P, a, b, &part, lead);
-        }
-        if (template == NULL) {
-            PyErr_SetString(PyExc_RuntimeError, "a uniform part without its template");
+    if (parts == NULL && prose_part(P, t)) {
+        Py_ssize_t a = edge(L, i), b = edge(L, i + 1);
+        if ((a == -1 || b == -1) && PyErr_Occurred()) {
             return -1;
         }
+        Tmpl part = *t;
+        part.sticky = 0; /* (part() makes no sticky part) */
+        return place_section(P, a, b, &part, NULL, lead);
+    }
+    if (parts == NULL && template == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a uniform part without its template");
+        return -1;
     }
     PyObject *section = parts == NULL ? uniform_part(P, L, template, i) : Py_NewRef(PyTuple_GET_ITEM(parts, i));
     if (section == NULL) {
         return -1;
     }
-    if (parts != NULL && P->prose_type != NULL && PyTuple_Check(section) &&
-        PyTuple_GET_SIZE(section) >= SECTION_ITEMS &&
-        Py_IS_TYPE(PyTuple_GET_ITEM(section, SECTION_SPLITTER), (PyTypeObject *)P->prose_type)) {
+    if (P->prose_type != NULL && PyTuple_Check(section) && PyTuple_GET_SIZE(section) >= SECTION_ITEMS) {
         Tmpl part;
         Py_ssize_t a, b;
-        int failed = tmpl_of(section, &part) < 0 || ssize_item(PyTuple_GET_ITEM(section, SECTION_START), &a) < 0 ||
-                     ssize_item(PyTuple_GET_ITEM(section, SECTION_END), &b) < 0;
+        int failed = tmpl_of(section, &part) < 0 || ssize_item_of(PyTuple_GET_ITEM(section, SECTION_START), &a) < 0 ||
+                     ssize_item_of(PyTuple_GET_ITEM(section, SECTION_END), &b) < 0;
         if (failed || (a >= P->lo && b <= P->hi && a < b)) {
             /* (a part the view does not cover goes to engine._place, which encodes it) */
-            failed = failed || place_prose(P, a, b, &part, lead) < 0;
+            failed = failed || place_section(P, a, b, &part, section, lead) < 0;
             Py_DECREF(section);
             return failed ? -1 : 0;
         }
@@ -2624,7 +3001,9 @@ pack_level(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *templa
             if (origin == -1 && PyErr_Occurred()) {
                 goto done;
             }
-            first = uniform ? Py_NewRef(light) : PyObject_CallOneArg(P->meta, PyTuple_GET_ITEM(parts, i));
+            first = uniform                  ? Py_NewRef(light)
+                    : P->prose_type != NULL ? section_meta(P, PyTuple_GET_ITEM(parts, i))
+                                            : PyObject_CallOneArg(P->meta, PyTuple_GET_ITEM(parts, i));
             if (first == NULL) {
                 goto done;
             }
@@ -2764,7 +3143,7 @@ get_ssize_named(PyObject *obj, const char *name, Py_ssize_t *value)
     if (got == NULL) {
         return -1;
     }
-    int failed = ssize_item(got, value);
+    int failed = ssize_item_of(got, value);
     Py_DECREF(got);
     return failed;
 }
@@ -2835,7 +3214,7 @@ packer_open(Packer *P, PyObject *engine, PyObject *view, int rule, PyObject *cla
             PyErr_SetString(PyExc_TypeError, "prose[0] must be the prose splitter's class");
             goto done;
         }
-        if (ssize_item(max_chars, &P->max_chars) < 0) {
+        if (ssize_item_of(max_chars, &P->max_chars) < 0) {
             goto done;
         }
         if (P->max_chars < 0 || P->budget < 0) {
@@ -3066,6 +3445,7 @@ static PyMethodDef native_methods[] = {
     {"merge", merge, METH_VARARGS, merge_doc},
     {"first_found", first_found, METH_VARARGS, first_found_doc},
     {"json_children", json_children, METH_VARARGS, json_children_doc},
+    {"json_members", json_members, METH_VARARGS, json_members_doc},
     {"make_chunks", make_chunks, METH_VARARGS, make_chunks_doc},
     {"prefix_counts", prefix_counts, METH_VARARGS, prefix_counts_doc},
     {"fine_cuts", fine_cuts, METH_VARARGS, fine_cuts_doc},

@@ -39,6 +39,20 @@ def make_chunks(
 def json_children(
     text: str, start: int, close: dict[int, int], child_type: type[_T], /
 ) -> tuple[list[_T], int]: ...
+def json_members(
+    text: str,
+    kids: Sequence[tuple[int, ...]],
+    start: int,
+    close: int,
+    depth: int,
+    base: str,
+    splitter: object,
+    value_type: type,
+    section_type: type[_T],
+    decode: Callable[[str], str],
+    no_open: frozenset[int],
+    /,
+) -> tuple[list[int], list[_T]]: ...
 def first_found(text: str, needles: tuple[str, ...], /) -> list[int]: ...
 def pack(
     engine: object,

@@ -491,6 +491,74 @@ def test_json_children_match_the_regex_walk(doc: str) -> None:
         assert native._close == _kept(python._close)
 
 
+KEYED_JSON = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(
+            st.tuples(st.text(alphabet='k~/"\\\u00e9\U0001f600', max_size=4), inner), min_size=1, max_size=4
+        ).map(lambda kv: "{" + ",\n  ".join(f"{json.dumps(k)}: {v}" for k, v in kv) + "\r\n}")
+        | st.lists(inner, min_size=1, max_size=4).map(lambda xs: "[" + " ,\t".join(xs) + "]")
+    ),
+    max_leaves=20,
+)
+
+
+@given(doc=LOOSE_JSON | KEYED_JSON)
+@settings(max_examples=300, deadline=None)
+def test_json_members_are_the_sections_the_python_loop_makes(doc: str) -> None:
+    from sdk.chunking._json import _NO_OPEN, JSONSplitter, _Value
+    from sdk.chunking._jsontok import decode_key
+    from sdk.chunking._types import Section
+
+    assert NATIVE is not None
+    splitter = JSONSplitter(Structure(doc))
+    for m in re.finditer(r"[\[{]", doc):
+        try:
+            kids, close = splitter.structure.children(m.start())
+        except (ValueError, AttributeError):  # a bracket inside a string
+            continue
+        if not kids:
+            continue
+        node = _Value(m.start(), close + 1, 2, "/a/0")
+        want = splitter._members(doc, node, kids, close)
+        got = NATIVE.json_members(
+            doc, kids, m.start(), close, 3, "/a/0/", splitter, _Value, Section, decode_key, _NO_OPEN
+        )
+        assert got == want
+        assert all(type(s) is Section and type(s.state) is _Value for s in got[1])
+
+
+def test_json_members_reject_what_the_splitter_never_passes() -> None:
+    from sdk.chunking._json import _NO_OPEN, _Value
+    from sdk.chunking._jsontok import Child, decode_key
+    from sdk.chunking._types import Section
+
+    assert NATIVE is not None
+    kid = Child(1, 1, 1, 1, 2, 2)
+    args = ["[1]", [kid], 0, 2, 1, "/", None, _Value, Section, decode_key, _NO_OPEN]
+    cases: list[tuple[int, object, type[Exception], str]] = [
+        (1, [], ValueError, "one child"),
+        (1, [(1, 2)], TypeError, "json_children"),
+        (1, [Child(1, 1, 1, 9, 10, 10)], ValueError, "outside the text"),
+        (2, 5, ValueError, "no JSON container"),
+        (7, int, TypeError, "tuple types"),
+    ]
+    for index, value, error, message in cases:
+        bad = list(args)
+        bad[index] = value
+        with pytest.raises(error, match=message):
+            NATIVE.json_members(*bad)
+    # a key with an escape is decoded by the function given, whose errors come through
+    keyed = ['{"\\u0041": 1}', [Child(1, 1, 9, 11, 12, 12)], 0, 12, 1, "", None, _Value, Section]
+
+    def boom(raw: str) -> str:
+        raise ZeroDivisionError(raw)
+
+    with pytest.raises(ZeroDivisionError):
+        NATIVE.json_members(*keyed, boom, _NO_OPEN)
+    assert NATIVE.json_members(*keyed, decode_key, _NO_OPEN)[1][0].path == "A"
+
+
 @pytest.mark.parametrize(
     "doc",
     ['{"a" 1}', "{a: 1}", "[1, tru]", '["x', "[1, -]", '{"k": "v"', "[01x]"],
