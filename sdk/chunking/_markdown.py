@@ -15,7 +15,7 @@ import re
 import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ._api import _ROOTS, register_kind
 from ._languages import GrammarUnavailable, UnknownLanguage, known_language
@@ -37,21 +37,21 @@ _LIST_ITEM = re.compile(r"( {0,3})(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|(?:\r\n|\r|\n)?
 _QUOTE = re.compile(r" {0,3}>")
 _HR = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*(?:\r\n|\r|\n)?$")
 _HTML = re.compile(r" {0,3}<(?:[A-Za-z][A-Za-z0-9-]*|/[A-Za-z]|!--|\?|![A-Z])")
+# A match's (start, end), called by ``map`` in C: a line's span without Python code per line.
+_SPAN = re.Match.span
 _INDENTED = re.compile(r"(?: {4}|\t)")
 _TABLE_DELIM = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*(?:\r\n|\r|\n)?$")
 _ATX_LINE = re.compile(r" {0,3}#{1,6}(?:[ \t]|\r|\n|$)")
 _FENCE_LINE = re.compile(r" {0,3}(?:`{3,}|~{3,})")
 
 
-@dataclass(frozen=True, slots=True)
-class _Heading:
+class _Heading(NamedTuple):
     start: int
     level: int
     title: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Fence:
+class _Fence(NamedTuple):
     start: int
     body: int  # first character after the opening line
     close: int  # first character of the closing line (== end if unclosed)
@@ -59,29 +59,29 @@ class _Fence:
     info: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Sec:
+class _Sec(NamedTuple):
     """A heading section (``level`` 0: the document) with its heading trail."""
 
     level: int
     trail: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _Blocks:
+class _Blocks(NamedTuple):
     trail: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _Glued:
+class _Glued(NamedTuple):
     """A part whose front carries text its own splitter does not know (a heading)."""
 
     inner: Section
 
 
-@dataclass(frozen=True, slots=True)
-class _Shifted:
-    """A section of a separate text (a fence body) seen ``base`` characters later."""
+class _Shifted(NamedTuple):
+    """A section of a separate text (a fence body) seen ``base`` characters later.
+
+    (The states are named tuples: one is made per fence part and per block, and a
+    frozen dataclass sets each field through ``object.__setattr__``. ``split`` tells
+    them apart by class before it takes a plain tuple for a table or a list.)"""
 
     inner: Section
     body: str
@@ -98,7 +98,15 @@ def _path(trail: tuple[str, ...]) -> str | None:
 class MarkdownSplitter:
     """Splitter for one Markdown document (holds its fence and heading index)."""
 
-    __slots__ = ("fence_starts", "fences", "heading_starts", "headings", "text")
+    __slots__ = (
+        "_fence_by_start",
+        "_heading_set",
+        "fence_starts",
+        "fences",
+        "heading_starts",
+        "headings",
+        "text",
+    )
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -106,6 +114,10 @@ class MarkdownSplitter:
         self.fence_starts = [f.start for f in self.fences]
         self.headings = _scan_headings(text, self.fences)
         self.heading_starts = [h.start for h in self.headings]
+        # By start, for the questions asked of every line (a dict or set lookup where
+        # a bisection was a Python call).
+        self._fence_by_start = {f.start: f for f in self.fences}
+        self._heading_set = frozenset(self.heading_starts)
 
     # -- the engine's entry point -------------------------------------------------
     def split(self, text: str, section: Section) -> Sequence[Section]:
@@ -189,7 +201,7 @@ class MarkdownSplitter:
     def _blocks(self, start: int, end: int, trail: tuple[str, ...]) -> list[Section]:
         text = self.text
         path = _path(trail)
-        lines = [(m.start(), m.end()) for m in _LINE.finditer(text, start, end)]
+        lines = list(map(_SPAN, _LINE.finditer(text, start, end)))
         out: list[Section] = []
         i = 0
         n = len(lines)
@@ -328,14 +340,10 @@ class MarkdownSplitter:
         return j
 
     def _fence_at(self, pos: int) -> _Fence | None:
-        k = bisect_left(self.fence_starts, pos)
-        if k < len(self.fences) and self.fence_starts[k] == pos:
-            return self.fences[k]
-        return None
+        return self._fence_by_start.get(pos)
 
     def _heading_at(self, pos: int) -> bool:
-        k = bisect_left(self.heading_starts, pos)
-        return k < len(self.heading_starts) and self.heading_starts[k] == pos
+        return pos in self._heading_set
 
     def _setext_end_line(self, lines: list[tuple[int, int]], i: int) -> int:
         j = i + 1
@@ -347,7 +355,7 @@ class MarkdownSplitter:
     def _split_rows(self, section: Section, what: str, trail: tuple[str, ...]) -> list[Section]:
         text = self.text
         path = _path(trail)
-        lines = [(m.start(), m.end()) for m in _LINE.finditer(text, section.start, section.end)]
+        lines = list(map(_SPAN, _LINE.finditer(text, section.start, section.end)))
         if what == "table":
             # Header and delimiter rows stay together; then one part per row.
             cuts = [lines[2][0]] if len(lines) > 2 else []
