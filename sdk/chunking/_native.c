@@ -2761,8 +2761,24 @@ split_section(Packer *P, PyObject *section, const Tmpl *t, Level *L, PyObject **
  * a uniform prose part), the view covering it: emitted whole if it fits (joining
  * ``lead`` if it can), else cut (prose at its highest level with cuts, here; anything
  * else by its splitter) and packed. */
+static int place_section_inner(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *section,
+                               PyObject *lead);
+
 static int
 place_section(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *section, PyObject *lead)
+{
+    /* Each level of a descent is a C frame here: Python's recursion limit bounds them
+     * (a RecursionError, as through engine._place, rather than a stack overflow). */
+    if (Py_EnterRecursiveCall(" while placing a section")) {
+        return -1;
+    }
+    int ok = place_section_inner(P, a, b, t, section, lead);
+    Py_LeaveRecursiveCall();
+    return ok;
+}
+
+static int
+place_section_inner(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *section, PyObject *lead)
 {
     Py_ssize_t budget = P->budget, n = -1;
     /* (no range fits that holds more characters than budget tokens of the longest token) */

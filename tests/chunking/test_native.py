@@ -818,3 +818,20 @@ def test_an_exception_from_a_count_or_a_placement_is_the_one_raised() -> None:
         engine = _engine(3, cls)
         with pytest.raises(Boom):
             NATIVE.pack(*_pack_args(engine), _accel.cache("junction", 1))
+
+
+def test_a_splitter_that_never_gets_smaller_ends_in_a_recursion_error_both_ways() -> None:
+    """Each level of a descent is a C frame in the native pack: Python's recursion limit
+    bounds them, as it bounds engine._place's, instead of the C stack."""
+    from sdk.chunking._types import Section
+
+    class ShedOne:
+        def split(self, text: str, section: Section) -> list[Section]:
+            # one character off the end per level: as deep as the text is long
+            return [section._replace(end=section.end - 1), Section(section.end - 1, section.end)]
+
+    text = "word " * 2000
+    for native in (True, False):
+        engine = Engine(text, 1, Sizer("o200k_base"))
+        with contextlib.nullcontext() if native else pure_python(), pytest.raises(RecursionError):
+            engine.run(Section(0, len(text), ShedOne()))
