@@ -2158,27 +2158,23 @@ static Py_ssize_t
 ints_bisect_right(const Ints *v, Py_ssize_t x)
 {
     Py_ssize_t lo = 0, hi = v->len;
-    if (v->fast == NULL && v->width == 8) {
+    if (v->fast == NULL) {
+        /* A buffer: read in place (it need not be aligned), without ints_at's checks. */
         const char *items = (const char *)v->items;
+        int wide = v->width == 8;
         while (lo < hi) {
             Py_ssize_t mid = lo + (hi - lo) / 2;
-            int64_t at;
-            memcpy(&at, items + mid * 8, 8); /* (a buffer need not be aligned) */
-            if (at <= x) {
-                lo = mid + 1;
+            long long at;
+            if (wide) {
+                int64_t at8;
+                memcpy(&at8, items + mid * 8, 8);
+                at = at8;
             }
             else {
-                hi = mid;
+                int32_t at4;
+                memcpy(&at4, items + mid * 4, 4);
+                at = at4;
             }
-        }
-        return lo;
-    }
-    if (v->fast == NULL && v->width == 4) {
-        const char *items = (const char *)v->items;
-        while (lo < hi) {
-            Py_ssize_t mid = lo + (hi - lo) / 2;
-            int32_t at;
-            memcpy(&at, items + mid * 4, 4); /* (a buffer need not be aligned) */
             if (at <= x) {
                 lo = mid + 1;
             }
