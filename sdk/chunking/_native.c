@@ -1996,6 +1996,7 @@ typedef struct {
     Junction junction;
     int rule;
     Ints ends;
+    Py_ssize_t hint; /* the last answer of ends_before */
     Py_ssize_t lo, hi;
     Ints seams;
     /* Prose descents made here (prose_type NULL: every part that does not fit goes to
@@ -2200,11 +2201,69 @@ ints_bisect_right(const Ints *v, Py_ssize_t x)
     return lo;
 }
 
+/* The value at ``i`` of a buffer of 4- or 8-byte integers (not a list). */
+static inline long long
+buffer_at(const Ints *v, Py_ssize_t i)
+{
+    if (v->width == 8) {
+        int64_t at;
+        memcpy(&at, (const char *)v->items + i * 8, 8);
+        return at;
+    }
+    int32_t at;
+    memcpy(&at, (const char *)v->items + i * 4, 4);
+    return at;
+}
+
+/* ints_bisect_right over a buffer, galloping out from ``hint`` (an earlier answer): a
+ * question near the last one reads memory near it. A whole bisection of the token ends
+ * of a 16 MB text (16 MB of them) missed the CPU caches at nearly every step. */
+static Py_ssize_t
+bisect_from(const Ints *v, Py_ssize_t x, Py_ssize_t hint)
+{
+    Py_ssize_t n = v->len, lo, hi, bound = 1;
+    if (hint < 0 || hint > n) {
+        hint = n / 2;
+    }
+    if (hint == 0 || buffer_at(v, hint - 1) <= x) {
+        /* the answer is at or after hint */
+        lo = hint;
+        while (lo + bound - 1 < n && buffer_at(v, lo + bound - 1) <= x) {
+            lo += bound;
+            bound *= 2;
+        }
+        hi = lo + bound - 1 < n ? lo + bound - 1 : n;
+    }
+    else {
+        /* before it: the value at hint - 1 is over x */
+        hi = hint - 1;
+        while (hi - bound >= 0 && buffer_at(v, hi - bound) > x) {
+            hi -= bound;
+            bound *= 2;
+        }
+        lo = hi - bound + 1 > 0 ? hi - bound + 1 : 0;
+    }
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (buffer_at(v, mid) <= x) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 /* How many of the view's tokens end at or before ``x`` (-1 on an error). */
 static inline Py_ssize_t
 ends_before(Packer *P, Py_ssize_t x)
 {
-    return ints_bisect_right(&P->ends, x);
+    if (P->ends.fast != NULL) {
+        return ints_bisect_right(&P->ends, x);
+    }
+    P->hint = bisect_from(&P->ends, x, P->hint);
+    return P->hint;
 }
 
 /* Whether a seam of the view lies strictly between a and b (-1 on an error). */
