@@ -2835,6 +2835,12 @@ place_section(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *se
 static int
 place_section_inner(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *section, PyObject *lead)
 {
+    if (a < 0 || a > b || b > PyUnicode_GET_LENGTH(P->text)) {
+        /* (a splitter's part past the text: the scans below read the text in place) */
+        PyErr_Format(PyExc_IndexError, "a part [%zd, %zd) outside the text of %zd characters", a, b,
+                     PyUnicode_GET_LENGTH(P->text));
+        return -1;
+    }
     Py_ssize_t budget = P->budget, n = -1;
     /* (no range fits that holds more characters than budget tokens of the longest token) */
     int cannot_fit = P->max_chars == 0 || budget <= PY_SSIZE_T_MAX / P->max_chars ? b - a > budget * P->max_chars : 0;
@@ -2897,7 +2903,8 @@ place_section_inner(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObje
         if (split_section(P, section, t, &L, &parts, &template) < 0) {
             goto done;
         }
-        if (template != NULL) {
+        /* (the template is read only when there are parts to pack, as in Engine._place) */
+        if (L.edges.len >= 3 && template != NULL) {
             if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) < SECTION_ITEMS) {
                 PyErr_SetString(PyExc_TypeError, "template must be a Section");
                 goto done;

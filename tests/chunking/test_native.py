@@ -835,3 +835,44 @@ def test_a_splitter_that_never_gets_smaller_ends_in_a_recursion_error_both_ways(
         engine = Engine(text, 1, Sizer("o200k_base"))
         with contextlib.nullcontext() if native else pure_python(), pytest.raises(RecursionError):
             engine.run(Section(0, len(text), ShedOne()))
+
+
+def test_a_part_past_the_end_of_the_text_is_an_index_error_not_a_read_past_it() -> None:
+    """The native descent reads the text in place: a custom splitter's part that runs
+    past the text is refused (found under AddressSanitizer by a review)."""
+    from sdk.chunking._prose import PROSE
+    from sdk.chunking._types import Section
+
+    text = "word " * 4000
+    n = len(text)
+
+    class PastTheEnd:
+        def split(self, t: str, s: Section) -> list[Section]:
+            return [Section(0, 10, PROSE, 0), Section(10, n + 40_000, PROSE, 0)]
+
+    with pytest.raises(IndexError, match="outside the text"):
+        Engine(text, 20, Sizer("o200k_base")).run(Section(0, n, PastTheEnd()))
+
+
+def test_split_edges_with_no_cut_leaves_the_section_whole_both_ways() -> None:
+    """No edges to pack: the template is never read (Engine._place's rule)."""
+    from sdk.chunking._types import Section
+
+    class NoCut:
+        def split_edges(self, t: str, s: Section) -> tuple[list[int], None]:
+            return [], None
+
+        def split(self, t: str, s: Section) -> list[Section]:  # pragma: no cover - not asked
+            raise AssertionError("split_edges answered")
+
+    class Top:
+        def split(self, t: str, s: Section) -> list[Section]:
+            return [Section(0, 100, NoCut(), 1), Section(100, s.end, NoCut(), 1)]
+
+    text = "word " * 400
+    runs = []
+    for native in (True, False):
+        with contextlib.nullcontext() if native else pure_python():
+            out = Engine(text, 8, Sizer("o200k_base")).run(Section(0, len(text), Top()))
+        runs.append([(c.start, c.end, c.tokens, c.oversize) for c in out])
+    assert runs[0] == runs[1] and runs[0][0][:2] == (0, 100)
