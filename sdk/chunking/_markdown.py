@@ -101,7 +101,6 @@ class MarkdownSplitter:
     __slots__ = (
         "_fence_by_start",
         "_heading_set",
-        "fence_starts",
         "fences",
         "heading_starts",
         "headings",
@@ -111,7 +110,6 @@ class MarkdownSplitter:
     def __init__(self, text: str) -> None:
         self.text = text
         self.fences = _scan_fences(text)
-        self.fence_starts = [f.start for f in self.fences]
         self.headings = _scan_headings(text, self.fences)
         self.heading_starts = [h.start for h in self.headings]
         # By start, for the questions asked of every line (a dict or set lookup where

@@ -1590,6 +1590,21 @@ ints_close(Ints *v)
     Py_XDECREF(v->fast);
 }
 
+/* The value at ``i`` of a buffer of 4- or 8-byte integers (not a list; a buffer need
+ * not be aligned). */
+static inline long long
+buffer_at(const Ints *v, Py_ssize_t i)
+{
+    if (v->width == 8) {
+        int64_t at;
+        memcpy(&at, (const char *)v->items + i * 8, 8);
+        return at;
+    }
+    int32_t at;
+    memcpy(&at, (const char *)v->items + i * 4, 4);
+    return at;
+}
+
 /* The value at ``i``; -1 with an exception set when it is not an int (lists only). */
 static inline long long
 ints_at(const Ints *v, Py_ssize_t i)
@@ -1597,14 +1612,23 @@ ints_at(const Ints *v, Py_ssize_t i)
     if (v->fast != NULL) {
         return PyLong_AsLongLong(PySequence_Fast_GET_ITEM(v->fast, i));
     }
-    if (v->width == 4) {
-        int32_t value;
-        memcpy(&value, (const char *)v->items + i * 4, 4);
-        return value;
+    return buffer_at(v, i);
+}
+
+/* bisect_right over the values of a buffer at [lo, hi). */
+static Py_ssize_t
+bisect_buffer(const Ints *v, Py_ssize_t x, Py_ssize_t lo, Py_ssize_t hi)
+{
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (buffer_at(v, mid) <= x) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
     }
-    int64_t value;
-    memcpy(&value, (const char *)v->items + i * 8, 8);
-    return value;
+    return lo;
 }
 
 PyDoc_STRVAR(prefix_counts_doc,
@@ -2160,30 +2184,7 @@ ints_bisect_right(const Ints *v, Py_ssize_t x)
 {
     Py_ssize_t lo = 0, hi = v->len;
     if (v->fast == NULL) {
-        /* A buffer: read in place (it need not be aligned), without ints_at's checks. */
-        const char *items = (const char *)v->items;
-        int wide = v->width == 8;
-        while (lo < hi) {
-            Py_ssize_t mid = lo + (hi - lo) / 2;
-            long long at;
-            if (wide) {
-                int64_t at8;
-                memcpy(&at8, items + mid * 8, 8);
-                at = at8;
-            }
-            else {
-                int32_t at4;
-                memcpy(&at4, items + mid * 4, 4);
-                at = at4;
-            }
-            if (at <= x) {
-                lo = mid + 1;
-            }
-            else {
-                hi = mid;
-            }
-        }
-        return lo;
+        return bisect_buffer(v, x, lo, hi); /* read in place, without ints_at's checks */
     }
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
@@ -2199,20 +2200,6 @@ ints_bisect_right(const Ints *v, Py_ssize_t x)
         }
     }
     return lo;
-}
-
-/* The value at ``i`` of a buffer of 4- or 8-byte integers (not a list). */
-static inline long long
-buffer_at(const Ints *v, Py_ssize_t i)
-{
-    if (v->width == 8) {
-        int64_t at;
-        memcpy(&at, (const char *)v->items + i * 8, 8);
-        return at;
-    }
-    int32_t at;
-    memcpy(&at, (const char *)v->items + i * 4, 4);
-    return at;
 }
 
 /* ints_bisect_right over a buffer, galloping out from ``hint`` (an earlier answer): a
@@ -2243,16 +2230,7 @@ bisect_from(const Ints *v, Py_ssize_t x, Py_ssize_t hint)
         }
         lo = hi - bound + 1 > 0 ? hi - bound + 1 : 0;
     }
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (buffer_at(v, mid) <= x) {
-            lo = mid + 1;
-        }
-        else {
-            hi = mid;
-        }
-    }
-    return lo;
+    return bisect_buffer(v, x, lo, hi);
 }
 
 /* How many of the view's tokens end at or before ``x`` (-1 on an error). */
