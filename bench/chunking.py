@@ -997,6 +997,12 @@ def _instructions_worker(quick: bool, title: str, budgets: Sequence[int]) -> Non
             encode(t.text)
             for ch in chunkers:
                 ch.chunk(t.text, kind=t.kind, filename=t.filename)
+    # The young objects left by loading every group are collected now, not by whichever
+    # counted pass happens to cross the collector's threshold (one such collection was a
+    # third of a JSON pass's instructions).
+    gc.collect()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         functools.reduce(lambda _, t: encode(t.text), texts, None)
         for ch in chunkers:
             functools.reduce(

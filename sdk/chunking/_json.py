@@ -157,6 +157,35 @@ def _decode_in_line(text: str, pos: int) -> int:
         size = max(64, 2 * (hi - pos))
 
 
+def _lenient_end(text: str, pos: int, lines: bool) -> int:
+    """The end of the value at ``pos`` as the lenient decoder finds it, or its error.
+
+    The native scan checks the value without building it (the decoder makes every key,
+    string and container and calls a hook per number and object: a tenth of an encode
+    pass on ordinary JSON); where the scan finds no valid value, the decoder runs to
+    say why. JSON Lines are scanned in :func:`_decode_in_line`'s windows, so a file of
+    bad lines stays linear.
+    """
+    native = _accel.native
+    if native is not None:
+        n = len(text)
+        size = 0
+        while True:
+            hi = n
+            if lines:
+                eol = text.find("\n", min(pos + size, n))
+                hi = n if eol < 0 else eol + 1
+            end: int = native.json_value_end(text, pos, hi)
+            if end >= 0:
+                if end < n and text[end] in _DIGITS and text[pos] in "-0123456789":
+                    break  # a leading zero: the decoder says so
+                return end
+            if end == -1 or hi >= n:
+                break
+            size = max(64, 2 * (hi - pos))
+    return _decode_in_line(text, pos) if lines else _decode_one(_LENIENT, text, pos)
+
+
 def _tokenizer_docs(
     text: str, start: int, *, allow_nan: bool, duplicates: bool
 ) -> tuple[list[tuple[int, int]], JSONChunkError | None]:
@@ -231,15 +260,18 @@ def _strict_docs(text: str) -> list[tuple[int, int]]:
     return docs
 
 
-@dataclass(frozen=True, slots=True)
-class _Item:
+class _Item(NamedTuple):
     """A top-level value (``json``), an unparseable stretch, or the complete front of a
-    value cut short (``open``: the starts of its containers still open at ``end``)."""
+    value cut short (``open``: the starts of its containers still open at ``end``).
+    A named tuple: JSON Lines make one per line, in C where the native passes run."""
 
     start: int
     end: int
     json: bool
     open: frozenset[int] = frozenset()
+
+
+_ITEM_NO_OPEN: frozenset[int] = _Item._field_defaults["open"]
 
 
 def _salvage(text: str, start: int, bad: int) -> _Item | None:
@@ -284,7 +316,9 @@ def _splits_cluster(text: str, end: int) -> bool:
     mark, a zero-width joiner): then the value is no value of its own and goes with the
     unparseable text after it, which prose rules cut at graphemes.
     """
-    return end < len(text) and _GRAPHEME.match(text, end - 1).end() > end  # type: ignore[union-attr]
+    if end >= len(text) or text[end] < "\u0300":  # nothing below U+0300 joins what precedes it
+        return False
+    return _GRAPHEME.match(text, end - 1).end() > end  # type: ignore[union-attr]
 
 
 def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
@@ -293,12 +327,17 @@ def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
     pos = 1 if text.startswith("\ufeff") else 0
     note: str | None = None
     n = len(text)
+    native = _accel.native
     while True:
+        if native is not None:
+            # The values up to the first one the decoder must look at, found in C.
+            found, pos = native.json_values(text, pos, lines, _Item, _ITEM_NO_OPEN)
+            items += found
         pos = _skip_ws(text, pos)
         if pos >= n:
             return items, note
         try:
-            end = _decode_in_line(text, pos) if lines else _decode_one(_LENIENT, text, pos)
+            end = _lenient_end(text, pos, lines)
         except RecursionError:
             docs, error = _tokenizer_docs(text, pos, allow_nan=True, duplicates=False)
             joined = bool(docs) and error is not None and _splits_cluster(text, docs[-1][1])
@@ -360,8 +399,7 @@ class _Value(NamedTuple):
 _NO_OPEN: frozenset[int] = _Value._field_defaults["open"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Text:
+class _Text(NamedTuple):
     """The inner span of a string (between the quotes) and the next cut level to try."""
 
     start: int
@@ -369,10 +407,10 @@ class _Text:
     level: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Prefix:
+class _Prefix(NamedTuple):
     """The text before a container's first child when it holds a key: cut first before
-    the bracket, then after the key, then inside the key."""
+    the bracket, then after the key, then inside the key. (A named tuple: the native
+    split makes one per member it peels.)"""
 
     key_start: int
     key_end: int
@@ -436,6 +474,16 @@ class JSONSplitter:
         self.structure = structure
 
     def split(self, text: str, section: Section) -> Sequence[Section]:
+        native = _accel.native
+        if native is not None:
+            # Members peeled and containers opened in C (the engine's native pack calls
+            # it without this frame); every other state comes back to ``_split``.
+            found: Sequence[Section] = native.json_split(self, text, section)
+            return found
+        return self._split(text, section)
+
+    def _split(self, text: str, section: Section) -> Sequence[Section]:
+        """``split`` in Python: the reference for the native one, and its other states."""
         state = section.state
         if isinstance(state, _Text):
             return self._split_text(text, section, state)
@@ -496,26 +544,25 @@ class JSONSplitter:
         return self._split_text(text, section, key)
 
     def _split_top(self, text: str, section: Section, top: _Top) -> Sequence[Section]:
+        items = top.items
+        # Each value or stretch from its start to the next one's (the first from the
+        # section's start, the last to its end: the white space between goes before).
+        edges = [section.start, *(item.start for item in items[1:]), section.end]
+        numbered = top.numbered
         sections: list[Section] = []
         index = 0
-        for item in top.items:
+        for item, a, b in zip(items, edges, edges[1:]):
             if item.json:
-                pointer = f"/{index}" if top.numbered else ""
-                node = _Value(item.start, item.end, 0, pointer, open=item.open)
-                sections.append(Section(item.start, item.end, self, node, "json", None, pointer))
+                pointer = f"/{index}" if numbered else ""
+                node = _Value(item.start, item.end, 0, pointer, 0, 0, item.open)
+                sections.append(Section(a, b, self, node, "json", None, pointer))
                 index += 1
             else:
-                sections.append(Section(item.start, item.end, PROSE, 0, "text", None, None))
+                sections.append(Section(a, b, PROSE, 0, "text", None, None))
         if len(sections) == 1:
-            only = sections[0]
-            whole = Section(section.start, section.end, only.splitter, only.state, only.kind, None, only.path)
+            whole = sections[0]
             return whole.splitter.split(text, whole) if whole.splitter is not None else ()
-        starts = [section.start] + [s.start for s in sections[1:]]
-        ends = [*starts[1:], section.end]
-        return [
-            Section(a, b, s.splitter, s.state, s.kind, None, s.path)
-            for a, b, s in zip(starts, ends, sections)
-        ]
+        return sections
 
     def _split_container(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
         if node.open:
@@ -621,6 +668,10 @@ class JSONSplitter:
             span = strings.get(a)
             out.append(Section(a, b, self if span else None, span, "json", None, node.pointer))
         return out
+
+
+if _accel.native is not None:
+    _accel.native.json_setup(JSONSplitter, _Value, _Prefix, Section, decode_key, _NO_OPEN)
 
 
 def _soft(text: str, a: int, b: int) -> int:

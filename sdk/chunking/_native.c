@@ -10,6 +10,31 @@
 #include <Python.h>
 #include <stdint.h>
 
+/* A Section's items (a named tuple of nine). */
+#define SECTION_START 0
+#define SECTION_END 1
+#define SECTION_SPLITTER 2
+#define SECTION_STATE 3
+#define SECTION_KIND 4
+#define SECTION_LANGUAGE 5
+#define SECTION_PATH 6
+#define SECTION_PARTIAL 7
+#define SECTION_STICKY 8
+#define SECTION_ITEMS 9
+#define SECTION_FIELDS SECTION_ITEMS
+
+/* getattr(obj, name, None) without making an AttributeError: 1 and a new reference
+ * in *found, 0 and NULL when there is no such attribute, -1 on an error. */
+static int
+optional_attr(PyObject *obj, PyObject *name, PyObject **found)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyObject_GetOptionalAttr(obj, name, found);
+#else
+    return _PyObject_LookupAttr(obj, name, found);
+#endif
+}
+
 static inline Py_ssize_t
 utf8_width(Py_UCS4 c)
 {
@@ -392,46 +417,31 @@ value_end(PyObject *text, int kind, const void *data, Py_ssize_t pos, Py_ssize_t
     return scalar_end(kind, data, pos, n);
 }
 
-PyDoc_STRVAR(json_children_doc,
-"json_children(text, start, close, child_type) -> (list, int)\n\n"
-"The members or elements of the container of a valid JSON ``text`` opening at\n"
-"``start``, as ``child_type`` tuples (begin, key_start, key_end, start, end, next), and\n"
-"its closing offset; ``close`` is the dict of known closes (opening -> closing offset),\n"
-"filled as containers are matched. ValueError where the text is not valid there.");
-
-static PyObject *
-json_children(PyObject *self, PyObject *args)
+/* The children of the container of a valid JSON ``text`` opening at ``start``: six
+ * offsets each (begin, key_start, key_end, start, end, next) in *spans (PyMem, the
+ * caller frees it; NULL when there are none), their number and the closing offset. */
+static int
+children_spans(PyObject *text, Py_ssize_t start, PyObject *close, Py_ssize_t **spans, Py_ssize_t *count,
+               Py_ssize_t *closing)
 {
-    PyObject *text, *close;
-    Py_ssize_t start;
-    PyTypeObject *child_type;
-    if (!PyArg_ParseTuple(args, "UnO!O!:json_children", &text, &start, &PyDict_Type, &close, &PyType_Type,
-                          &child_type)) {
-        return NULL;
-    }
-    if (!PyType_IsSubtype(child_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "child_type must be a tuple type");
-        return NULL;
-    }
+    *spans = NULL;
+    *count = 0;
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_UCS4 first = start >= 0 && start < n ? PyUnicode_READ(kind, data, start) : 0;
     if (first != '[' && first != '{') {
         PyErr_Format(PyExc_ValueError, "no JSON container at offset %zd", start);
-        return NULL;
+        return -1;
     }
-    Py_ssize_t closing = close_of(text, start, close);
-    if (closing < 0) {
-        return NULL;
+    *closing = close_of(text, start, close);
+    if (*closing < 0) {
+        return -1;
     }
     int is_object = first == '{';
-    PyObject *out = PyList_New(0);
-    if (out == NULL) {
-        return NULL;
-    }
+    Py_ssize_t room = 0;
     Py_ssize_t pos = skip_json_ws(kind, data, start + 1, n);
-    while (pos < closing) {
+    while (pos < *closing) {
         Py_ssize_t begin = pos, key_start = pos, key_end = pos;
         if (is_object) {
             key_end = string_end(kind, data, pos, n);
@@ -453,34 +463,81 @@ json_children(PyObject *self, PyObject *args)
         if (next < n && PyUnicode_READ(kind, data, next) == ',') {
             next = skip_json_ws(kind, data, next + 1, n);
         }
-        Py_ssize_t fields[6] = {begin, key_start, key_end, pos, end, next};
-        PyObject *child = child_type->tp_alloc(child_type, 6);
-        if (child == NULL) {
-            goto fail;
-        }
-        for (int f = 0; f < 6; f++) {
-            PyObject *v = PyLong_FromSsize_t(fields[f]);
-            if (v == NULL) {
-                Py_DECREF(child);
+        if (*count == room) {
+            room = room ? 2 * room : 16;
+            Py_ssize_t *grown = PyMem_Resize(*spans, Py_ssize_t, 6 * room);
+            if (grown == NULL) {
+                PyErr_NoMemory();
                 goto fail;
             }
-            PyTuple_SET_ITEM(child, f, v);
+            *spans = grown;
         }
-        int appended = PyList_Append(out, child);
-        Py_DECREF(child);
-        if (appended < 0) {
-            goto fail;
-        }
+        Py_ssize_t *k = *spans + 6 * *count;
+        k[0] = begin;
+        k[1] = key_start;
+        k[2] = key_end;
+        k[3] = pos;
+        k[4] = end;
+        k[5] = next;
+        ++*count;
         if (next <= pos) {
             json_invalid(pos, "value"); /* no progress (a close recorded wrongly) */
             goto fail;
         }
         pos = next;
     }
-    return Py_BuildValue("(Nn)", out, closing);
+    return 0;
 fail:
-    Py_DECREF(out);
-    return NULL;
+    PyMem_Free(*spans);
+    *spans = NULL;
+    *count = 0;
+    return -1;
+}
+
+PyDoc_STRVAR(json_children_doc,
+"json_children(text, start, close, child_type) -> (list, int)\n\n"
+"The members or elements of the container of a valid JSON ``text`` opening at\n"
+"``start``, as ``child_type`` tuples (begin, key_start, key_end, start, end, next), and\n"
+"its closing offset; ``close`` is the dict of known closes (opening -> closing offset),\n"
+"filled as containers are matched. ValueError where the text is not valid there.");
+
+static PyObject *
+json_children(PyObject *self, PyObject *args)
+{
+    PyObject *text, *close;
+    Py_ssize_t start;
+    PyTypeObject *child_type;
+    if (!PyArg_ParseTuple(args, "UnO!O!:json_children", &text, &start, &PyDict_Type, &close, &PyType_Type,
+                          &child_type)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype(child_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "child_type must be a tuple type");
+        return NULL;
+    }
+    Py_ssize_t *spans, count, closing;
+    if (children_spans(text, start, close, &spans, &count, &closing) < 0) {
+        return NULL;
+    }
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; i < count && out != NULL; i++) {
+        PyObject *child = child_type->tp_alloc(child_type, 6);
+        if (child == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, child);
+        for (int f = 0; f < 6; f++) {
+            PyObject *v = PyLong_FromSsize_t(spans[6 * i + f]);
+            if (v == NULL) {
+                Py_CLEAR(out);
+                break;
+            }
+            PyTuple_SET_ITEM(child, f, v);
+        }
+    }
+    PyMem_Free(spans);
+    return out == NULL ? NULL : Py_BuildValue("(Nn)", out, closing);
 }
 
 /* An int item as a Py_ssize_t (-1 with an exception set on a failure). */
@@ -569,6 +626,115 @@ pointer_token(PyObject *text, int kind, const void *data, Py_ssize_t key_start, 
     return twice;
 }
 
+/* A Section of the JSON splitter's (kind "json", no language), from borrowed items. */
+static PyObject *
+json_section(PyTypeObject *section_type, PyObject *kind_json, PyObject *a, PyObject *b, PyObject *splitter,
+             PyObject *state, PyObject *path, int partial, int sticky)
+{
+    PyObject *section = section_type->tp_alloc(section_type, SECTION_FIELDS);
+    if (section == NULL) {
+        return NULL;
+    }
+    PyObject *items[SECTION_FIELDS] = {a, b, splitter, state, kind_json, Py_None, path,
+                                       partial ? Py_True : Py_False, sticky ? Py_True : Py_False};
+    for (int f = 0; f < SECTION_FIELDS; f++) {
+        PyTuple_SET_ITEM(section, f, Py_NewRef(items[f]));
+    }
+    return section;
+}
+
+/* The edges and member Sections of the container opening at ``start`` and closing at
+ * ``close`` whose ``count`` children (children_spans's, one or more) are at ``depth``:
+ * json_members's work, new lists in *edges and *members. */
+static int
+members_of(PyObject *text, const Py_ssize_t *spans, Py_ssize_t count, Py_ssize_t start, Py_ssize_t close,
+           Py_ssize_t depth, PyObject *base, PyObject *splitter, PyTypeObject *value_type,
+           PyTypeObject *section_type, PyObject *decode, PyObject *no_open, PyObject **edges, PyObject **members)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    *edges = *members = NULL;
+    if (start < 0 || start >= n) {
+        PyErr_Format(PyExc_ValueError, "no JSON container at offset %zd", start);
+        return -1;
+    }
+    if (count < 1) {
+        PyErr_SetString(PyExc_ValueError, "json_members needs one child or more");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (spans[6 * i + 3] < 0 || spans[6 * i + 3] >= n) {
+            PyErr_SetString(PyExc_ValueError, "a child outside the text");
+            return -1;
+        }
+    }
+    int is_object = PyUnicode_READ(kind, data, start) == '{';
+    PyObject *kind_json = PyUnicode_InternFromString("json");
+    if (kind_json == NULL || (*edges = PyList_New(count + 1)) == NULL || (*members = PyList_New(count)) == NULL) {
+        goto fail;
+    }
+    for (Py_ssize_t e = 0; e <= count; e++) {
+        Py_ssize_t at;
+        if (e == 0) {
+            at = soft_edge(kind, data, n, start + 1, spans[0]);
+        }
+        else if (e == count) {
+            at = soft_edge(kind, data, n, spans[6 * (count - 1) + 4], close);
+        }
+        else {
+            Py_ssize_t begin = spans[6 * e];
+            at = soft_edge(kind, data, n, find_char(kind, data, n, ',', spans[6 * (e - 1) + 4], begin) + 1, begin);
+        }
+        PyObject *v = PyLong_FromSsize_t(at);
+        if (v == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(*edges, e, v);
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const Py_ssize_t *k = spans + 6 * i;
+        PyObject *token = is_object ? pointer_token(text, kind, data, k[1], k[2], decode) : PyUnicode_FromFormat("%zd", i);
+        PyObject *pointer = token == NULL ? NULL : PyUnicode_Concat(base, token);
+        Py_XDECREF(token);
+        if (pointer == NULL) {
+            goto fail;
+        }
+        Py_UCS4 c = PyUnicode_READ(kind, data, k[3]);
+        int divisible = c == '{' || c == '[' || (c == '"' && k[4] - k[3] > 2);
+        Py_ssize_t vfields[6] = {k[3], k[4], depth, 0, k[1], k[2]};
+        PyObject *value = value_type->tp_alloc(value_type, 8);
+        int failed = value == NULL;
+        for (int f = 0; f < 6 && !failed; f++) {
+            PyObject *v = f == 3 ? Py_NewRef(pointer) : PyLong_FromSsize_t(vfields[f]);
+            failed = v == NULL;
+            if (!failed) {
+                PyTuple_SET_ITEM(value, f, v);
+            }
+        }
+        PyObject *section = NULL;
+        if (!failed) {
+            PyTuple_SET_ITEM(value, 6, Py_NewRef(no_open));
+            PyTuple_SET_ITEM(value, 7, Py_NewRef(Py_False));
+            section = json_section(section_type, kind_json, PyList_GET_ITEM(*edges, i), PyList_GET_ITEM(*edges, i + 1),
+                                   divisible ? splitter : Py_None, value, pointer, 0, 0);
+        }
+        Py_XDECREF(value);
+        Py_DECREF(pointer);
+        if (section == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(*members, i, section);
+    }
+    Py_DECREF(kind_json);
+    return 0;
+fail:
+    Py_XDECREF(kind_json);
+    Py_CLEAR(*edges);
+    Py_CLEAR(*members);
+    return -1;
+}
+
 PyDoc_STRVAR(json_members_doc,
 "json_members(text, kids, start, close, depth, base, splitter, value_type, section_type, decode, no_open) -> (list, list)\n\n"
 "The edges and member Sections of the container opening at ``start`` and closing at\n"
@@ -593,26 +759,13 @@ json_members(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "value_type and section_type must be tuple types");
         return NULL;
     }
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    if (start < 0 || start >= n) {
-        PyErr_Format(PyExc_ValueError, "no JSON container at offset %zd", start);
-        return NULL;
-    }
-    int is_object = PyUnicode_READ(kind, data, start) == '{';
     PyObject *kids = PySequence_Tuple(kids_obj);
     if (kids == NULL) {
         return NULL;
     }
     Py_ssize_t count = PyTuple_GET_SIZE(kids);
-    PyObject *edges = NULL, *members = NULL, *kind_json = NULL, *result = NULL;
-    Py_ssize_t *spans = NULL; /* begin, key_start, key_end, start, end per child */
-    if (count < 1) {
-        PyErr_SetString(PyExc_ValueError, "json_members needs one child or more");
-        goto done;
-    }
-    spans = PyMem_New(Py_ssize_t, 5 * count);
+    PyObject *edges = NULL, *members = NULL, *result = NULL;
+    Py_ssize_t *spans = PyMem_New(Py_ssize_t, 6 * (count ? count : 1));
     if (spans == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -624,85 +777,580 @@ json_members(PyObject *self, PyObject *args)
             goto done;
         }
         for (int f = 0; f < 5; f++) {
-            if (ssize_item_of(PyTuple_GET_ITEM(k, f), &spans[5 * i + f]) < 0) {
+            if (ssize_item_of(PyTuple_GET_ITEM(k, f), &spans[6 * i + f]) < 0) {
                 goto done;
             }
         }
-        Py_ssize_t value_start = spans[5 * i + 3];
-        if (value_start < 0 || value_start >= n) {
-            PyErr_SetString(PyExc_ValueError, "a child outside the text");
-            goto done;
-        }
+        spans[6 * i + 5] = 0;
     }
-    if ((edges = PyList_New(count + 1)) == NULL || (members = PyList_New(count)) == NULL ||
-        (kind_json = PyUnicode_InternFromString("json")) == NULL) {
-        goto done;
+    if (members_of(text, spans, count, start, close, depth, base, splitter, value_type, section_type, decode,
+                   no_open, &edges, &members) == 0) {
+        result = PyTuple_Pack(2, edges, members);
     }
-    for (Py_ssize_t e = 0; e <= count; e++) {
-        Py_ssize_t at;
-        if (e == 0) {
-            at = soft_edge(kind, data, n, start + 1, spans[0]);
-        }
-        else if (e == count) {
-            at = soft_edge(kind, data, n, spans[5 * (count - 1) + 4], close);
-        }
-        else {
-            Py_ssize_t begin = spans[5 * e];
-            at = soft_edge(kind, data, n, find_char(kind, data, n, ',', spans[5 * (e - 1) + 4], begin) + 1, begin);
-        }
-        PyObject *v = PyLong_FromSsize_t(at);
-        if (v == NULL) {
-            goto done;
-        }
-        PyList_SET_ITEM(edges, e, v);
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        const Py_ssize_t *k = spans + 5 * i;
-        PyObject *token = is_object ? pointer_token(text, kind, data, k[1], k[2], decode) : PyUnicode_FromFormat("%zd", i);
-        PyObject *pointer = token == NULL ? NULL : PyUnicode_Concat(base, token);
-        Py_XDECREF(token);
-        if (pointer == NULL) {
-            goto done;
-        }
-        Py_UCS4 c = PyUnicode_READ(kind, data, k[3]);
-        int divisible = c == '{' || c == '[' || (c == '"' && k[4] - k[3] > 2);
-        Py_ssize_t vfields[6] = {k[3], k[4], depth, 0, k[1], k[2]};
-        PyObject *value = value_type->tp_alloc(value_type, 8);
-        PyObject *section = value == NULL ? NULL : section_type->tp_alloc(section_type, 9);
-        int failed = section == NULL;
-        for (int f = 0; f < 6 && !failed; f++) {
-            PyObject *v = f == 3 ? Py_NewRef(pointer) : PyLong_FromSsize_t(vfields[f]);
-            failed = v == NULL;
-            if (!failed) {
-                PyTuple_SET_ITEM(value, f, v);
-            }
-        }
-        if (!failed) {
-            PyTuple_SET_ITEM(value, 6, Py_NewRef(no_open));
-            PyTuple_SET_ITEM(value, 7, Py_NewRef(Py_False));
-            PyObject *a = PyList_GET_ITEM(edges, i), *b = PyList_GET_ITEM(edges, i + 1);
-            PyObject *items[9] = {a, b, divisible ? splitter : Py_None, value, kind_json, Py_None, pointer, Py_False,
-                                  Py_False};
-            for (int f = 0; f < 9; f++) {
-                PyTuple_SET_ITEM(section, f, Py_NewRef(items[f]));
-            }
-        }
-        Py_XDECREF(value);
-        Py_DECREF(pointer);
-        if (failed) {
-            Py_XDECREF(section);
-            goto done;
-        }
-        PyList_SET_ITEM(members, i, section);
-    }
-    result = PyTuple_Pack(2, edges, members);
 done:
     PyMem_Free(spans);
-    Py_XDECREF(kind_json);
     Py_XDECREF(edges);
     Py_XDECREF(members);
     Py_DECREF(kids);
     return result;
+}
+
+/* ---- JSONSplitter.split in C for value nodes (JSONSplitter._split is the Python
+ * reference, and the path of every other state) ---- */
+
+#define FLAT_DEPTH 64 /* _json._FLAT_DEPTH */
+
+/* What json_setup was given (new references, replaced by a later call). */
+static struct {
+    PyTypeObject *splitter_type, *value_type, *prefix_type, *section_type;
+    PyObject *decode, *no_open, *kind_json, *n_structure, *n_close, *n_fallback;
+} J;
+
+PyDoc_STRVAR(json_setup_doc,
+"json_setup(splitter_type, value_type, prefix_type, section_type, decode, no_open)\n\n"
+"The classes and helpers of _json that json_split makes and reads: JSONSplitter (its\n"
+"``structure._close`` dict of closes and its ``_split`` fallback), _Value, _Prefix,\n"
+"Section, decode_key and _Value's default ``open``.");
+
+static PyObject *
+json_setup(PyObject *self, PyObject *args)
+{
+    PyTypeObject *types[4];
+    PyObject *decode, *no_open;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OO:json_setup", &PyType_Type, &types[0], &PyType_Type, &types[1],
+                          &PyType_Type, &types[2], &PyType_Type, &types[3], &decode, &no_open)) {
+        return NULL;
+    }
+    for (int i = 1; i < 4; i++) {
+        if (!PyType_IsSubtype(types[i], &PyTuple_Type)) {
+            PyErr_SetString(PyExc_TypeError, "value_type, prefix_type and section_type must be tuple types");
+            return NULL;
+        }
+    }
+    PyObject *names[4] = {PyUnicode_InternFromString("json"), PyUnicode_InternFromString("structure"),
+                          PyUnicode_InternFromString("_close"), PyUnicode_InternFromString("_split")};
+    if (names[0] == NULL || names[1] == NULL || names[2] == NULL || names[3] == NULL) {
+        for (int i = 0; i < 4; i++) {
+            Py_XDECREF(names[i]);
+        }
+        return NULL;
+    }
+    Py_XSETREF(J.splitter_type, (PyTypeObject *)Py_NewRef(types[0]));
+    Py_XSETREF(J.value_type, (PyTypeObject *)Py_NewRef(types[1]));
+    Py_XSETREF(J.prefix_type, (PyTypeObject *)Py_NewRef(types[2]));
+    Py_XSETREF(J.section_type, (PyTypeObject *)Py_NewRef(types[3]));
+    Py_XSETREF(J.decode, Py_NewRef(decode));
+    Py_XSETREF(J.no_open, Py_NewRef(no_open));
+    Py_XSETREF(J.kind_json, names[0]);
+    Py_XSETREF(J.n_structure, names[1]);
+    Py_XSETREF(J.n_close, names[2]);
+    Py_XSETREF(J.n_fallback, names[3]);
+    Py_RETURN_NONE;
+}
+
+/* A new int-triple tuple of ``type`` (the _Prefix's key_start, key_end, value_start). */
+static PyObject *
+prefix_new(Py_ssize_t key_start, Py_ssize_t key_end, Py_ssize_t value_start)
+{
+    PyObject *prefix = J.prefix_type->tp_alloc(J.prefix_type, 3);
+    Py_ssize_t fields[3] = {key_start, key_end, value_start};
+    for (int f = 0; f < 3 && prefix != NULL; f++) {
+        PyObject *v = PyLong_FromSsize_t(fields[f]);
+        if (v == NULL) {
+            Py_CLEAR(prefix);
+            break;
+        }
+        PyTuple_SET_ITEM(prefix, f, v);
+    }
+    return prefix;
+}
+
+/* JSONSplitter._peel: the member's key (to the colon), then its value, peeled. */
+static PyObject *
+json_peel(PyObject *splitter, PyObject *text, PyObject *section, PyObject *node, Py_ssize_t key_start,
+          Py_ssize_t key_end, Py_ssize_t start, int is_string)
+{
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t colon = find_char(kind, data, PyUnicode_GET_LENGTH(text), ':', key_end, start) + 1;
+    PyObject *at = PyLong_FromSsize_t(colon);
+    PyObject *prefix = at == NULL ? NULL : prefix_new(key_start, key_end, colon);
+    PyObject *value = prefix == NULL ? NULL : J.value_type->tp_alloc(J.value_type, 8);
+    PyObject *out = NULL;
+    if (value != NULL) {
+        for (int f = 0; f < 7; f++) {
+            PyTuple_SET_ITEM(value, f, Py_NewRef(PyTuple_GET_ITEM(node, f)));
+        }
+        PyTuple_SET_ITEM(value, 7, Py_NewRef(Py_True));
+        PyObject *path = PyTuple_GET_ITEM(section, SECTION_PATH);
+        PyObject *head = json_section(J.section_type, J.kind_json, PyTuple_GET_ITEM(section, SECTION_START), at,
+                                      splitter, prefix, path, is_string, 1);
+        PyObject *tail = head == NULL ? NULL
+                                      : json_section(J.section_type, J.kind_json, at, PyTuple_GET_ITEM(section, SECTION_END),
+                                                     splitter, value, path, 0, 0);
+        out = tail == NULL ? NULL : PyList_New(2);
+        if (out != NULL) {
+            PyList_SET_ITEM(out, 0, head);
+            PyList_SET_ITEM(out, 1, tail);
+        }
+        else {
+            Py_XDECREF(head);
+            Py_XDECREF(tail);
+        }
+    }
+    Py_XDECREF(at);
+    Py_XDECREF(prefix);
+    Py_XDECREF(value);
+    return out;
+}
+
+/* JSONSplitter._split_container for a complete container above FLAT_DEPTH. */
+static PyObject *
+json_container(PyObject *splitter, PyObject *text, PyObject *section, PyObject *close, PyObject *node,
+               Py_ssize_t start, Py_ssize_t depth, Py_ssize_t key_start, Py_ssize_t key_end, int *flat)
+{
+    Py_ssize_t *spans, count, closing;
+    if (children_spans(text, start, close, &spans, &count, &closing) < 0) {
+        return NULL;
+    }
+    *flat = depth >= FLAT_DEPTH && count > 0;
+    if (*flat || count == 0) {
+        PyMem_Free(spans);
+        return *flat ? NULL : PyTuple_New(0);
+    }
+    PyObject *pointer = PyTuple_GET_ITEM(node, 3);
+    PyObject *base = PyUnicode_Check(pointer) ? PyUnicode_FromFormat("%U/", pointer) : NULL;
+    if (base == NULL && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_TypeError, "a JSON value's pointer must be a str");
+    }
+    PyObject *edges = NULL, *members = NULL, *out = NULL;
+    if (base == NULL || members_of(text, spans, count, start, closing, depth + 1, base, splitter, J.value_type,
+                                   J.section_type, J.decode, J.no_open, &edges, &members) < 0) {
+        goto done;
+    }
+    PyObject *first = PyList_GET_ITEM(edges, 0), *last = PyList_GET_ITEM(edges, count);
+    Py_ssize_t s_start, s_end, last_at = spans[0]; /* replaced below */
+    if (ssize_item_of(PyTuple_GET_ITEM(section, SECTION_START), &s_start) < 0 ||
+        ssize_item_of(PyTuple_GET_ITEM(section, SECTION_END), &s_end) < 0 || ssize_item_of(last, &last_at) < 0) {
+        goto done;
+    }
+    /* The opening line (key, bracket) is sticky: a chunk does not end with it. */
+    PyObject *head;
+    if (key_end - key_start > 2 && s_start <= key_start) {
+        PyObject *prefix = prefix_new(key_start, key_end, start);
+        head = prefix == NULL ? NULL
+                              : json_section(J.section_type, J.kind_json, PyTuple_GET_ITEM(section, SECTION_START), first,
+                                             splitter, prefix, pointer, 0, 1);
+        Py_XDECREF(prefix);
+    }
+    else {
+        head = json_section(J.section_type, J.kind_json, PyTuple_GET_ITEM(section, SECTION_START), first, Py_None,
+                            Py_None, pointer, 0, 1);
+    }
+    PyObject *tail = NULL;
+    if (head != NULL && last_at < s_end) {
+        tail = json_section(J.section_type, J.kind_json, last, PyTuple_GET_ITEM(section, SECTION_END), Py_None, Py_None,
+                            pointer, 0, 0);
+        if (tail == NULL) {
+            Py_CLEAR(head);
+        }
+    }
+    if (head == NULL) {
+        goto done;
+    }
+    out = PyList_New(1 + count + (tail != NULL));
+    if (out == NULL) {
+        Py_DECREF(head);
+        Py_XDECREF(tail);
+        goto done;
+    }
+    PyList_SET_ITEM(out, 0, head);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyList_SET_ITEM(out, 1 + i, Py_NewRef(PyList_GET_ITEM(members, i)));
+    }
+    if (tail != NULL) {
+        PyList_SET_ITEM(out, 1 + count, tail);
+    }
+done:
+    PyMem_Free(spans);
+    Py_XDECREF(base);
+    Py_XDECREF(edges);
+    Py_XDECREF(members);
+    return out;
+}
+
+/* JSONSplitter.split: value nodes here, any other state by ``splitter._split``. */
+static PyObject *
+json_split_impl(PyObject *splitter, PyObject *text, PyObject *section)
+{
+    if (J.value_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "json_split needs json_setup first");
+        return NULL;
+    }
+    if (!PyUnicode_Check(text) || !PyTuple_Check(section) || PyTuple_GET_SIZE(section) < SECTION_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "json_split(splitter, text: str, section: Section)");
+        return NULL;
+    }
+    PyObject *node = PyTuple_GET_ITEM(section, SECTION_STATE);
+    if (!Py_IS_TYPE(node, J.value_type) || PyTuple_GET_SIZE(node) != 8) {
+        goto fallback;
+    }
+    Py_ssize_t start, depth, key_start, key_end;
+    if (ssize_item_of(PyTuple_GET_ITEM(node, 0), &start) < 0 || ssize_item_of(PyTuple_GET_ITEM(node, 2), &depth) < 0 ||
+        ssize_item_of(PyTuple_GET_ITEM(node, 4), &key_start) < 0 ||
+        ssize_item_of(PyTuple_GET_ITEM(node, 5), &key_end) < 0) {
+        return NULL;
+    }
+    if (start < 0 || start >= PyUnicode_GET_LENGTH(text)) {
+        PyErr_SetString(PyExc_IndexError, "a JSON value outside the text");
+        return NULL;
+    }
+    Py_UCS4 c = PyUnicode_READ_CHAR(text, start);
+    int peeled = PyObject_IsTrue(PyTuple_GET_ITEM(node, 7));
+    if (peeled < 0) {
+        return NULL;
+    }
+    if (key_end > key_start && !peeled && depth < FLAT_DEPTH) {
+        return json_peel(splitter, text, section, node, key_start, key_end, start, c == '"');
+    }
+    if (c == '"') {
+        goto fallback;
+    }
+    if (c != '{' && c != '[') {
+        return PyTuple_New(0);
+    }
+    int open = PyObject_IsTrue(PyTuple_GET_ITEM(node, 6));
+    if (open != 0) {
+        if (open < 0) {
+            return NULL;
+        }
+        goto fallback;
+    }
+    PyObject *structure = PyObject_GetAttr(splitter, J.n_structure);
+    PyObject *close = structure == NULL ? NULL : PyObject_GetAttr(structure, J.n_close);
+    Py_XDECREF(structure);
+    if (close == NULL) {
+        return NULL;
+    }
+    if (!PyDict_Check(close)) {
+        Py_DECREF(close);
+        PyErr_SetString(PyExc_TypeError, "structure._close must be a dict");
+        return NULL;
+    }
+    int flat = 0;
+    PyObject *out = json_container(splitter, text, section, close, node, start, depth, key_start, key_end, &flat);
+    Py_DECREF(close);
+    if (out != NULL || !flat) {
+        return out;
+    }
+fallback:
+    return PyObject_CallMethodObjArgs(splitter, J.n_fallback, text, section, NULL);
+}
+
+PyDoc_STRVAR(json_split_doc,
+"json_split(splitter, text, section) -> list\n\n"
+"JSONSplitter.split: a member's key apart from its value (_peel), and the members of a\n"
+"complete container above depth 64 (_split_container), made here; any other state\n"
+"(a string, the top, a key, a container still open or deeper) by ``splitter._split``.");
+
+static PyObject *
+json_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "json_split takes splitter, text and section");
+        return NULL;
+    }
+    return json_split_impl(args[0], args[1], args[2]);
+}
+
+/* ---- Validation: where the stdlib's decoder (strict strings, NaN and Infinity
+ * allowed, any keys) ends a value, without building it ---- */
+
+#define RAN_OUT (-2)
+#define INVALID (-1)
+
+static inline int
+hex_digit(Py_UCS4 c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* The end of the string at ``i`` (its opening quote) as json.scanstring reads it with
+ * strict=True: no control character, escapes only \" \\ \/ \b \f \n \r \t and \u with
+ * four hex digits (a surrogate pair is two of those). */
+static Py_ssize_t
+valid_string_end(int kind, const void *data, Py_ssize_t i, Py_ssize_t stop)
+{
+    for (i++; i < stop; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == '"') {
+            return i + 1;
+        }
+        if (c < 0x20) {
+            return INVALID;
+        }
+        if (c != '\\') {
+            continue;
+        }
+        if (i + 1 >= stop) {
+            return RAN_OUT;
+        }
+        Py_UCS4 e = PyUnicode_READ(kind, data, i + 1);
+        if (e == 'u') {
+            for (int k = 2; k < 6; k++) {
+                if (i + k >= stop) {
+                    return RAN_OUT;
+                }
+                if (!hex_digit(PyUnicode_READ(kind, data, i + k))) {
+                    return INVALID;
+                }
+            }
+            i += 5;
+        }
+        else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+            i += 1;
+        }
+        else {
+            return INVALID;
+        }
+    }
+    return RAN_OUT;
+}
+
+/* The end of the JSON value at ``pos`` in text[:stop] as json.JSONDecoder().raw_decode
+ * finds it (containers iteratively: depth costs no recursion here), INVALID where it
+ * fails before ``stop``, RAN_OUT where it needs more text than that (or -3 on a memory
+ * error, with the exception set). */
+static Py_ssize_t
+valid_value_end(int kind, const void *data, Py_ssize_t pos, Py_ssize_t stop)
+{
+    char *stack = NULL; /* 1 for an object, 0 for an array, per open container */
+    Py_ssize_t depth = 0, room = 0, i = pos, result;
+    int is_object;
+value:
+    if (i >= stop) {
+        result = RAN_OUT;
+        goto done;
+    }
+    {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == '{' || c == '[') {
+            Py_ssize_t j = skip_json_ws(kind, data, i + 1, stop);
+            if (j < stop && PyUnicode_READ(kind, data, j) == (c == '{' ? '}' : ']')) {
+                i = j + 1;
+                goto after;
+            }
+            if (depth == room) {
+                room = room ? 2 * room : 64;
+                char *grown = PyMem_Realloc(stack, (size_t)room);
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    result = -3;
+                    goto done;
+                }
+                stack = grown;
+            }
+            stack[depth++] = c == '{';
+            i = j;
+            if (c == '{') {
+                goto key;
+            }
+            goto value;
+        }
+        if (c == '"') {
+            i = valid_string_end(kind, data, i, stop);
+        }
+        else {
+            Py_ssize_t end = scalar_end(kind, data, i, stop);
+            if (end < 0) {
+                PyErr_Clear();
+                /* A literal or number cut short by ``stop`` may go on after it. */
+                i = stop - i < 10 ? RAN_OUT : INVALID;
+            }
+            else {
+                i = end;
+            }
+        }
+        if (i < 0) {
+            result = i;
+            goto done;
+        }
+    }
+after: /* a value ends at i */
+    if (depth == 0) {
+        result = i;
+        goto done;
+    }
+    i = skip_json_ws(kind, data, i, stop);
+    if (i >= stop) {
+        result = RAN_OUT;
+        goto done;
+    }
+    is_object = stack[depth - 1];
+    {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == ',') {
+            i = skip_json_ws(kind, data, i + 1, stop);
+            if (is_object) {
+                goto key;
+            }
+            goto value;
+        }
+        if (c == (is_object ? '}' : ']')) {
+            depth--;
+            i++;
+            goto after;
+        }
+        /* A number just before ``stop`` may go on after it ("1." then a digit). */
+        result = stop - i < 3 ? RAN_OUT : INVALID;
+        goto done;
+    }
+key:
+    if (i >= stop) {
+        result = RAN_OUT;
+        goto done;
+    }
+    if (PyUnicode_READ(kind, data, i) != '"') {
+        result = INVALID;
+        goto done;
+    }
+    i = valid_string_end(kind, data, i, stop);
+    if (i < 0) {
+        result = i;
+        goto done;
+    }
+    i = skip_json_ws(kind, data, i, stop);
+    if (i >= stop) {
+        result = RAN_OUT;
+        goto done;
+    }
+    if (PyUnicode_READ(kind, data, i) != ':') {
+        result = INVALID;
+        goto done;
+    }
+    i = skip_json_ws(kind, data, i + 1, stop);
+    goto value;
+done:
+    PyMem_Free(stack);
+    return result;
+}
+
+PyDoc_STRVAR(json_value_end_doc,
+"json_value_end(text, pos, stop) -> int\n\n"
+"The end of the JSON value at ``pos`` in ``text[:stop]``, as the standard library's\n"
+"decoder (``NaN`` and ``Infinity`` allowed, strict strings) would find it, without\n"
+"building the value and at any depth; -1 where it is not valid before ``stop``, -2\n"
+"where it runs into ``stop``. A decoder stops after ``0`` in ``01``: the caller checks\n"
+"for a digit after the end.");
+
+static PyObject *
+json_value_end(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_ssize_t pos, stop;
+    if (!PyArg_ParseTuple(args, "Unn:json_value_end", &text, &pos, &stop)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (stop > n) {
+        stop = n;
+    }
+    if (pos < 0 || pos > stop) {
+        PyErr_SetString(PyExc_IndexError, "pos must be within text[:stop]");
+        return NULL;
+    }
+    Py_ssize_t end = valid_value_end(PyUnicode_KIND(text), PyUnicode_DATA(text), pos, stop);
+    return end == -3 ? NULL : PyLong_FromSsize_t(end);
+}
+
+PyDoc_STRVAR(json_values_doc,
+"json_values(text, pos, lines, item_type, no_open) -> (list, int)\n\n"
+"_json._lenient_items's loop while every value is valid: from ``pos``, each value\n"
+"after white space as an ``item_type`` (start, end, True, ``no_open``), and the offset\n"
+"where it stopped: the end of the text, or the start of a value it leaves to the\n"
+"decoder (one that fails, has a digit after it, or is followed by a character at or\n"
+"above U+0300, which may join its last one). With ``lines``, a value is read within its\n"
+"own line first, then within windows twice as long, as _decode_in_line reads it.");
+
+static PyObject *
+json_values(PyObject *self, PyObject *args)
+{
+    PyObject *text, *no_open;
+    Py_ssize_t pos;
+    int lines;
+    PyTypeObject *item_type;
+    if (!PyArg_ParseTuple(args, "UnpO!O:json_values", &text, &pos, &lines, &PyType_Type, &item_type, &no_open)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype(item_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "item_type must be a tuple type");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (pos < 0 || pos > n) {
+        PyErr_SetString(PyExc_IndexError, "pos outside the text");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (;;) {
+        pos = skip_json_ws(kind, data, pos, n);
+        if (pos >= n) {
+            break;
+        }
+        Py_ssize_t size = 0, end;
+        for (;;) {
+            Py_ssize_t hi = n;
+            if (lines) {
+                Py_ssize_t from = pos + size < n ? pos + size : n;
+                Py_ssize_t eol = find_char(kind, data, n, '\n', from, n);
+                hi = eol < 0 ? n : eol + 1;
+            }
+            end = valid_value_end(kind, data, pos, hi);
+            if (end >= 0 || end == -3 || end == INVALID || hi >= n) {
+                break;
+            }
+            size = 2 * (hi - pos) > 64 ? 2 * (hi - pos) : 64;
+        }
+        if (end == -3) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (end < 0) {
+            break;
+        }
+        if (end < n) {
+            Py_UCS4 after = PyUnicode_READ(kind, data, end), first = PyUnicode_READ(kind, data, pos);
+            if ((after >= '0' && after <= '9' && (first == '-' || (first >= '0' && first <= '9'))) || after >= 0x300) {
+                break;
+            }
+        }
+        PyObject *item = item_type->tp_alloc(item_type, 4);
+        PyObject *a = PyLong_FromSsize_t(pos), *b = PyLong_FromSsize_t(end);
+        if (item == NULL || a == NULL || b == NULL) {
+            Py_XDECREF(item);
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(item, 0, a);
+        PyTuple_SET_ITEM(item, 1, b);
+        PyTuple_SET_ITEM(item, 2, Py_NewRef(Py_True));
+        PyTuple_SET_ITEM(item, 3, Py_NewRef(no_open));
+        int appended = PyList_Append(out, item);
+        Py_DECREF(item);
+        if (appended < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        pos = end;
+    }
+    return Py_BuildValue("(Nn)", out, pos);
 }
 
 /* ---- Additive positions (see _junctions.py, whose rules these mirror exactly) ---- */
@@ -1988,18 +2636,6 @@ done:
 /* As _engine._SHORT: stretches up to this many characters are counted once by their text. */
 #define SHORT 32
 
-/* A Section's items (a named tuple of nine). */
-#define SECTION_START 0
-#define SECTION_END 1
-#define SECTION_SPLITTER 2
-#define SECTION_STATE 3
-#define SECTION_KIND 4
-#define SECTION_LANGUAGE 5
-#define SECTION_PATH 6
-#define SECTION_PARTIAL 7
-#define SECTION_STICKY 8
-#define SECTION_ITEMS 9
-
 /* A RawChunk's items (a named tuple of seven). */
 #define RAW_ITEMS 7
 
@@ -2709,14 +3345,24 @@ split_section(Packer *P, PyObject *section, const Tmpl *t, Level *L, PyObject **
     if (t->splitter == Py_None) {
         return 0;
     }
-    PyObject *cut = PyObject_GetAttrString(t->splitter, "split_edges");
-    if (cut == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    PyObject *got = NULL;
+    if (J.splitter_type != NULL && Py_IS_TYPE(t->splitter, J.splitter_type)) {
+        got = json_split_impl(t->splitter, P->text, section);
+        if (got == NULL) {
             return -1;
         }
-        PyErr_Clear();
+        goto parts;
     }
-    else {
+    static PyObject *n_split_edges = NULL;
+    if (n_split_edges == NULL && (n_split_edges = PyUnicode_InternFromString("split_edges")) == NULL) {
+        return -1;
+    }
+    PyObject *cut;
+    /* No AttributeError made and dropped for a splitter without split_edges. */
+    if (optional_attr(t->splitter, n_split_edges, &cut) < 0) {
+        return -1;
+    }
+    if (cut != NULL) {
         PyObject *args[2] = {P->text, section};
         PyObject *found = PyObject_Vectorcall(cut, args, 2, NULL);
         Py_DECREF(cut);
@@ -2745,11 +3391,12 @@ split_section(Packer *P, PyObject *section, const Tmpl *t, Level *L, PyObject **
     }
     PyObject *args[3] = {t->splitter, P->text, section};
     PyObject *name = PyUnicode_InternFromString("split");
-    PyObject *got = name == NULL ? NULL : PyObject_VectorcallMethod(name, args, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    got = name == NULL ? NULL : PyObject_VectorcallMethod(name, args, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     Py_XDECREF(name);
     if (got == NULL) {
         return -1;
     }
+parts:
     *parts = PySequence_Tuple(got); /* a copy: the callbacks run Python code */
     Py_DECREF(got);
     if (*parts == NULL) {
@@ -3502,6 +4149,10 @@ static PyMethodDef native_methods[] = {
     {"first_found", first_found, METH_VARARGS, first_found_doc},
     {"json_children", json_children, METH_VARARGS, json_children_doc},
     {"json_members", json_members, METH_VARARGS, json_members_doc},
+    {"json_setup", json_setup, METH_VARARGS, json_setup_doc},
+    {"json_split", (PyCFunction)(void (*)(void))json_split, METH_FASTCALL, json_split_doc},
+    {"json_value_end", json_value_end, METH_VARARGS, json_value_end_doc},
+    {"json_values", json_values, METH_VARARGS, json_values_doc},
     {"make_chunks", make_chunks, METH_VARARGS, make_chunks_doc},
     {"prefix_counts", prefix_counts, METH_VARARGS, prefix_counts_doc},
     {"fine_cuts", fine_cuts, METH_VARARGS, fine_cuts_doc},

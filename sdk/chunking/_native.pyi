@@ -53,6 +53,20 @@ def json_members(
     no_open: frozenset[int],
     /,
 ) -> tuple[list[int], list[_T]]: ...
+def json_setup(
+    splitter_type: type,
+    value_type: type,
+    prefix_type: type,
+    section_type: type,
+    decode: Callable[[str], str],
+    no_open: frozenset[int],
+    /,
+) -> None: ...
+def json_split(splitter: object, text: str, section: tuple[object, ...], /) -> Sequence[Any]: ...
+def json_value_end(text: str, pos: int, stop: int, /) -> int: ...
+def json_values(
+    text: str, pos: int, lines: bool, item_type: type[_T], no_open: frozenset[int], /
+) -> tuple[list[_T], int]: ...
 def first_found(text: str, needles: tuple[str, ...], /) -> list[int]: ...
 def pack(
     engine: object,

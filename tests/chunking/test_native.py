@@ -876,3 +876,135 @@ def test_split_edges_with_no_cut_leaves_the_section_whole_both_ways() -> None:
             out = Engine(text, 8, Sizer("o200k_base")).run(Section(0, len(text), Top()))
         runs.append([(c.start, c.end, c.tokens, c.oversize) for c in out])
     assert runs[0] == runs[1] and runs[0][0][:2] == (0, 100)
+
+
+def _descend(doc: str, lines: bool = False) -> Iterator[object]:
+    """Every section the JSON splitter cuts ``doc`` into, level by level (both paths'
+    parts compared on the way down)."""
+    from sdk.chunking._json import JSONSplitter, _root
+
+    assert NATIVE is not None
+    todo = [_root(doc, lines)]
+    seen = 0
+    while todo and seen < 400:
+        section = todo.pop()
+        splitter = section.splitter
+        if not isinstance(splitter, JSONSplitter):
+            continue
+        seen += 1
+        want = list(splitter._split(doc, section))
+        got = NATIVE.json_split(splitter, doc, section)
+        assert list(got) == want
+        assert [type(s.state) for s in got] == [type(s.state) for s in want]
+        yield section
+        todo.extend(want)
+
+
+PRETTY_JSON = (LOOSE_JSON | KEYED_JSON).map(lambda doc: json.dumps(json.loads(doc), indent=2))
+
+
+@given(doc=LOOSE_JSON | KEYED_JSON | PRETTY_JSON)
+@settings(max_examples=300, deadline=None)
+def test_json_split_makes_the_sections_the_python_split_makes(doc: str) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert sum(1 for _ in _descend(doc)) >= 1
+        # several values (numbered pointers) and a value cut short (containers still open)
+        list(_descend(doc + "\n" + doc, lines=True))
+        list(_descend(doc[: len(doc) // 2]))
+
+
+def test_json_split_takes_deep_containers_and_rejects_bad_calls() -> None:
+    import warnings
+
+    from sdk.chunking._json import JSONSplitter, _Value
+    from sdk.chunking._types import Section
+
+    assert NATIVE is not None
+    deep = "[" * 70 + "1, 2" + "]" * 70
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        depths = {getattr(s.state, "depth", None) for s in _descend(deep)}
+    assert 64 in depths  # flattened below depth 64 by the Python path
+    splitter = JSONSplitter(Structure("[1]"))
+    with pytest.raises(TypeError, match="section"):
+        NATIVE.json_split(splitter, "[1]", (0, 3))
+    outside = Section(0, 3, splitter, _Value(7, 8, 0, ""), "json")
+    with pytest.raises(IndexError, match="outside the text"):
+        NATIVE.json_split(splitter, "[1]", outside)
+    with pytest.raises(TypeError, match="pointer"):
+        NATIVE.json_split(splitter, "[1]", Section(0, 3, splitter, _Value(0, 3, 0, None), "json"))  # type: ignore[arg-type]
+    assert NATIVE.json_split(splitter, "[1]", Section(1, 2, splitter, _Value(1, 2, 1, "/0"), "json")) == ()
+
+
+def _decoded_end(text: str) -> int | None:
+    from sdk.chunking._json import _LENIENT
+
+    try:
+        return int(_LENIENT.raw_decode(text, 0)[1])
+    except ValueError:
+        return None
+
+
+# Valid documents, then the same cut short or with one character put in or taken out
+# (control characters, bad escapes, trailing commas, stray brackets and digits).
+EDITS = st.sampled_from(
+    ["", ",", "]", "}", "0", "\\", "\\u12", "\\x", '"', ":", "\x01", " ", "-", ".", "e", "tr"]
+)
+
+
+@given(doc=LOOSE_JSON | KEYED_JSON, edit=EDITS, data=st.data())
+@settings(max_examples=500, deadline=None)
+def test_json_value_end_agrees_with_the_decoder(doc: str, edit: str, data: st.DataObject) -> None:
+    assert NATIVE is not None
+    at = data.draw(st.integers(0, len(doc)))
+    for text in (doc, doc[:at] + edit + doc[at:], doc[:at], doc[:at] + doc[at + 1 :]):
+        want = _decoded_end(text)
+        got = NATIVE.json_value_end(text, 0, len(text))
+        assert got == (want if want is not None else got)
+        assert (got >= 0) == (want is not None), text
+        # Read within a window: the end within it, else -1 only where the whole text
+        # fails too (-2: it needs more than the window).
+        stop = data.draw(st.integers(0, len(text)))
+        within = NATIVE.json_value_end(text, 0, stop)
+        assert within == (_decoded_end(text[:stop]) if within >= 0 else within)
+        if within == -1:
+            assert want is None
+        elif within == -2:
+            assert stop < len(text) or want is None
+
+
+def test_json_value_end_reads_any_depth_and_checks_its_arguments() -> None:
+    assert NATIVE is not None
+    deep = '{"a": ' * 100_000 + "[]" + "}" * 100_000
+    assert NATIVE.json_value_end(deep + " x", 0, len(deep) + 2) == len(deep)
+    assert NATIVE.json_value_end(deep[:-1], 0, len(deep)) == -2
+    assert NATIVE.json_value_end(" [1]", 1, 99) == 4
+    for pos, stop in ((-1, 3), (3, 2), (5, 9)):
+        with pytest.raises(IndexError):
+            NATIVE.json_value_end("[1]", pos, stop)
+
+
+# Lines of JSON Lines: values, broken values, junk, leading zeros, a combining mark
+# after a value, values running over several lines.
+JSONL_LINES = st.lists(
+    LOOSE_JSON
+    | EDITS
+    | st.sampled_from(["01", "[1,\n2]", '"a"\u0301', "{\n", "}", "tru", " ", "-", "1 2", "\ufeff[]"]),
+    max_size=12,
+)
+
+
+@given(lines=JSONL_LINES, sep=st.sampled_from(["\n", "\r\n", " ", ""]))
+@settings(max_examples=400, deadline=None)
+def test_json_values_find_the_items_the_decoder_finds(lines: list[str], sep: str) -> None:
+    from sdk.chunking._json import _lenient_items
+
+    text = sep.join(lines)
+    for as_lines in (True, False):
+        got = _lenient_items(text, as_lines)
+        with pure_python():
+            want = _lenient_items(text, as_lines)
+        assert got == want
