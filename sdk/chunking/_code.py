@@ -33,6 +33,7 @@ from typing import NamedTuple
 import regex
 import tree_sitter
 
+from . import _accel
 from ._api import register_kind
 from ._languages import (
     GrammarUnavailable,
@@ -502,6 +503,13 @@ class CodeSplitter:
         return PROSE.split(text, inner)
 
     def _glue(self, children: list[Node]) -> tuple[list[bool], list[bool]]:
+        native = _accel.native
+        if native is not None and type(children) is list:
+            found: tuple[list[bool], list[bool]] = native.code_glue(children, self._flags, self._data)
+            return found
+        return self._glue_python(children)
+
+    def _glue_python(self, children: list[Node]) -> tuple[list[bool], list[bool]]:
         """For each sibling: does it join the one before, and does it lead into the next?
 
         Closing tokens and a comment on the same line join what precedes them; comments
@@ -541,7 +549,11 @@ class CodeSplitter:
 
     def _group(self, children: list[Node]) -> list[list[Node]]:
         """Runs of siblings that must move together."""
-        joins, _ = self._glue(children)
+        native = _accel.native
+        if native is not None and type(children) is list:
+            groups_found: list[list[Node]] = native.code_group(children, self._flags, self._data)
+            return groups_found
+        joins, _ = self._glue_python(children)
         groups: list[list[Node]] = []
         for child, join in zip(children, joins):
             if join:
@@ -577,6 +589,28 @@ class CodeSplitter:
         sticky: list[bool] | None = None,
     ) -> list[Section]:
         """Sections for ``groups`` and the whitespace between them; ``path`` is the default."""
+        native = _accel.native
+        if native is not None:
+            # In C, with _part and _snap's common case: this walk per syntax node was
+            # over half of the code splitter's Python work.
+            found: list[Section] | None = native.code_tile(
+                self, text, section, state, groups, chain, path, sticky
+            )
+            if found is not None:
+                return found
+        return self._tile_python(text, section, state, groups, chain, path, sticky)
+
+    def _tile_python(
+        self,
+        text: str,
+        section: Section,
+        state: _Nodes,
+        groups: list[list[Node]],
+        chain: tuple[str, ...],
+        path: str | None,
+        sticky: list[bool] | None = None,
+    ) -> list[Section]:
+        """``_tile`` in Python: the reference for the native one."""
         lo, hi = state.start, state.end
         data = self._data
         linear = self._ascii or text[section.start : section.end].isascii()
@@ -819,3 +853,9 @@ def _root_factory(text: str, language: str | None, filename: str | None) -> Sect
 
 
 register_kind("code", _root_factory)
+
+
+if _accel.native is not None:
+    _accel.native.code_setup(
+        PROSE, Section, _Nodes, _label, _snap, (_COMMENT, _FORWARD, _CLOSER, _OPENER, _TEXT, _LABEL, _ERROR)
+    )

@@ -67,6 +67,30 @@ def json_value_end(text: str, pos: int, stop: int, /) -> int: ...
 def json_values(
     text: str, pos: int, lines: bool, item_type: type[_T], no_open: frozenset[int], /
 ) -> tuple[list[_T], int]: ...
+def code_setup(
+    prose: object,
+    section_type: type,
+    nodes_type: type,
+    label: Callable[..., str | None],
+    snap: Callable[..., Any],
+    bits: tuple[int, int, int, int, int, int, int],
+    /,
+) -> None: ...
+def code_glue(
+    children: list[Any], flags: dict[int, int], data: bytes, /
+) -> tuple[list[bool], list[bool]]: ...
+def code_group(children: list[_T], flags: dict[int, int], data: bytes, /) -> list[list[_T]]: ...
+def code_tile(
+    splitter: object,
+    text: str,
+    section: tuple[object, ...],
+    state: tuple[object, ...],
+    groups: list[list[Any]],
+    chain: tuple[str, ...],
+    path: str | None,
+    sticky: Sequence[bool] | None,
+    /,
+) -> list[Any] | None: ...
 def first_found(text: str, needles: tuple[str, ...], /) -> list[int]: ...
 def pack(
     engine: object,

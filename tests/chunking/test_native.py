@@ -1008,3 +1008,109 @@ def test_json_values_find_the_items_the_decoder_finds(lines: list[str], sep: str
         with pure_python():
             want = _lenient_items(text, as_lines)
         assert got == want
+
+
+CODE_FILES = [f for f in FILES if f.group == "code" and f.path.suffix not in (".json", ".sh")]
+
+
+@pytest.mark.parametrize("cf", CODE_FILES, ids=[f.name for f in CODE_FILES])
+def test_code_glue_and_group_match_the_python_walk_on_every_node(cf: CorpusFile) -> None:
+    from sdk.chunking._code import code_root
+    from sdk.chunking._languages import language_for_filename
+
+    assert NATIVE is not None
+    text = cf.path.read_text(encoding="utf-8")
+    language = language_for_filename(cf.path.name, text)
+    assert language is not None
+    splitter = code_root(text, language).splitter
+    todo = [splitter.tree.root_node]  # type: ignore[union-attr]
+    checked = 0
+    while todo:
+        node = todo.pop()
+        children = [c for c in node.children if c.end_byte > c.start_byte]
+        if not children:
+            continue
+        todo.extend(children)
+        want = splitter._glue_python(children)  # type: ignore[union-attr]
+        assert NATIVE.code_glue(children, splitter._flags, splitter._data) == want  # type: ignore[union-attr]
+        groups = NATIVE.code_group(children, splitter._flags, splitter._data)  # type: ignore[union-attr]
+        assert groups == _python_groups(children, want[0])
+        assert [c for g in groups for c in g] == children
+        checked += 1
+    assert checked > 3
+
+
+def _python_groups(children: list[object], joins: list[bool]) -> list[list[object]]:
+    groups: list[list[object]] = []
+    for child, join in zip(children, joins, strict=True):
+        if join:
+            groups[-1].append(child)
+        else:
+            groups.append([child])
+    return groups
+
+
+# Sources with what the native walk must leave to Python or handle as Python does:
+# non-ASCII names, strings and comments (character offsets from UTF-8 bytes), CRLF line
+# ends and combining marks at token edges (snapped to clusters), comments gluing to
+# definitions, decorators, long lines.
+CODE_PIECES = st.sampled_from(
+    [
+        "def f(x):\n    return x\n",
+        "# note\n",
+        "# a comment about g\ndef g():\n    pass\n\n",
+        "@dec\nclass Ünïcode:\n    '''Doc ü'''\n    x = 1  # trailing\n",
+        "s = 'é\u0301' + \"日本語\"\r\n",
+        "values = [1, 2, 3,\r\n    4, 5]\r\n",
+        "x\u200d = 1\n",
+        "if a:\n\tb = (c +\n\t     d)\n",
+        "🇯🇵 = 'flag'\n",
+        "\n\n",
+    ]
+)
+
+
+@given(
+    pieces=st.lists(CODE_PIECES, min_size=1, max_size=12),
+    budget=st.integers(2, 40),
+    language=st.sampled_from(["python", "javascript", "go"]),
+)
+@settings(max_examples=120, deadline=None)
+def test_both_paths_chunk_generated_code_alike(pieces: list[str], budget: int, language: str) -> None:
+    import warnings
+
+    text = "".join(pieces)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        native = Chunker(budget).chunk(text, kind="code", language=language)
+        with pure_python():
+            pure = Chunker(budget).chunk(text, kind="code", language=language)
+    assert native == pure
+    assert "".join(c.text for c in native) == text
+
+
+def test_code_tile_rejects_bad_calls_and_leaves_odd_offsets_to_python() -> None:
+    from sdk.chunking._code import _Nodes, code_root
+    from sdk.chunking._types import Section
+
+    assert NATIVE is not None
+    text = "é = 1\nb = 2\n"
+    root = code_root(text, "python")
+    splitter = root.splitter
+    nodes = splitter.tree.root_node.children  # type: ignore[union-attr]
+    groups = [[n] for n in nodes]
+    state = _Nodes((), (), 0, len(splitter._data))  # type: ignore[union-attr]
+    section = Section(0, len(text), splitter, state, "code", "python")
+    got = NATIVE.code_tile(splitter, text, section, state, groups, (), None, None)
+    assert got == splitter._tile_python(text, section, state, groups, (), None)  # type: ignore[union-attr]
+    # an offset inside the two bytes of "é": the Python path decides (and raises)
+    inside = _Nodes((), (), 1, len(splitter._data))  # type: ignore[union-attr]
+    assert NATIVE.code_tile(splitter, text, section, inside, groups, (), None, None) is None
+    with pytest.raises(TypeError):
+        NATIVE.code_tile(splitter, text, section, state, "not a list", (), None, None)
+    with pytest.raises(TypeError, match="non-empty"):
+        NATIVE.code_tile(splitter, text, section, state, [[]], (), None, None)
+    with pytest.raises(IndexError):
+        NATIVE.code_tile(splitter, text, Section(0, 99, splitter, state), state, groups, (), None, None)
+    with pytest.raises(TypeError):
+        NATIVE.code_glue((1, 2), {}, b"")
