@@ -627,6 +627,7 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
     "hex dump, no spaces": ("text", None, lambda n: "0123456789abcdef" * (n // 16)),
     "CJK, no punctuation": ("text", None, lambda n: "日本語の文章を書きます" * (n // 33)),
     "brackets": ("text", None, lambda n: "[" * n),
+    "JSON Lines, one line of values": ("jsonl", None, lambda n: '{"a": 1} ' * (n // 9)),
 }
 SCALE_BUDGET = 64
 ORDINARY = ("prose", "markdown", "json", "python source")

@@ -134,7 +134,26 @@ class _LineError(ValueError):
         self.pos = pos
 
 
-def _decode_in_line(text: str, pos: int) -> int:
+class _LineEnds:
+    """The first line break at or after a position, searched for once for the many
+    values one line may hold (a search per value from each to the end of its line was
+    quadratic in the values of a line)."""
+
+    __slots__ = ("eol", "searched", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.searched = -1
+        self.eol = -1
+
+    def after(self, pos: int) -> int:
+        if self.searched < 0 or pos < self.searched or 0 <= self.eol < pos:
+            self.eol = self.text.find("\n", pos)
+            self.searched = pos
+        return self.eol
+
+
+def _decode_in_line(text: str, pos: int, ends: _LineEnds | None = None) -> int:
     """:func:`_decode_one` with the lenient decoder, for JSON Lines.
 
     The value is read within its own line first, then within windows of lines twice as
@@ -145,8 +164,10 @@ def _decode_in_line(text: str, pos: int) -> int:
     """
     n = len(text)
     size = 0
+    if ends is None:
+        ends = _LineEnds(text)
     while True:
-        eol = text.find("\n", min(pos + size, n))
+        eol = ends.after(min(pos + size, n))
         hi = n if eol < 0 else eol + 1
         window = text[pos:hi]
         try:
@@ -157,7 +178,7 @@ def _decode_in_line(text: str, pos: int) -> int:
         size = max(64, 2 * (hi - pos))
 
 
-def _lenient_end(text: str, pos: int, lines: bool) -> int:
+def _lenient_end(text: str, pos: int, lines: bool, ends: _LineEnds) -> int:
     """The end of the value at ``pos`` as the lenient decoder finds it, or its error.
 
     The native scan checks the value without building it (the decoder makes every key,
@@ -173,7 +194,7 @@ def _lenient_end(text: str, pos: int, lines: bool) -> int:
         while True:
             hi = n
             if lines:
-                eol = text.find("\n", min(pos + size, n))
+                eol = ends.after(min(pos + size, n))
                 hi = n if eol < 0 else eol + 1
             end: int = native.json_value_end(text, pos, hi)
             if end >= 0:
@@ -183,7 +204,36 @@ def _lenient_end(text: str, pos: int, lines: bool) -> int:
             if end == -1 or hi >= n:
                 break
             size = max(64, 2 * (hi - pos))
-    return _decode_in_line(text, pos) if lines else _decode_one(_LENIENT, text, pos)
+    return _decode_in_line(text, pos, ends) if lines else _decode_one(_LENIENT, text, pos)
+
+
+def _deep_value_end(text: str, pos: int) -> tuple[int | None, int, str]:
+    """The end of the value at ``pos`` read by the tokenizer, which takes any depth
+    (where the decoder's recursion ends): ``(end, 0, "")``, or ``(None, offset,
+    reason)`` where it fails. Only containers deeper than the recursion limit get here:
+    the native scan takes them as it takes any other value, and so does this."""
+    tok = JSONTokenizer(allow_nan=True)
+    n, at, size = len(text), pos, 4096
+    try:
+        while at < n:
+            hi = min(n, at + size)
+            try:
+                events = tok.feed(text[at:hi])
+            except JSONChunkError as exc:
+                # What fails may be what follows the value: the value read up to there.
+                events = JSONTokenizer(allow_nan=True).feed(text[pos : pos + exc.offset])
+                for e in events:
+                    if e.depth == 0 and e.type not in ("start_object", "start_array", "key"):
+                        return pos + e.end, 0, ""
+                raise
+            for e in events:
+                if e.depth == 0 and e.type not in ("start_object", "start_array", "key"):
+                    return pos + e.end, 0, ""
+            at, size = hi, 2 * size
+        tok.close()
+    except JSONChunkError as exc:
+        return None, pos + exc.offset, exc.reason
+    return None, n, "unexpected end of input"  # pragma: no cover - close raised
 
 
 def _tokenizer_docs(
@@ -328,6 +378,7 @@ def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
     note: str | None = None
     n = len(text)
     native = _accel.native
+    ends = _LineEnds(text)
     while True:
         if native is not None:
             # The values up to the first one the decoder must look at, found in C.
@@ -337,19 +388,14 @@ def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
         if pos >= n:
             return items, note
         try:
-            end = _lenient_end(text, pos, lines)
+            end = _lenient_end(text, pos, lines, ends)
         except RecursionError:
-            docs, error = _tokenizer_docs(text, pos, allow_nan=True, duplicates=False)
-            joined = bool(docs) and error is not None and _splits_cluster(text, docs[-1][1])
-            if joined:
-                docs.pop()
-            items.extend(_Item(a, b, True) for a, b in docs)
-            if error is None:
-                return items, note
-            end, bad = (docs[-1][1] if docs else pos), error.offset
-            pos = _skip_ws(text, end)
-            message = error.reason
-            if joined:
+            deep, bad, message = _deep_value_end(text, pos)
+            if deep is not None:
+                if not _splits_cluster(text, deep):
+                    items.append(_Item(pos, deep, True))
+                    pos = deep
+                    continue
                 bad, message = pos, _JOINED
         except ValueError as exc:
             bad = getattr(exc, "pos", pos)

@@ -465,7 +465,9 @@ children_spans(PyObject *text, Py_ssize_t start, PyObject *close, Py_ssize_t **s
         }
         if (*count == room) {
             room = room ? 2 * room : 16;
-            Py_ssize_t *grown = PyMem_Resize(*spans, Py_ssize_t, 6 * room);
+            Py_ssize_t *grown = (size_t)room > PY_SSIZE_T_MAX / (6 * sizeof(Py_ssize_t))
+                                    ? NULL
+                                    : PyMem_Realloc(*spans, (size_t)room * 6 * sizeof(Py_ssize_t));
             if (grown == NULL) {
                 PyErr_NoMemory();
                 goto fail;
@@ -664,7 +666,8 @@ members_of(PyObject *text, const Py_ssize_t *spans, Py_ssize_t count, Py_ssize_t
         return -1;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (spans[6 * i + 3] < 0 || spans[6 * i + 3] >= n) {
+        if (spans[6 * i + 3] < 0 || spans[6 * i + 3] >= n || spans[6 * i + 4] < spans[6 * i + 3] ||
+            spans[6 * i + 4] > n) {
             PyErr_SetString(PyExc_ValueError, "a child outside the text");
             return -1;
         }
@@ -1005,6 +1008,9 @@ json_split_impl(PyObject *splitter, PyObject *text, PyObject *section)
         PyErr_SetString(PyExc_IndexError, "a JSON value outside the text");
         return NULL;
     }
+    if (key_start < 0 || key_end < 0 || key_start > start || key_end > start) {
+        goto fallback; /* not a member's key before its value: the Python path decides */
+    }
     Py_UCS4 c = PyUnicode_READ_CHAR(text, start);
     int peeled = PyObject_IsTrue(PyTuple_GET_ITEM(node, 7));
     if (peeled < 0) {
@@ -1020,7 +1026,7 @@ json_split_impl(PyObject *splitter, PyObject *text, PyObject *section)
         return PyTuple_New(0);
     }
     int open = PyObject_IsTrue(PyTuple_GET_ITEM(node, 6));
-    if (open != 0) {
+    if (open != 0 || depth >= FLAT_DEPTH) { /* cut short, or flattened: in Python */
         if (open < 0) {
             return NULL;
         }
@@ -1297,6 +1303,9 @@ json_values(PyObject *self, PyObject *args)
     if (out == NULL) {
         return NULL;
     }
+    /* The first line break at or after ``searched`` (-1: none): many values on one line
+     * ask for the same one, which is searched for once. */
+    Py_ssize_t searched = -1, eol = -1;
     for (;;) {
         pos = skip_json_ws(kind, data, pos, n);
         if (pos >= n) {
@@ -1307,7 +1316,14 @@ json_values(PyObject *self, PyObject *args)
             Py_ssize_t hi = n;
             if (lines) {
                 Py_ssize_t from = pos + size < n ? pos + size : n;
-                Py_ssize_t eol = find_char(kind, data, n, '\n', from, n);
+                if (searched < 0 || from < searched || (eol >= 0 && from > eol)) {
+                    eol = from < n ? PyUnicode_FindChar(text, '\n', from, n, 1) : -1;
+                    if (eol == -2) {
+                        Py_DECREF(out);
+                        return NULL;
+                    }
+                    searched = from;
+                }
                 hi = eol < 0 ? n : eol + 1;
             }
             end = valid_value_end(kind, data, pos, hi);
@@ -3994,6 +4010,8 @@ split_section(Packer *P, PyObject *section, const Tmpl *t, Level *L, PyObject **
     }
     PyObject *got = NULL;
     if (J.splitter_type != NULL && Py_IS_TYPE(t->splitter, J.splitter_type)) {
+        /* JSONSplitter.split is native.json_split: called here without its Python
+         * frame (so a JSONSplitter.split patched on the class is not asked). */
         got = json_split_impl(t->splitter, P->text, section);
         if (got == NULL) {
             return -1;

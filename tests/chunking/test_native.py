@@ -1114,3 +1114,41 @@ def test_code_tile_rejects_bad_calls_and_leaves_odd_offsets_to_python() -> None:
         NATIVE.code_tile(splitter, text, Section(0, 99, splitter, state), state, groups, (), None, None)
     with pytest.raises(TypeError):
         NATIVE.code_glue((1, 2), {}, b"")
+
+
+@pytest.mark.parametrize(
+    "tail", [" 1 x\n2", "01\n", "\nx", "\n" + "[" * 3000 + "\n" + "]" * 3000 + "x\n5", "]"]
+)
+def test_values_deeper_than_the_recursion_limit_are_read_alike_by_both_paths(tail: str) -> None:
+    import warnings
+
+    from sdk.chunking._json import _lenient_items
+
+    # The decoder recurses (RecursionError past the limit); the native scan and the
+    # tokenizer do not: both paths take a deep value as they take a shallow one.
+    text = "[" * 3000 + "]" * 3000 + tail
+    for lines in (True, False):
+        got = _lenient_items(text, lines)
+        with pure_python():
+            want = _lenient_items(text, lines)
+        assert got == want
+        assert got[0][0].json and got[0][0].end == 6000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        native = Chunker(2000).chunk(text, kind="json")
+        with pure_python():
+            pure = Chunker(2000).chunk(text, kind="json")
+    assert native == pure
+
+
+def test_json_values_take_many_values_on_one_line_in_one_search_for_its_end() -> None:
+    from sdk.chunking._json import _ITEM_NO_OPEN, _Item
+
+    assert NATIVE is not None
+    # 20,000 values on one line: each looked for its line's end from itself, this took
+    # seconds (quadratic); the values and their ends are those the decoder finds.
+    text = '{"a":1} ' * 20_000 + "\n[2]"
+    found, stop = NATIVE.json_values(text, 0, True, _Item, _ITEM_NO_OPEN)
+    assert stop == len(text)
+    assert len(found) == 20_001
+    assert found[-2] == _Item(8 * 19_999, 8 * 19_999 + 7, True, _ITEM_NO_OPEN)
