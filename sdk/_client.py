@@ -71,6 +71,7 @@ from ._map import MapProgress, MapRun
 from ._params import CountTokensParams, CreateParams, check_request
 from ._retry import RetryBudget, RetryPolicy, retry_decision
 from ._tokens import checked_text, count_tokens
+from ._transport import StaleConnectionResend
 from .scheduler import Cost, MetricsHook, RequestMetrics, Scheduler, Tier, TierMetrics
 from .stream import (
     FlowControl,
@@ -309,7 +310,12 @@ class Client:
         }
         self._register_headers(self._headers)
         self._own_http = http_client is None
-        self._http = http_client or httpx2.AsyncClient(timeout=self.timeout, http2=http2)
+        # Its own pool sends again a request that a kept-alive connection lost unread
+        # (the server closed it at that moment): sdk._transport. A client passed in keeps
+        # its own transport, and the retry policy alone.
+        self._http = http_client or httpx2.AsyncClient(
+            timeout=self.timeout, transport=StaleConnectionResend(httpx2.AsyncHTTPTransport(http2=http2))
+        )
         self._live: set[Stream] = set()
         self._server_counts = True
         self._tokenize_flavor: Literal["llama", "vllm"] | None = None  # learnt from the first answer
@@ -516,7 +522,10 @@ class Client:
                 if delay is None or not self.retry_budget.withdraw():
                     raise err from e
                 if attempt == 0 and not isinstance(err, APITimeoutError):
-                    delay = 0.0  # most often a kept-alive connection the server had closed
+                    # At once: through a pool that is not ours (an http_client passed in),
+                    # most often a kept-alive connection the server had closed; our own pool
+                    # sends those again by itself, spending no retry (sdk._transport).
+                    delay = 0.0
                 attempt += 1
                 await anyio.sleep(delay)
                 continue
@@ -759,7 +768,16 @@ class Client:
                         cancel=self._conversation_cancel(conv[0]),
                     )
             if conv:
-                await self._conversation_cancel(conv[0])()  # whatever is left of it stops generating
+                # Whatever is left of it stops generating. Best effort, as when the reader
+                # leaves a kept stream (else the server's own timeout ends it): a failed stop
+                # must not fail the stream, and a server that is really gone fails the
+                # continuation below, through the retry policy.
+                try:
+                    await self._conversation_cancel(conv[0])()
+                except Exception as e:
+                    log.info(
+                        "could not stop the kept stream before continuing it: %s: %s", type(e).__name__, e
+                    )
                 conv.clear()
             if model in self._refusals:
                 raise IncompleteStreamError(refusal_reason(model), partial=rr.message)

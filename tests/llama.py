@@ -80,6 +80,10 @@ def _start(binary: str, gguf: Path, log: Path, parallel: int) -> tuple[subproces
         "--slots",
         "--metrics",
         "--no-webui",
+        # Weight repacking uses AMX where the CPU reports it; on machines whose CPU
+        # reports AMX that the virtual machine does not enable, the server dies of
+        # SIGILL at start-up. The model is small: the plain layout costs little.
+        "--no-repack",
     ]  # fmt: skip
     out = log.open("ab")
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 import httpx2
 
 from .._client import Client
+from .._transport import StaleConnectionResend
 
 __all__ = ["ROUTE_HEADER", "Engine", "Router"]
 
@@ -68,7 +69,9 @@ class Router(httpx2.AsyncBaseTransport):
         if not engines:
             raise ValueError("at least one engine is needed")
         self.engines = list(engines)
-        self._inner = transport or httpx2.AsyncHTTPTransport()
+        # A request a kept-alive connection lost unread is sent again below the failure
+        # accounting: a server closing an idle connection is not a dead engine.
+        self._inner = transport or StaleConnectionResend(httpx2.AsyncHTTPTransport())
         self._routes: dict[str, Engine] = {}
         self._rr = 0
         self.failovers = 0  # routes moved off an engine that failed them

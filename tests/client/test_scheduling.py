@@ -327,6 +327,49 @@ async def test_a_batch_stream_is_preempted_for_an_interactive_request_and_resume
     assert sched.stats().preempted == 1
 
 
+async def test_a_preempted_stream_continues_when_its_kept_stream_cannot_be_stopped() -> None:
+    """On llama-server (its ``/props`` says so) a preempted stream's kept stream is stopped
+    (``DELETE /v1/stream``) when the reader leaves it and again before the continuation.
+    Stopping it is best effort: a stop request that fails does not fail the stream."""
+    first_piece = anyio.Event()
+
+    async def handler(req: Request, reply: Reply) -> None:
+        if req.method == "DELETE":
+            return  # the connection closes with no answer
+        if tag_of(req) == "urgent":
+            await answer(req, reply, ["ok"])
+            return
+        rest = TEXT[len(prefill_of(req)) :]
+        await reply.start()
+        for n, ev in enumerate(events_for("messages", [rest[i : i + 4] for i in range(0, len(rest), 4)])):
+            await reply.chunk(ev)
+            if n == 3:
+                first_piece.set()
+            await anyio.sleep(0.02)
+        await reply.end()
+
+    sched = Scheduler(min_run=0)
+    async with fault_server(handler) as server, client(server, scheduler=sched, retry=RetryPolicy(0)) as c:
+        server.props = {"total_slots": 1}  # llama-server: one slot, streams kept by conversation
+        with anyio.fail_after(DEADLINE):
+            async with anyio.create_task_group() as tg:
+                texts: list[str] = []
+
+                async def batch() -> None:
+                    async with c.stream(
+                        model="m", max_tokens=50, messages=msg("bulk"), priority="batch"
+                    ) as s:
+                        texts.extend([t async for t in s.text_deltas()])
+
+                tg.start_soon(batch)
+                await first_piece.wait()
+                await c.create(model="m", max_tokens=5, messages=msg("urgent"), priority="interactive")
+    assert "".join(texts) == TEXT
+    stops = [r for r in server.requests if r.method == "DELETE"]
+    assert len(stops) == 2 and all(r.path.startswith("/v1/stream?conv_id=") for r in stops)
+    assert [tag_of(r) for r in server.requests if r.method == "POST"] == ["bulk", "urgent", "bulk"]
+
+
 async def test_the_hosted_api_is_never_preempted() -> None:
     c = Client(api_key=KEY, scheduler=Scheduler(slots=1, min_run=0))
     s = c.stream(model="m", max_tokens=5, messages=msg("x"), priority="batch")
