@@ -34,7 +34,8 @@ litellm's model price table); a group whose files are missing is skipped.
 Linearity and memory (``--scale``): each shape (ordinary prose, Markdown, JSON, Python
 source, and the pathological runs: ``"see" + "!" * N + "x"``, a CSV row of empty fields,
 regional-indicator flags, millions of identifier characters, a hex dump, CJK without
-punctuation, brackets) is chunked at budget 64 at 1 MB and 16 MB (``--quick``: 1 and
+punctuation, brackets, tiny JSON values: 9-byte objects on one JSON Lines line, an array
+of one-digit numbers) is chunked at budget 64 at 1 MB and 16 MB (``--quick``: 1 and
 4 MB), each in a fresh process (the smaller size three times, before and after the
 larger, its best time kept): CPU seconds per MB at each size, their ratio, and the
 peak memory the process grew by while chunking (``ru_maxrss``, the text already built),
@@ -628,6 +629,7 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
     "CJK, no punctuation": ("text", None, lambda n: "日本語の文章を書きます" * (n // 33)),
     "brackets": ("text", None, lambda n: "[" * n),
     "JSON Lines, one line of values": ("jsonl", None, lambda n: '{"a": 1} ' * (n // 9)),
+    "JSON array of small numbers": ("json", None, lambda n: "[" + "1," * (n // 2 - 1) + "1]"),
 }
 SCALE_BUDGET = 64
 ORDINARY = ("prose", "markdown", "json", "python source")

@@ -72,6 +72,10 @@ __all__ = [
 ]
 
 _FLAT_DEPTH = 64
+# A container of more members is cut into runs of this many first, and a run into its
+# members only when it does not fit: the sections of an array of a million numbers are
+# made a run at a time (a section, value and pointer per member were 500 bytes each).
+_RUN = 512
 _DIGITS = "0123456789"
 
 
@@ -463,6 +467,19 @@ class _Prefix(NamedTuple):
     value_start: int
 
 
+class _Run(NamedTuple):
+    """Members ``first`` to ``first + size - 1`` of the complete container opening at
+    ``start`` (the first of them begins at ``begin``), at ``depth``, under the
+    container's ``pointer``."""
+
+    start: int
+    depth: int
+    pointer: str
+    first: int
+    begin: int
+    size: int
+
+
 @dataclass(frozen=True, slots=True)
 class _Top:
     items: tuple[_Item, ...]
@@ -537,6 +554,8 @@ class JSONSplitter:
             return self._split_top(text, section, state)
         if isinstance(state, _Prefix):
             return self._split_prefix(text, section, state)
+        if isinstance(state, _Run):
+            return self._split_run(text, section, state)
         if not isinstance(state, _Value):
             return ()
         c = text[state.start]
@@ -640,6 +659,13 @@ class JSONSplitter:
             )
         else:
             edges, members = self._members(text, node, kids, close)
+        if not node.open and len(members) > _RUN:
+            runs: list[Section] = []
+            for i in range(0, len(kids), _RUN):
+                j = min(i + _RUN, len(kids))
+                run = _Run(node.start, node.depth + 1, node.pointer, i, kids[i].begin, j - i)
+                runs.append(Section(edges[i], edges[j], self, run, "json", None, members[i].path))
+            members = runs
         # The opening line (key, bracket) is sticky: a chunk does not end with it.
         pointer = node.pointer
         if node.key_end - node.key_start > 2 and section.start <= node.key_start:
@@ -652,17 +678,30 @@ class JSONSplitter:
             out.append(Section(edges[-1], section.end, None, None, "json", None, node.pointer))
         return out
 
+    def _split_run(self, text: str, section: Section, run: _Run) -> Sequence[Section]:
+        kids = self.structure.children_from(run.start, run.begin, run.size)
+        node = _Value(run.start, section.end, run.depth - 1, run.pointer)
+        _, members = self._members(text, node, kids, 0, (section.start, section.end), run.first)
+        return members
+
     def _members(
-        self, text: str, node: _Value, kids: list[Child], close: int
+        self,
+        text: str,
+        node: _Value,
+        kids: list[Child],
+        close: int,
+        outer: tuple[int, int] | None = None,
+        index: int = 0,
     ) -> tuple[list[int], list[Section]]:
-        """The edges between the children of ``node`` and a section for each."""
+        """The edges between the children of ``node`` and a section for each (for a
+        run: its ``outer`` edges, and its first child's ``index``)."""
         # Cut after the first line break of the whitespace between values (after the
         # comma): a chunk ends with its line and the next keeps its indentation.
         text_find = text.find
-        edges = [_soft(text, node.start + 1, kids[0].begin)]
+        edges = [_soft(text, node.start + 1, kids[0].begin) if outer is None else outer[0]]
         for prev, k in itertools.pairwise(kids):
             edges.append(_soft(text, text_find(",", prev.end, k.begin) + 1, k.begin))
-        edges.append(_soft(text, kids[-1].end, close))
+        edges.append(_soft(text, kids[-1].end, close) if outer is None else outer[1])
         out: list[Section] = []
         is_object = text[node.start] == "{"
         depth = node.depth + 1
@@ -671,7 +710,7 @@ class JSONSplitter:
             if is_object:
                 pointer = base + escape_pointer(decode_key(text[k.key_start : k.key_end]))
             else:
-                pointer = base + str(i)
+                pointer = base + str(index + i)
             child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end)
             if node.open and k.start in node.open:
                 child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end, node.open)
@@ -717,7 +756,7 @@ class JSONSplitter:
 
 
 if _accel.native is not None:
-    _accel.native.json_setup(JSONSplitter, _Value, _Prefix, Section, decode_key, _NO_OPEN)
+    _accel.native.json_setup(JSONSplitter, _Value, _Prefix, _Run, Section, decode_key, _NO_OPEN, _RUN)
 
 
 def _soft(text: str, a: int, b: int) -> int:

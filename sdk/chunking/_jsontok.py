@@ -641,16 +641,31 @@ class Structure:
         out: list[Child] = []
         pos = _SKIP_WS.match(text, start + 1).end()  # type: ignore[union-attr]
         while pos < close:
-            begin = pos
-            key_start = key_end = pos
-            if is_object:
-                key_end = _STRING_TOKEN.match(text, pos).end()  # type: ignore[union-attr]
-                pos = _COLON_TOKEN.match(text, key_end).end()  # type: ignore[union-attr]
-            end = self.value_end(pos)
-            nxt = _AFTER_CHILD.match(text, end).end()  # type: ignore[union-attr]
-            out.append(Child(begin, key_start, key_end, pos, end, nxt))
-            pos = nxt
+            child = self._child_at(pos, is_object)
+            out.append(child)
+            pos = child.next
         return out, close
+
+    def _child_at(self, pos: int, is_object: bool) -> Child:
+        text = self.text
+        begin = key_start = key_end = pos
+        if is_object:
+            key_end = _STRING_TOKEN.match(text, pos).end()  # type: ignore[union-attr]
+            pos = _COLON_TOKEN.match(text, key_end).end()  # type: ignore[union-attr]
+        end = self.value_end(pos)
+        nxt = _AFTER_CHILD.match(text, end).end()  # type: ignore[union-attr]
+        return Child(begin, key_start, key_end, pos, end, nxt)
+
+    def children_from(self, start: int, begin: int, count: int) -> list[Child]:
+        """``count`` children of the container opening at ``start``, the first of them
+        beginning at ``begin`` (a run of its members)."""
+        is_object = self.text[start] == "{"
+        out: list[Child] = []
+        for _ in range(count):
+            child = self._child_at(begin, is_object)
+            out.append(child)
+            begin = child.next
+        return out
 
     def open_children(self, start: int, stop: int, open_starts: frozenset[int]) -> list[Child]:
         """The complete children of a container still open at ``stop``, then the open

@@ -417,6 +417,47 @@ value_end(PyObject *text, int kind, const void *data, Py_ssize_t pos, Py_ssize_t
     return scalar_end(kind, data, pos, n);
 }
 
+/* The child of a valid JSON container that begins at ``pos`` (after white space): its
+ * begin, key_start, key_end, start, end and next (where the next one begins, or the
+ * closing bracket) in k[0..5]. */
+static int
+scan_child(PyObject *text, int kind, const void *data, Py_ssize_t n, Py_ssize_t pos, int is_object, PyObject *close,
+           Py_ssize_t *k)
+{
+    Py_ssize_t begin = pos, key_start = pos, key_end = pos;
+    if (is_object) {
+        key_end = string_end(kind, data, pos, n);
+        if (key_end < 0) {
+            return -1;
+        }
+        pos = skip_json_ws(kind, data, key_end, n);
+        if (pos >= n || PyUnicode_READ(kind, data, pos) != ':') {
+            json_invalid(pos, "colon");
+            return -1;
+        }
+        pos = skip_json_ws(kind, data, pos + 1, n);
+    }
+    Py_ssize_t end = value_end(text, kind, data, pos, n, close);
+    if (end < 0) {
+        return -1;
+    }
+    Py_ssize_t next = skip_json_ws(kind, data, end, n);
+    if (next < n && PyUnicode_READ(kind, data, next) == ',') {
+        next = skip_json_ws(kind, data, next + 1, n);
+    }
+    if (next <= pos) {
+        json_invalid(pos, "value"); /* no progress (a close recorded wrongly) */
+        return -1;
+    }
+    k[0] = begin;
+    k[1] = key_start;
+    k[2] = key_end;
+    k[3] = pos;
+    k[4] = end;
+    k[5] = next;
+    return 0;
+}
+
 /* The children of the container of a valid JSON ``text`` opening at ``start``: six
  * offsets each (begin, key_start, key_end, start, end, next) in *spans (PyMem, the
  * caller frees it; NULL when there are none), their number and the closing offset. */
@@ -442,27 +483,6 @@ children_spans(PyObject *text, Py_ssize_t start, PyObject *close, Py_ssize_t **s
     Py_ssize_t room = 0;
     Py_ssize_t pos = skip_json_ws(kind, data, start + 1, n);
     while (pos < *closing) {
-        Py_ssize_t begin = pos, key_start = pos, key_end = pos;
-        if (is_object) {
-            key_end = string_end(kind, data, pos, n);
-            if (key_end < 0) {
-                goto fail;
-            }
-            pos = skip_json_ws(kind, data, key_end, n);
-            if (pos >= n || PyUnicode_READ(kind, data, pos) != ':') {
-                json_invalid(pos, "colon");
-                goto fail;
-            }
-            pos = skip_json_ws(kind, data, pos + 1, n);
-        }
-        Py_ssize_t end = value_end(text, kind, data, pos, n, close);
-        if (end < 0) {
-            goto fail;
-        }
-        Py_ssize_t next = skip_json_ws(kind, data, end, n);
-        if (next < n && PyUnicode_READ(kind, data, next) == ',') {
-            next = skip_json_ws(kind, data, next + 1, n);
-        }
         if (*count == room) {
             room = room ? 2 * room : 16;
             Py_ssize_t *grown = (size_t)room > PY_SSIZE_T_MAX / (6 * sizeof(Py_ssize_t))
@@ -475,18 +495,11 @@ children_spans(PyObject *text, Py_ssize_t start, PyObject *close, Py_ssize_t **s
             *spans = grown;
         }
         Py_ssize_t *k = *spans + 6 * *count;
-        k[0] = begin;
-        k[1] = key_start;
-        k[2] = key_end;
-        k[3] = pos;
-        k[4] = end;
-        k[5] = next;
-        ++*count;
-        if (next <= pos) {
-            json_invalid(pos, "value"); /* no progress (a close recorded wrongly) */
+        if (scan_child(text, kind, data, n, pos, is_object, close, k) < 0) {
             goto fail;
         }
-        pos = next;
+        ++*count;
+        pos = k[5];
     }
     return 0;
 fail:
@@ -651,7 +664,8 @@ json_section(PyTypeObject *section_type, PyObject *kind_json, PyObject *a, PyObj
 static int
 members_of(PyObject *text, const Py_ssize_t *spans, Py_ssize_t count, Py_ssize_t start, Py_ssize_t close,
            Py_ssize_t depth, PyObject *base, PyObject *splitter, PyTypeObject *value_type,
-           PyTypeObject *section_type, PyObject *decode, PyObject *no_open, PyObject **edges, PyObject **members)
+           PyTypeObject *section_type, PyObject *decode, PyObject *no_open, PyObject **edges, PyObject **members,
+           const Py_ssize_t *outer, Py_ssize_t index)
 {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
@@ -680,10 +694,10 @@ members_of(PyObject *text, const Py_ssize_t *spans, Py_ssize_t count, Py_ssize_t
     for (Py_ssize_t e = 0; e <= count; e++) {
         Py_ssize_t at;
         if (e == 0) {
-            at = soft_edge(kind, data, n, start + 1, spans[0]);
+            at = outer != NULL ? outer[0] : soft_edge(kind, data, n, start + 1, spans[0]);
         }
         else if (e == count) {
-            at = soft_edge(kind, data, n, spans[6 * (count - 1) + 4], close);
+            at = outer != NULL ? outer[1] : soft_edge(kind, data, n, spans[6 * (count - 1) + 4], close);
         }
         else {
             Py_ssize_t begin = spans[6 * e];
@@ -697,7 +711,8 @@ members_of(PyObject *text, const Py_ssize_t *spans, Py_ssize_t count, Py_ssize_t
     }
     for (Py_ssize_t i = 0; i < count; i++) {
         const Py_ssize_t *k = spans + 6 * i;
-        PyObject *token = is_object ? pointer_token(text, kind, data, k[1], k[2], decode) : PyUnicode_FromFormat("%zd", i);
+        PyObject *token = is_object ? pointer_token(text, kind, data, k[1], k[2], decode)
+                                    : PyUnicode_FromFormat("%zd", index + i);
         PyObject *pointer = token == NULL ? NULL : PyUnicode_Concat(base, token);
         Py_XDECREF(token);
         if (pointer == NULL) {
@@ -787,7 +802,7 @@ json_members(PyObject *self, PyObject *args)
         spans[6 * i + 5] = 0;
     }
     if (members_of(text, spans, count, start, close, depth, base, splitter, value_type, section_type, decode,
-                   no_open, &edges, &members) == 0) {
+                   no_open, &edges, &members, NULL, 0) == 0) {
         result = PyTuple_Pack(2, edges, members);
     }
 done:
@@ -805,30 +820,37 @@ done:
 
 /* What json_setup was given (new references, replaced by a later call). */
 static struct {
-    PyTypeObject *splitter_type, *value_type, *prefix_type, *section_type;
+    PyTypeObject *splitter_type, *value_type, *prefix_type, *run_type, *section_type;
     PyObject *decode, *no_open, *kind_json, *n_structure, *n_close, *n_fallback;
+    Py_ssize_t run; /* _json._RUN */
 } J;
 
 PyDoc_STRVAR(json_setup_doc,
-"json_setup(splitter_type, value_type, prefix_type, section_type, decode, no_open)\n\n"
+"json_setup(splitter_type, value_type, prefix_type, run_type, section_type, decode, no_open, run)\n\n"
 "The classes and helpers of _json that json_split makes and reads: JSONSplitter (its\n"
 "``structure._close`` dict of closes and its ``_split`` fallback), _Value, _Prefix,\n"
-"Section, decode_key and _Value's default ``open``.");
+"_Run, Section, decode_key, _Value's default ``open``, and _RUN.");
 
 static PyObject *
 json_setup(PyObject *self, PyObject *args)
 {
-    PyTypeObject *types[4];
+    PyTypeObject *types[5];
     PyObject *decode, *no_open;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OO:json_setup", &PyType_Type, &types[0], &PyType_Type, &types[1],
-                          &PyType_Type, &types[2], &PyType_Type, &types[3], &decode, &no_open)) {
+    Py_ssize_t run;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OOn:json_setup", &PyType_Type, &types[0], &PyType_Type, &types[1],
+                          &PyType_Type, &types[2], &PyType_Type, &types[3], &PyType_Type, &types[4], &decode,
+                          &no_open, &run)) {
         return NULL;
     }
-    for (int i = 1; i < 4; i++) {
+    for (int i = 1; i < 5; i++) {
         if (!PyType_IsSubtype(types[i], &PyTuple_Type)) {
-            PyErr_SetString(PyExc_TypeError, "value_type, prefix_type and section_type must be tuple types");
+            PyErr_SetString(PyExc_TypeError, "value_type, prefix_type, run_type and section_type must be tuple types");
             return NULL;
         }
+    }
+    if (run < 1) {
+        PyErr_SetString(PyExc_ValueError, "run must be 1 or more");
+        return NULL;
     }
     PyObject *names[4] = {PyUnicode_InternFromString("json"), PyUnicode_InternFromString("structure"),
                           PyUnicode_InternFromString("_close"), PyUnicode_InternFromString("_split")};
@@ -841,7 +863,9 @@ json_setup(PyObject *self, PyObject *args)
     Py_XSETREF(J.splitter_type, (PyTypeObject *)Py_NewRef(types[0]));
     Py_XSETREF(J.value_type, (PyTypeObject *)Py_NewRef(types[1]));
     Py_XSETREF(J.prefix_type, (PyTypeObject *)Py_NewRef(types[2]));
-    Py_XSETREF(J.section_type, (PyTypeObject *)Py_NewRef(types[3]));
+    Py_XSETREF(J.run_type, (PyTypeObject *)Py_NewRef(types[3]));
+    Py_XSETREF(J.section_type, (PyTypeObject *)Py_NewRef(types[4]));
+    J.run = run;
     Py_XSETREF(J.decode, Py_NewRef(decode));
     Py_XSETREF(J.no_open, Py_NewRef(no_open));
     Py_XSETREF(J.kind_json, names[0]);
@@ -907,34 +931,185 @@ json_peel(PyObject *splitter, PyObject *text, PyObject *section, PyObject *node,
     return out;
 }
 
-/* JSONSplitter._split_container for a complete container above FLAT_DEPTH. */
+/* A run of ``count`` members of the container opening at ``start`` (the first of them
+ * member ``index``, its key at k[1..2], beginning at k[0]), from edge ``a`` to ``b``:
+ * its Section, with the first member's pointer. */
 static PyObject *
-json_container(PyObject *splitter, PyObject *text, PyObject *section, PyObject *close, PyObject *node,
-               Py_ssize_t start, Py_ssize_t depth, Py_ssize_t key_start, Py_ssize_t key_end, int *flat)
+run_section(PyObject *splitter, PyObject *text, Py_ssize_t start, Py_ssize_t depth, PyObject *pointer,
+            PyObject *base, int is_object, Py_ssize_t index, const Py_ssize_t *k, Py_ssize_t count, Py_ssize_t a,
+            Py_ssize_t b)
 {
-    Py_ssize_t *spans, count, closing;
-    if (children_spans(text, start, close, &spans, &count, &closing) < 0) {
+    PyObject *token = is_object ? pointer_token(text, PyUnicode_KIND(text), PyUnicode_DATA(text), k[1], k[2], J.decode)
+                                : PyUnicode_FromFormat("%zd", index);
+    PyObject *path = token == NULL ? NULL : PyUnicode_Concat(base, token);
+    Py_XDECREF(token);
+    PyObject *run = path == NULL ? NULL : J.run_type->tp_alloc(J.run_type, 6);
+    PyObject *section = NULL;
+    if (run != NULL) {
+        Py_ssize_t fields[6] = {start, depth, 0, index, k[0], count};
+        int failed = 0;
+        for (int f = 0; f < 6 && !failed; f++) {
+            PyObject *v = f == 2 ? Py_NewRef(pointer) : PyLong_FromSsize_t(fields[f]);
+            failed = v == NULL;
+            if (!failed) {
+                PyTuple_SET_ITEM(run, f, v);
+            }
+        }
+        PyObject *ea = failed ? NULL : PyLong_FromSsize_t(a), *eb = ea == NULL ? NULL : PyLong_FromSsize_t(b);
+        if (eb != NULL) {
+            section = json_section(J.section_type, J.kind_json, ea, eb, splitter, run, path, 0, 0);
+        }
+        Py_XDECREF(ea);
+        Py_XDECREF(eb);
+    }
+    Py_XDECREF(run);
+    Py_XDECREF(path);
+    return section;
+}
+
+/* The Sections of the runs of a container of more than J.run members: ``buffered``
+ * children already scanned in ``spans``, the rest scanned here one at a time (so no
+ * array of every member is made). *first and *last: the edges before the first member
+ * and after the last. */
+static PyObject *
+json_runs(PyObject *splitter, PyObject *text, PyObject *close, Py_ssize_t start, Py_ssize_t closing,
+          Py_ssize_t depth, PyObject *pointer, PyObject *base, const Py_ssize_t *spans, Py_ssize_t buffered,
+          Py_ssize_t *first, Py_ssize_t *last)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    int is_object = PyUnicode_READ(kind, data, start) == '{';
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
         return NULL;
     }
-    *flat = depth >= FLAT_DEPTH && count > 0;
-    if (*flat || count == 0) {
+    Py_ssize_t lead[6], k[6];
+    memcpy(lead, spans, sizeof(lead));
+    *first = soft_edge(kind, data, n, start + 1, spans[0]);
+    Py_ssize_t edge = *first, index = 0, prev_end = spans[4], pos = spans[5];
+    for (Py_ssize_t j = 1;; j++) {
+        if (j < buffered) {
+            memcpy(k, spans + 6 * j, sizeof(k));
+        }
+        else if (pos < closing) {
+            if (scan_child(text, kind, data, n, pos, is_object, close, k) < 0) {
+                goto fail;
+            }
+        }
+        else {
+            break;
+        }
+        if (j % J.run == 0) {
+            Py_ssize_t at = soft_edge(kind, data, n, find_char(kind, data, n, ',', prev_end, k[0]) + 1, k[0]);
+            PyObject *section = run_section(splitter, text, start, depth, pointer, base, is_object, index, lead,
+                                            j - index, edge, at);
+            if (section == NULL || PyList_Append(out, section) < 0) {
+                Py_XDECREF(section);
+                goto fail;
+            }
+            Py_DECREF(section);
+            memcpy(lead, k, sizeof(lead));
+            edge = at;
+            index = j;
+        }
+        prev_end = k[4];
+        pos = k[5];
+        if (j >= buffered && pos >= closing) { /* member j, scanned here, is the last */
+            Py_ssize_t total = j + 1;
+            *last = soft_edge(kind, data, n, prev_end, closing);
+            PyObject *section =
+                run_section(splitter, text, start, depth, pointer, base, is_object, index, lead, total - index, edge, *last);
+            if (section == NULL || PyList_Append(out, section) < 0) {
+                Py_XDECREF(section);
+                goto fail;
+            }
+            Py_DECREF(section);
+            return out;
+        }
+    }
+    /* Every member was buffered (the last of them is member buffered - 1). */
+    *last = soft_edge(kind, data, n, prev_end, closing);
+    PyObject *section =
+        run_section(splitter, text, start, depth, pointer, base, is_object, index, lead, buffered - index, edge, *last);
+    if (section == NULL || PyList_Append(out, section) < 0) {
+        Py_XDECREF(section);
+        goto fail;
+    }
+    Py_DECREF(section);
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* JSONSplitter._split_container for a complete container above FLAT_DEPTH: its members,
+ * or runs of J.run members where it has more. */
+static PyObject *
+json_container(PyObject *splitter, PyObject *text, PyObject *section, PyObject *close, PyObject *node,
+               Py_ssize_t start, Py_ssize_t depth, Py_ssize_t key_start, Py_ssize_t key_end)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t closing = close_of(text, start, close);
+    if (closing < 0) {
+        return NULL;
+    }
+    Py_ssize_t cap = J.run + 1, count = 0;
+    Py_ssize_t *spans = (size_t)cap > PY_SSIZE_T_MAX / (6 * sizeof(Py_ssize_t)) ? NULL : PyMem_New(Py_ssize_t, 6 * cap);
+    if (spans == NULL) {
+        return PyErr_NoMemory();
+    }
+    int is_object = PyUnicode_READ(kind, data, start) == '{';
+    Py_ssize_t pos = skip_json_ws(kind, data, start + 1, n);
+    while (pos < closing && count < cap) {
+        if (scan_child(text, kind, data, n, pos, is_object, close, spans + 6 * count) < 0) {
+            PyMem_Free(spans);
+            return NULL;
+        }
+        pos = spans[6 * count + 5];
+        count++;
+    }
+    if (count == 0) {
         PyMem_Free(spans);
-        return *flat ? NULL : PyTuple_New(0);
+        return PyTuple_New(0);
     }
     PyObject *pointer = PyTuple_GET_ITEM(node, 3);
     PyObject *base = PyUnicode_Check(pointer) ? PyUnicode_FromFormat("%U/", pointer) : NULL;
     if (base == NULL && !PyErr_Occurred()) {
         PyErr_SetString(PyExc_TypeError, "a JSON value's pointer must be a str");
     }
-    PyObject *edges = NULL, *members = NULL, *out = NULL;
-    if (base == NULL || members_of(text, spans, count, start, closing, depth + 1, base, splitter, J.value_type,
-                                   J.section_type, J.decode, J.no_open, &edges, &members) < 0) {
+    PyObject *members = NULL, *out = NULL, *first = NULL, *last = NULL;
+    Py_ssize_t parts = 0, last_at = 0, first_at = 0;
+    if (base == NULL) {
         goto done;
     }
-    PyObject *first = PyList_GET_ITEM(edges, 0), *last = PyList_GET_ITEM(edges, count);
-    Py_ssize_t s_start, s_end, last_at = spans[0]; /* replaced below */
+    if (count > J.run) {
+        members = json_runs(splitter, text, close, start, closing, depth + 1, pointer, base, spans, count, &first_at,
+                            &last_at);
+        if (members == NULL || (first = PyLong_FromSsize_t(first_at)) == NULL ||
+            (last = PyLong_FromSsize_t(last_at)) == NULL) {
+            goto done;
+        }
+    }
+    else {
+        PyObject *edges;
+        if (members_of(text, spans, count, start, closing, depth + 1, base, splitter, J.value_type, J.section_type,
+                       J.decode, J.no_open, &edges, &members, NULL, 0) < 0) {
+            goto done;
+        }
+        first = Py_NewRef(PyList_GET_ITEM(edges, 0));
+        last = Py_NewRef(PyList_GET_ITEM(edges, count));
+        Py_DECREF(edges);
+        if (ssize_item_of(last, &last_at) < 0) {
+            goto done;
+        }
+    }
+    parts = PyList_GET_SIZE(members);
+    Py_ssize_t s_start, s_end;
     if (ssize_item_of(PyTuple_GET_ITEM(section, SECTION_START), &s_start) < 0 ||
-        ssize_item_of(PyTuple_GET_ITEM(section, SECTION_END), &s_end) < 0 || ssize_item_of(last, &last_at) < 0) {
+        ssize_item_of(PyTuple_GET_ITEM(section, SECTION_END), &s_end) < 0) {
         goto done;
     }
     /* The opening line (key, bracket) is sticky: a chunk does not end with it. */
@@ -961,25 +1136,85 @@ json_container(PyObject *splitter, PyObject *text, PyObject *section, PyObject *
     if (head == NULL) {
         goto done;
     }
-    out = PyList_New(1 + count + (tail != NULL));
+    out = PyList_New(1 + parts + (tail != NULL));
     if (out == NULL) {
         Py_DECREF(head);
         Py_XDECREF(tail);
         goto done;
     }
     PyList_SET_ITEM(out, 0, head);
-    for (Py_ssize_t i = 0; i < count; i++) {
+    for (Py_ssize_t i = 0; i < parts; i++) {
         PyList_SET_ITEM(out, 1 + i, Py_NewRef(PyList_GET_ITEM(members, i)));
     }
     if (tail != NULL) {
-        PyList_SET_ITEM(out, 1 + count, tail);
+        PyList_SET_ITEM(out, 1 + parts, tail);
     }
 done:
     PyMem_Free(spans);
     Py_XDECREF(base);
-    Py_XDECREF(edges);
+    Py_XDECREF(first);
+    Py_XDECREF(last);
     Py_XDECREF(members);
     return out;
+}
+
+/* JSONSplitter._split_run: the members of a run, from its own edges. */
+static PyObject *
+json_run(PyObject *splitter, PyObject *text, PyObject *section, PyObject *run)
+{
+    Py_ssize_t f[6]; /* start, depth, (pointer), index, begin, count */
+    for (int i = 0; i < 6; i++) {
+        if (i != 2 && ssize_item_of(PyTuple_GET_ITEM(run, i), &f[i]) < 0) {
+            return NULL;
+        }
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), outer[2];
+    PyObject *pointer = PyTuple_GET_ITEM(run, 2);
+    if (ssize_item_of(PyTuple_GET_ITEM(section, SECTION_START), &outer[0]) < 0 ||
+        ssize_item_of(PyTuple_GET_ITEM(section, SECTION_END), &outer[1]) < 0) {
+        return NULL;
+    }
+    Py_UCS4 c = f[0] >= 0 && f[0] < n ? PyUnicode_READ_CHAR(text, f[0]) : 0;
+    if ((c != '{' && c != '[') || f[4] <= f[0] || f[4] >= n || f[5] < 1 || f[5] > n || f[3] < 0 ||
+        !PyUnicode_Check(pointer)) {
+        PyErr_SetString(PyExc_ValueError, "not a run of a container's members");
+        return NULL;
+    }
+    PyObject *structure = PyObject_GetAttr(splitter, J.n_structure);
+    PyObject *close = structure == NULL ? NULL : PyObject_GetAttr(structure, J.n_close);
+    Py_XDECREF(structure);
+    if (close == NULL) {
+        return NULL;
+    }
+    PyObject *base = PyDict_Check(close) ? PyUnicode_FromFormat("%U/", pointer) : NULL;
+    if (base == NULL && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_TypeError, "structure._close must be a dict");
+    }
+    Py_ssize_t *spans = base == NULL ? NULL : PyMem_New(Py_ssize_t, 6 * f[5]);
+    PyObject *edges = NULL, *members = NULL;
+    if (spans != NULL) {
+        int kind = PyUnicode_KIND(text), is_object = c == '{';
+        const void *data = PyUnicode_DATA(text);
+        Py_ssize_t pos = f[4], i = 0;
+        for (; i < f[5]; i++) {
+            if (scan_child(text, kind, data, n, pos, is_object, close, spans + 6 * i) < 0) {
+                break;
+            }
+            pos = spans[6 * i + 5];
+        }
+        if (i == f[5]) {
+            members_of(text, spans, f[5], f[0], 0, f[1], base, splitter, J.value_type, J.section_type, J.decode,
+                       J.no_open, &edges, &members, outer, f[3]);
+        }
+    }
+    else if (base != NULL) {
+        PyErr_NoMemory();
+    }
+    PyMem_Free(spans);
+    Py_XDECREF(base);
+    Py_XDECREF(edges);
+    Py_DECREF(close);
+    return members;
 }
 
 /* JSONSplitter.split: value nodes here, any other state by ``splitter._split``. */
@@ -995,6 +1230,9 @@ json_split_impl(PyObject *splitter, PyObject *text, PyObject *section)
         return NULL;
     }
     PyObject *node = PyTuple_GET_ITEM(section, SECTION_STATE);
+    if (Py_IS_TYPE(node, J.run_type) && PyTuple_GET_SIZE(node) == 6) {
+        return json_run(splitter, text, section, node);
+    }
     if (!Py_IS_TYPE(node, J.value_type) || PyTuple_GET_SIZE(node) != 8) {
         goto fallback;
     }
@@ -1043,12 +1281,9 @@ json_split_impl(PyObject *splitter, PyObject *text, PyObject *section)
         PyErr_SetString(PyExc_TypeError, "structure._close must be a dict");
         return NULL;
     }
-    int flat = 0;
-    PyObject *out = json_container(splitter, text, section, close, node, start, depth, key_start, key_end, &flat);
+    PyObject *out = json_container(splitter, text, section, close, node, start, depth, key_start, key_end);
     Py_DECREF(close);
-    if (out != NULL || !flat) {
-        return out;
-    }
+    return out;
 fallback:
     return PyObject_CallMethodObjArgs(splitter, J.n_fallback, text, section, NULL);
 }

@@ -57,9 +57,11 @@ def json_setup(
     splitter_type: type,
     value_type: type,
     prefix_type: type,
+    run_type: type,
     section_type: type,
     decode: Callable[[str], str],
     no_open: frozenset[int],
+    run: int,
     /,
 ) -> None: ...
 def json_split(splitter: object, text: str, section: tuple[object, ...], /) -> Sequence[Any]: ...

@@ -1152,3 +1152,65 @@ def test_json_values_take_many_values_on_one_line_in_one_search_for_its_end() ->
     assert stop == len(text)
     assert len(found) == 20_001
     assert found[-2] == _Item(8 * 19_999, 8 * 19_999 + 7, True, _ITEM_NO_OPEN)
+
+
+@contextlib.contextmanager
+def short_runs(run: int) -> Iterator[None]:
+    """Containers of more than ``run`` members cut into runs first (both paths)."""
+    from sdk.chunking import _json
+    from sdk.chunking._jsontok import decode_key
+    from sdk.chunking._types import Section
+
+    assert NATIVE is not None
+    saved = _json._RUN
+    setup = (_json.JSONSplitter, _json._Value, _json._Prefix, _json._Run, Section, decode_key, _json._NO_OPEN)
+    _json._RUN = run
+    NATIVE.json_setup(*setup, run)
+    try:
+        yield
+    finally:
+        _json._RUN = saved
+        NATIVE.json_setup(*setup, saved)
+
+
+@given(doc=LOOSE_JSON | KEYED_JSON | PRETTY_JSON, run=st.integers(1, 3), budget=st.integers(1, 30))
+@settings(max_examples=300, deadline=None)
+def test_runs_of_members_are_cut_alike_by_both_paths(doc: str, run: int, budget: int) -> None:
+    import warnings
+
+    with short_runs(run), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert sum(1 for _ in _descend(doc)) >= 1
+        list(_descend(doc + "\n" + doc, lines=True))
+        native = Chunker(budget).chunk(doc, kind="json")
+        with pure_python():
+            pure = Chunker(budget).chunk(doc, kind="json")
+    assert native == pure
+    assert "".join(c.text for c in native) == doc
+
+
+def test_a_large_array_is_cut_a_run_at_a_time() -> None:
+    import tracemalloc
+    import warnings
+
+    from sdk.chunking._json import _RUN, _root
+
+    # 200,000 one-digit numbers: a section, value and pointer per member made at once
+    # took 500 bytes a member (250 times the input); runs keep the peak near the chunks'.
+    doc = "[" + "1," * 199_999 + "1]"
+    root = _root(doc, False)
+    top = NATIVE.json_split(root.splitter, doc, root)  # type: ignore[union-attr]
+    assert len(top) == 2 + -(-200_000 // _RUN)  # the opening bracket, the runs, the closing one
+    assert [s.path for s in top[1:3]] == ["/0", f"/{_RUN}"] and doc[top[-1].start :] == "]"
+    members = NATIVE.json_split(root.splitter, doc, top[2])  # type: ignore[union-attr]
+    assert [s.path for s in members[:2]] == [f"/{_RUN}", f"/{_RUN + 1}"] and len(members) == _RUN
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chunker = Chunker(64)
+        chunker.chunk("[1]", kind="json")
+        tracemalloc.start()
+        chunks = chunker.chunk(doc, kind="json")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert "".join(c.text for c in chunks) == doc
+    assert peak < 20 * len(doc)  # 250x before; the chunks returned take about 6x
