@@ -410,6 +410,20 @@ async def acount_tokens(text: str, encoding: AsyncEncodingSpec = DEFAULT_ENCODIN
     return await anyio.to_thread.run_sync(counter.count, text)
 
 
+async def _shielded(fn: Callable[..., Any], *args: object) -> Any:
+    """``fn(*args)`` awaited out of reach of the engine thread's caller's cancellation.
+
+    A request the engine thread is waiting for runs to its end (a tokenize request takes
+    milliseconds); the thread then finds the caller cancelled at its next check and
+    stops. Cancelling the request itself, inside the task ``anyio.from_thread.run``
+    makes in the cancelled scope, could leave the thread waiting for an answer that
+    never came while anyio kept retrying the cancellation of the waiting caller at full
+    CPU (seen once in a few dozen cancellations).
+    """
+    with anyio.CancelScope(shield=True):
+        return await fn(*args)
+
+
 class WorkerEncoder:
     """An async tokenizer for synchronous code in an anyio worker thread.
 
@@ -437,7 +451,7 @@ class WorkerEncoder:
     @staticmethod
     def _run(fn: Callable[..., Any], *args: object) -> Any:
         anyio.from_thread.check_cancelled()
-        return anyio.from_thread.run(fn, *args)
+        return anyio.from_thread.run(_shielded, fn, *args)
 
     def _remember(self, text: str, n: int) -> None:
         if len(text) <= self._CACHE_CHARS:
