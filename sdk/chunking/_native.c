@@ -35,6 +35,19 @@ optional_attr(PyObject *obj, PyObject *name, PyObject **found)
 #endif
 }
 
+/* An int attribute of ``obj`` (a node's offsets, a chunk's fields). */
+static int
+get_ssize(PyObject *obj, PyObject *name, Py_ssize_t *value)
+{
+    PyObject *got = PyObject_GetAttr(obj, name);
+    if (got == NULL) {
+        return -1;
+    }
+    *value = PyLong_AsSsize_t(got);
+    Py_DECREF(got);
+    return *value == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static inline Py_ssize_t
 utf8_width(Py_UCS4 c)
 {
@@ -1675,19 +1688,6 @@ code_setup(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* An int attribute of a node. */
-static int
-node_int(PyObject *node, PyObject *name, Py_ssize_t *out)
-{
-    PyObject *v = PyObject_GetAttr(node, name);
-    if (v == NULL) {
-        return -1;
-    }
-    *out = PyLong_AsSsize_t(v);
-    Py_DECREF(v);
-    return *out == -1 && PyErr_Occurred() ? -1 : 0;
-}
-
 /* flags.get(node.kind_id, 0) */
 static int
 node_bits(PyObject *node, PyObject *flags, long *bits)
@@ -1738,14 +1738,14 @@ glue_of(PyObject *children, PyObject *flags, PyObject *data, char *joins, char *
     long prev_bits, bits;
     Py_ssize_t prev_end, start, end;
     if (node_bits(PyList_GET_ITEM(children, 0), flags, &prev_bits) < 0 ||
-        node_int(PyList_GET_ITEM(children, 0), C.n_end_byte, &prev_end) < 0) {
+        get_ssize(PyList_GET_ITEM(children, 0), C.n_end_byte, &prev_end) < 0) {
         return -1;
     }
     int prev_trailing = 0;
     for (Py_ssize_t i = 1; i < n && i < PyList_GET_SIZE(children); i++) {
         PyObject *cur = PyList_GET_ITEM(children, i);
-        if (node_bits(cur, flags, &bits) < 0 || node_int(cur, C.n_start_byte, &start) < 0 ||
-            node_int(cur, C.n_end_byte, &end) < 0) {
+        if (node_bits(cur, flags, &bits) < 0 || get_ssize(cur, C.n_start_byte, &start) < 0 ||
+            get_ssize(cur, C.n_end_byte, &end) < 0) {
             return -1;
         }
         Py_ssize_t newlines = 0;
@@ -1906,14 +1906,14 @@ code_part(const CodeSelf *S, PyObject *group, Py_ssize_t start, Py_ssize_t end, 
     if (k == 1) {
         PyObject *node = PyList_GET_ITEM(group, 0);
         Py_ssize_t children;
-        if (node_bits(node, S->flags, &bits) < 0 || node_int(node, C.n_child_count, &children) < 0) {
+        if (node_bits(node, S->flags, &bits) < 0 || get_ssize(node, C.n_child_count, &children) < 0) {
             return NULL;
         }
         if (children == 0) { /* a token: whole, unless it is free text */
             int free_text = (bits & (C.error | C.text)) != 0;
             if (!free_text) {
                 Py_ssize_t a, b;
-                if (node_int(node, C.n_start_byte, &a) < 0 || node_int(node, C.n_end_byte, &b) < 0) {
+                if (get_ssize(node, C.n_start_byte, &a) < 0 || get_ssize(node, C.n_end_byte, &b) < 0) {
                     return NULL;
                 }
                 a = a < 0 ? 0 : a;
@@ -2126,8 +2126,8 @@ code_tile_impl(const CodeSelf *S, PyObject *text, PyObject *section, PyObject *s
         }
         Py_INCREF(group);
         Py_ssize_t gs, ge;
-        int bad = node_int(PyList_GET_ITEM(group, 0), C.n_start_byte, &gs) < 0 ||
-                  node_int(PyList_GET_ITEM(group, PyList_GET_SIZE(group) - 1), C.n_end_byte, &ge) < 0;
+        int bad = get_ssize(PyList_GET_ITEM(group, 0), C.n_start_byte, &gs) < 0 ||
+                  get_ssize(PyList_GET_ITEM(group, PyList_GET_SIZE(group) - 1), C.n_end_byte, &ge) < 0;
         if (bad) {
             Py_DECREF(group);
             goto fail;
@@ -3286,18 +3286,6 @@ utf8_length(PyObject *text, Py_ssize_t start, Py_ssize_t end)
         n += utf8_width(PyUnicode_READ(kind, data, i));
     }
     return n;
-}
-
-static int
-get_ssize(PyObject *obj, PyObject *name, Py_ssize_t *value)
-{
-    PyObject *got = PyObject_GetAttr(obj, name);
-    if (got == NULL) {
-        return -1;
-    }
-    *value = PyLong_AsSsize_t(got);
-    Py_DECREF(got);
-    return *value == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
 static int
