@@ -48,6 +48,15 @@ class LlamaServer:
     def busy_slots(self) -> int:
         return sum(1 for s in self.slots() if s.get("is_processing"))
 
+    async def idle(self, seconds: float = 60) -> None:
+        """Wait until no slot is generating (what an earlier test left running ends):
+        a greedy answer is byte-identical only when nothing shares its batch."""
+        import anyio
+
+        with anyio.fail_after(seconds):
+            while self.busy_slots():
+                await anyio.sleep(0.05)
+
 
 def free_port() -> int:
     with socket.socket() as s:
