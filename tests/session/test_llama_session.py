@@ -60,6 +60,7 @@ async def test_resume_after_the_connection_dies_mid_answer(llama_server: LlamaSe
                 seen.append(t)
                 if len("".join(seen)) > 10:
                     break  # the consumer goes away mid-answer (the connection is closed)
+        cut = len("".join(seen))
         assert s.pending is not None and s.pending.text == "".join(seen)
         await llama_server.idle()  # the answer given up on, if the server went on with it
         async with s.resume(**greedy) as r:
@@ -68,5 +69,9 @@ async def test_resume_after_the_connection_dies_mid_answer(llama_server: LlamaSe
         assert s.pending is None
         answer = s.turns[-1].text
         assert answer == "".join(seen)
-        n = min(len(answer), len(reference))
-        assert n > 20 and answer[:n] == reference[:n], (answer, reference)
+        # Across the seam and well past it, the answer is the one given in one go. Much
+        # further on, a near tie may break the other way: the resumed prompt is evaluated
+        # as one batch and the reference token by token, and their float sums differ in
+        # the last bits (seen in a full run, 45 characters in, the seam at 11).
+        n = cut + 24
+        assert len(answer) >= n and answer[:n] == reference[:n], (answer, reference)
