@@ -1303,9 +1303,10 @@ fallback:
 
 PyDoc_STRVAR(json_split_doc,
 "json_split(splitter, text, section) -> list\n\n"
-"JSONSplitter.split: a member's key apart from its value (_peel), and the members of a\n"
-"complete container above depth 64 (_split_container), made here; any other state\n"
-"(a string, the top, a key, a container still open or deeper) by ``splitter._split``.");
+"JSONSplitter.split: a member's key apart from its value (_peel), the members of a\n"
+"complete container above depth 64 or its runs of _RUN members (_split_container), and\n"
+"a run's members (_split_run), made here; any other state (a string, the top, a key, a\n"
+"container still open or deeper) by ``splitter._split``.");
 
 static PyObject *
 json_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
