@@ -654,21 +654,42 @@ pointer_token(PyObject *text, int kind, const void *data, Py_ssize_t key_start, 
     return twice;
 }
 
-/* A Section of the JSON splitter's (kind "json", no language), from borrowed items. */
+/* A Section from borrowed items (made as tuple.__new__ makes one). */
 static PyObject *
-json_section(PyTypeObject *section_type, PyObject *kind_json, PyObject *a, PyObject *b, PyObject *splitter,
-             PyObject *state, PyObject *path, int partial, int sticky)
+section_of(PyTypeObject *section_type, PyObject *a, PyObject *b, PyObject *splitter, PyObject *state,
+           PyObject *kind, PyObject *language, PyObject *path, int partial, int sticky)
 {
     PyObject *section = section_type->tp_alloc(section_type, SECTION_FIELDS);
     if (section == NULL) {
         return NULL;
     }
-    PyObject *items[SECTION_FIELDS] = {a, b, splitter, state, kind_json, Py_None, path,
+    PyObject *items[SECTION_FIELDS] = {a, b, splitter, state, kind, language, path,
                                        partial ? Py_True : Py_False, sticky ? Py_True : Py_False};
     for (int f = 0; f < SECTION_FIELDS; f++) {
         PyTuple_SET_ITEM(section, f, Py_NewRef(items[f]));
     }
     return section;
+}
+
+/* A Section of the JSON splitter's (kind "json", no language), from borrowed items. */
+static PyObject *
+json_section(PyTypeObject *section_type, PyObject *kind_json, PyObject *a, PyObject *b, PyObject *splitter,
+             PyObject *state, PyObject *path, int partial, int sticky)
+{
+    return section_of(section_type, a, b, splitter, state, kind_json, Py_None, path, partial, sticky);
+}
+
+/* The JSON Pointer of a member: ``base`` and its key (``is_object``), else its index. */
+static PyObject *
+member_pointer(PyObject *text, PyObject *base, int is_object, Py_ssize_t key_start, Py_ssize_t key_end,
+               Py_ssize_t index, PyObject *decode)
+{
+    PyObject *token = is_object ? pointer_token(text, PyUnicode_KIND(text), PyUnicode_DATA(text), key_start, key_end,
+                                                decode)
+                                : PyUnicode_FromFormat("%zd", index);
+    PyObject *pointer = token == NULL ? NULL : PyUnicode_Concat(base, token);
+    Py_XDECREF(token);
+    return pointer;
 }
 
 /* The edges and member Sections of the container opening at ``start`` and closing at
@@ -724,10 +745,7 @@ members_of(PyObject *text, const Py_ssize_t *spans, Py_ssize_t count, Py_ssize_t
     }
     for (Py_ssize_t i = 0; i < count; i++) {
         const Py_ssize_t *k = spans + 6 * i;
-        PyObject *token = is_object ? pointer_token(text, kind, data, k[1], k[2], decode)
-                                    : PyUnicode_FromFormat("%zd", index + i);
-        PyObject *pointer = token == NULL ? NULL : PyUnicode_Concat(base, token);
-        Py_XDECREF(token);
+        PyObject *pointer = member_pointer(text, base, is_object, k[1], k[2], index + i, decode);
         if (pointer == NULL) {
             goto fail;
         }
@@ -888,6 +906,20 @@ json_setup(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* splitter.structure._close, the dict of closes (a new reference), or NULL. */
+static PyObject *
+closes_of(PyObject *splitter)
+{
+    PyObject *structure = PyObject_GetAttr(splitter, J.n_structure);
+    PyObject *close = structure == NULL ? NULL : PyObject_GetAttr(structure, J.n_close);
+    Py_XDECREF(structure);
+    if (close != NULL && !PyDict_Check(close)) {
+        Py_CLEAR(close);
+        PyErr_SetString(PyExc_TypeError, "structure._close must be a dict");
+    }
+    return close;
+}
+
 /* A new int-triple tuple of ``type`` (the _Prefix's key_start, key_end, value_start). */
 static PyObject *
 prefix_new(Py_ssize_t key_start, Py_ssize_t key_end, Py_ssize_t value_start)
@@ -952,10 +984,7 @@ run_section(PyObject *splitter, PyObject *text, Py_ssize_t start, Py_ssize_t dep
             PyObject *base, int is_object, Py_ssize_t index, const Py_ssize_t *k, Py_ssize_t count, Py_ssize_t a,
             Py_ssize_t b)
 {
-    PyObject *token = is_object ? pointer_token(text, PyUnicode_KIND(text), PyUnicode_DATA(text), k[1], k[2], J.decode)
-                                : PyUnicode_FromFormat("%zd", index);
-    PyObject *path = token == NULL ? NULL : PyUnicode_Concat(base, token);
-    Py_XDECREF(token);
+    PyObject *path = member_pointer(text, base, is_object, k[1], k[2], index, J.decode);
     PyObject *run = path == NULL ? NULL : J.run_type->tp_alloc(J.run_type, 6);
     PyObject *section = NULL;
     if (run != NULL) {
@@ -987,7 +1016,7 @@ run_section(PyObject *splitter, PyObject *text, Py_ssize_t start, Py_ssize_t dep
 static PyObject *
 json_runs(PyObject *splitter, PyObject *text, PyObject *close, Py_ssize_t start, Py_ssize_t closing,
           Py_ssize_t depth, PyObject *pointer, PyObject *base, const Py_ssize_t *spans, Py_ssize_t buffered,
-          Py_ssize_t *first, Py_ssize_t *last)
+          Py_ssize_t *first, Py_ssize_t *last_edge)
 {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
@@ -1001,56 +1030,34 @@ json_runs(PyObject *splitter, PyObject *text, PyObject *close, Py_ssize_t start,
     memcpy(lead, spans, sizeof(lead));
     *first = soft_edge(kind, data, n, start + 1, spans[0]);
     Py_ssize_t edge = *first, index = 0, prev_end = spans[4], pos = spans[5];
-    for (Py_ssize_t j = 1;; j++) {
-        if (j < buffered) {
+    for (Py_ssize_t j = 1;; j++) { /* member j, if there is one */
+        int last = j >= buffered && pos >= closing;
+        if (!last && j < buffered) {
             memcpy(k, spans + 6 * j, sizeof(k));
         }
-        else if (pos < closing) {
-            if (scan_child(text, kind, data, n, pos, is_object, close, k) < 0) {
-                goto fail;
-            }
+        else if (!last && scan_child(text, kind, data, n, pos, is_object, close, k) < 0) {
+            goto fail;
         }
-        else {
-            break;
-        }
-        if (j % J.run == 0) {
-            Py_ssize_t at = soft_edge(kind, data, n, find_char(kind, data, n, ',', prev_end, k[0]) + 1, k[0]);
-            PyObject *section = run_section(splitter, text, start, depth, pointer, base, is_object, index, lead,
-                                            j - index, edge, at);
+        if (last || j % J.run == 0) { /* the run of members index .. j - 1 ends here */
+            Py_ssize_t at = last ? (*last_edge = soft_edge(kind, data, n, prev_end, closing))
+                                 : soft_edge(kind, data, n, find_char(kind, data, n, ',', prev_end, k[0]) + 1, k[0]);
+            PyObject *section =
+                run_section(splitter, text, start, depth, pointer, base, is_object, index, lead, j - index, edge, at);
             if (section == NULL || PyList_Append(out, section) < 0) {
                 Py_XDECREF(section);
                 goto fail;
             }
             Py_DECREF(section);
+            if (last) {
+                return out;
+            }
             memcpy(lead, k, sizeof(lead));
             edge = at;
             index = j;
         }
         prev_end = k[4];
         pos = k[5];
-        if (j >= buffered && pos >= closing) { /* member j, scanned here, is the last */
-            Py_ssize_t total = j + 1;
-            *last = soft_edge(kind, data, n, prev_end, closing);
-            PyObject *section =
-                run_section(splitter, text, start, depth, pointer, base, is_object, index, lead, total - index, edge, *last);
-            if (section == NULL || PyList_Append(out, section) < 0) {
-                Py_XDECREF(section);
-                goto fail;
-            }
-            Py_DECREF(section);
-            return out;
-        }
     }
-    /* Every member was buffered (the last of them is member buffered - 1). */
-    *last = soft_edge(kind, data, n, prev_end, closing);
-    PyObject *section =
-        run_section(splitter, text, start, depth, pointer, base, is_object, index, lead, buffered - index, edge, *last);
-    if (section == NULL || PyList_Append(out, section) < 0) {
-        Py_XDECREF(section);
-        goto fail;
-    }
-    Py_DECREF(section);
-    return out;
 fail:
     Py_DECREF(out);
     return NULL;
@@ -1193,16 +1200,11 @@ json_run(PyObject *splitter, PyObject *text, PyObject *section, PyObject *run)
         PyErr_SetString(PyExc_ValueError, "not a run of a container's members");
         return NULL;
     }
-    PyObject *structure = PyObject_GetAttr(splitter, J.n_structure);
-    PyObject *close = structure == NULL ? NULL : PyObject_GetAttr(structure, J.n_close);
-    Py_XDECREF(structure);
+    PyObject *close = closes_of(splitter);
     if (close == NULL) {
         return NULL;
     }
-    PyObject *base = PyDict_Check(close) ? PyUnicode_FromFormat("%U/", pointer) : NULL;
-    if (base == NULL && !PyErr_Occurred()) {
-        PyErr_SetString(PyExc_TypeError, "structure._close must be a dict");
-    }
+    PyObject *base = PyUnicode_FromFormat("%U/", pointer);
     Py_ssize_t *spans = base == NULL ? NULL : PyMem_New(Py_ssize_t, 6 * f[5]);
     PyObject *edges = NULL, *members = NULL;
     if (spans != NULL) {
@@ -1283,15 +1285,8 @@ json_split_impl(PyObject *splitter, PyObject *text, PyObject *section)
         }
         goto fallback;
     }
-    PyObject *structure = PyObject_GetAttr(splitter, J.n_structure);
-    PyObject *close = structure == NULL ? NULL : PyObject_GetAttr(structure, J.n_close);
-    Py_XDECREF(structure);
+    PyObject *close = closes_of(splitter);
     if (close == NULL) {
-        return NULL;
-    }
-    if (!PyDict_Check(close)) {
-        Py_DECREF(close);
-        PyErr_SetString(PyExc_TypeError, "structure._close must be a dict");
         return NULL;
     }
     PyObject *out = json_container(splitter, text, section, close, node, start, depth, key_start, key_end);
@@ -1873,18 +1868,11 @@ code_section(Py_ssize_t a, Py_ssize_t b, PyObject *splitter, PyObject *state, Py
              int sticky)
 {
     PyObject *start = PyLong_FromSsize_t(a), *end = PyLong_FromSsize_t(b);
-    PyObject *section = start != NULL && end != NULL ? C.section_type->tp_alloc(C.section_type, SECTION_FIELDS) : NULL;
-    if (section == NULL) {
-        Py_XDECREF(start);
-        Py_XDECREF(end);
-        return NULL;
-    }
-    PyObject *items[SECTION_FIELDS] = {start, end, Py_NewRef(splitter), Py_NewRef(state), Py_NewRef(C.kind_code),
-                                       Py_NewRef(language), Py_NewRef(path), Py_NewRef(Py_False),
-                                       Py_NewRef(sticky ? Py_True : Py_False)};
-    for (int f = 0; f < SECTION_FIELDS; f++) {
-        PyTuple_SET_ITEM(section, f, items[f]);
-    }
+    PyObject *section = start != NULL && end != NULL ? section_of(C.section_type, start, end, splitter, state,
+                                                                  C.kind_code, language, path, 0, sticky)
+                                                     : NULL;
+    Py_XDECREF(start);
+    Py_XDECREF(end);
     return section;
 }
 
