@@ -197,7 +197,8 @@ class Chunker:
         if heading_context and root.kind == "markdown":
             return self._with_heading_context(sizer, text, root)
         raw = Engine(text, self.max_tokens - self.overlap, sizer).run(root)
-        chunks = _finish(text, raw, self.max_tokens)
+        del root  # (its parse and items go before the chunks are made)
+        chunks = _finish(text, raw, self.max_tokens, consume=True)
         if self.overlap:
             chunks = self._with_overlap(sizer, text, chunks)
         return chunks
@@ -385,21 +386,24 @@ _CHUNK_FIELDS = (
 )
 
 
-def _finish(text: str, raw: list[RawChunk], max_tokens: int) -> list[Chunk]:
+def _finish(text: str, raw: list[RawChunk], max_tokens: int, consume: bool = False) -> list[Chunk]:
     """Public chunks from the engine's; ``oversize`` against ``max_tokens``.
 
     The engine marks units over its own packing budget, which overlap and heading
     trails lower; a chunk is oversize only when it is over what the caller allowed.
+    With ``consume``, ``raw`` is emptied, each of its chunks let go once its public
+    chunk is made (at small budgets the chunks take several times the text: the peak
+    holds one list of them, not both).
     """
     native = _accel.native
     if native is not None:
         # Built in C: the dataclass's own __init__ sets each of 12 fields through
         # object.__setattr__, and with the UTF-8 offsets it cost about 2 µs a chunk.
-        return native.make_chunks(text, raw, max_tokens, Chunk, _CHUNK_FIELDS)
+        return native.make_chunks(text, raw, max_tokens, Chunk, _CHUNK_FIELDS, consume)
     ascii_text = text.isascii()
     out: list[Chunk] = []
     byte = 0
-    for r in raw:
+    for r in _consumed(raw) if consume else raw:
         piece = text[r.start : r.end]
         size = len(piece) if ascii_text else len(piece.encode("utf-8"))
         f = r.first
@@ -420,6 +424,15 @@ def _finish(text: str, raw: list[RawChunk], max_tokens: int) -> list[Chunk]:
         )
         byte += size
     return out
+
+
+def _consumed(raw: list[RawChunk]) -> Iterator[RawChunk]:
+    """The items of ``raw``, in order, each let go once the next is asked for (``raw``
+    is emptied at once)."""
+    pending = raw[::-1]
+    raw.clear()
+    while pending:
+        yield pending.pop()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from sdk._tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Engine", "RawChunk", "Sizer"]
+__all__ = ["Engine", "RawChunk", "Sizer", "flat_state"]
 
 
 def _never(text: str, p: int) -> bool:
@@ -195,6 +195,29 @@ def _zeros(n: int) -> tuple[array[int], npt.NDArray[np.int64]]:
 
 
 _new_section = tuple.__new__
+
+_T = TypeVar("_T", bound=type)
+
+# The types of the states of flat sections (see ``flat_state``).
+_FLAT: tuple[type, ...] = ()
+
+
+def flat_state(cls: _T) -> _T:
+    """Register ``cls`` as the state of *flat* sections (a class decorator).
+
+    A flat section is a run of sibling parts that a splitter hands as one section so
+    that thousands of siblings need no Section each until one must be looked at (the
+    members of a large JSON array, the values of a long JSON Lines file). The engine
+    packs it as if its parts stood in its place: one that does not fit with the chunk
+    before it is cut, so that its first parts fill that chunk, even when it would fit
+    alone.
+    """
+    global _FLAT
+    if cls not in _FLAT:
+        _FLAT = (*_FLAT, cls)
+        if _accel.native is not None:
+            _accel.native.flat_setup(_FLAT)
+    return cls
 
 
 def _meta(section: Section) -> Section:
@@ -526,8 +549,13 @@ class Engine:
                 if joined is not None:
                     self.out[-1] = joined
                     return
-            if lead is None or section.kind != "markdown" or section.splitter is None:
-                # Fits alone: whole (a fenced block that fits is never cut for a heading).
+            if (
+                lead is None
+                or (section.kind != "markdown" and type(section.state) not in _FLAT)
+                or section.splitter is None
+            ):
+                # Fits alone: whole (a fenced block that fits is never cut for a heading;
+                # a flat run is, so that its first parts fill the chunk before it).
                 self.out.append(
                     RawChunk(
                         section.start,
@@ -717,6 +745,9 @@ class Engine:
             t = template
             return Section(edges[i], edges[i + 1], t.splitter, t.state, t.kind, t.language, t.path, t.partial)
 
+        def flat(i: int) -> bool:
+            return type((template if parts is None else parts[i]).state) in _FLAT
+
         # ``open_`` is the last chunk emitted from a part that had to be cut: the parts
         # after it may join it while they fit (left-to-right greedy, like text-splitter).
         open_: RawChunk | None = lead
@@ -758,7 +789,7 @@ class Engine:
                 j -= 1
                 n = size(i, j, joined, base, origin)
             if j <= i:
-                if open_ is not None and not open_.sticky_end:
+                if open_ is not None and not open_.sticky_end and not flat(i):
                     open_ = None
                     continue
                 # The part does not fit (after a heading, or at all): cut it; its first
@@ -783,5 +814,7 @@ class Engine:
                 self.out[-1] = made
             else:
                 self.out.append(made)
-            open_ = made if sticky_end else None
+            # Before a flat part that did not fit, the chunk stays open: its first
+            # parts fill it (as if they stood here).
+            open_ = made if sticky_end or (j < k and flat(j)) else None
             i = j

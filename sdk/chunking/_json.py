@@ -40,14 +40,15 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass
+from array import array
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import regex
 
 from . import _accel
 from ._api import register_kind
+from ._engine import flat_state
 from ._jsontok import (
     Child,
     JSONChunkError,
@@ -326,6 +327,62 @@ class _Item(NamedTuple):
 
 
 _ITEM_NO_OPEN: frozenset[int] = _Item._field_defaults["open"]
+_NATIVE_VALUES = 1 << 15  # values the native scan gives at a time
+
+
+class _Items:
+    """The top-level items, in order, as offsets: a start and an end each in ``spans``
+    (machine integers), a byte each in ``json`` (1: a value, 0: an unparseable stretch),
+    and the open containers of a value cut short by its index in ``opens``.
+
+    A JSON Lines file of tiny values has an item every few bytes: a named tuple each
+    took about 60 times the text.
+    """
+
+    __slots__ = ("json", "opens", "spans")
+
+    def __init__(self, size: int) -> None:
+        self.spans = array("i" if size < 2**31 else "q")
+        self.json = bytearray()
+        self.opens: dict[int, frozenset[int]] = {}
+
+    def append(self, item: _Item) -> None:
+        if item.open:
+            self.opens[len(self.json)] = item.open
+        self.spans.append(item.start)
+        self.spans.append(item.end)
+        self.json.append(item.json)
+
+    def add_values(self, packed: bytes) -> None:
+        """Values as ``native.json_values`` packs them (a start and an end each)."""
+        before = len(self.spans)
+        self.spans.frombytes(packed)
+        self.json += b"\x01" * ((len(self.spans) - before) // 2)
+
+    def start(self, i: int) -> int:
+        return self.spans[2 * i]
+
+    def __len__(self) -> int:
+        return len(self.json)
+
+    def __getitem__(self, i: int) -> _Item:
+        if i < 0:
+            i += len(self.json)
+        spans = self.spans
+        return _Item(spans[2 * i], spans[2 * i + 1], bool(self.json[i]), self.opens.get(i, _ITEM_NO_OPEN))
+
+    def __iter__(self) -> Iterator[_Item]:
+        return map(self.__getitem__, range(len(self.json)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Items):
+            return NotImplemented
+        return list(self.spans) == list(other.spans) and self.json == other.json and self.opens == other.opens
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"_Items({list(self)!r})"
 
 
 def _salvage(text: str, start: int, bad: int) -> _Item | None:
@@ -375,19 +432,21 @@ def _splits_cluster(text: str, end: int) -> bool:
     return _GRAPHEME.match(text, end - 1).end() > end  # type: ignore[union-attr]
 
 
-def _lenient_items(text: str, lines: bool) -> tuple[list[_Item], str | None]:
+def _lenient_items(text: str, lines: bool) -> tuple[_Items, str | None]:
     """Values and unparseable stretches, in order, and a warning for the first failure."""
-    items: list[_Item] = []
+    items = _Items(len(text))
     pos = 1 if text.startswith("\ufeff") else 0
     note: str | None = None
     n = len(text)
     native = _accel.native
     ends = _LineEnds(text)
     while True:
-        if native is not None:
+        while native is not None:
             # The values up to the first one the decoder must look at, found in C.
-            found, pos = native.json_values(text, pos, lines, _Item, _ITEM_NO_OPEN)
-            items += found
+            found, pos = native.json_values(text, pos, lines, items.spans.itemsize, _NATIVE_VALUES)
+            items.add_values(found)
+            if len(found) < 2 * items.spans.itemsize * _NATIVE_VALUES:
+                break
         pos = _skip_ws(text, pos)
         if pos >= n:
             return items, note
@@ -467,10 +526,11 @@ class _Prefix(NamedTuple):
     value_start: int
 
 
+@flat_state
 class _Run(NamedTuple):
     """Members ``first`` to ``first + size - 1`` of the complete container opening at
     ``start`` (the first of them begins at ``begin``), at ``depth``, under the
-    container's ``pointer``."""
+    container's ``pointer``. Flat: packed as if its members stood in its place."""
 
     start: int
     depth: int
@@ -480,10 +540,17 @@ class _Run(NamedTuple):
     size: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Top:
-    items: tuple[_Item, ...]
-    numbered: bool  # several values: value i has pointer /i
+@flat_state
+class _Top(NamedTuple):
+    """Items ``first`` to ``stop - 1`` of the top level, the first value among them
+    value number ``number`` (with ``numbered``, several values: value i has pointer /i).
+    Flat: a run of them is packed as if they stood in its place."""
+
+    items: _Items
+    first: int
+    stop: int
+    number: int
+    numbered: bool
 
 
 # One escape sequence; a surrogate pair is one unit.
@@ -609,16 +676,40 @@ class JSONSplitter:
         return self._split_text(text, section, key)
 
     def _split_top(self, text: str, section: Section, top: _Top) -> Sequence[Section]:
+        count = top.stop - top.first
+        if count > _RUN + 1:
+            # Runs of items (at most _RUN of them at a level), each cut into its items
+            # only when it does not fit: a file of tiny values makes no Section, value
+            # and pointer per value at once.
+            size = max(_RUN, -(-count // _RUN))
+            return self._top_parts(text, section, top, [top.first + i for i, _ in _runs(count, size)], True)
+        return self._top_parts(text, section, top, range(top.first, top.stop), False)
+
+    def _top_parts(
+        self, text: str, section: Section, top: _Top, starts: Sequence[int], runs: bool
+    ) -> Sequence[Section]:
+        """A section per item of ``top`` at ``starts`` (``runs``: per run of items from
+        each start to the next), each from its first item's start to the next one's (the
+        first from the section's start, the last to its end: the white space between
+        goes before)."""
         items = top.items
-        # Each value or stretch from its start to the next one's (the first from the
-        # section's start, the last to its end: the white space between goes before).
-        edges = [section.start, *(item.start for item in items[1:]), section.end]
+        is_json = items.json
         numbered = top.numbered
+        stops = [*starts[1:], top.stop]
+        edges = [section.start, *(items.start(i) for i in starts[1:]), section.end]
         sections: list[Section] = []
-        index = 0
-        for item, a, b in zip(items, edges, edges[1:]):
-            if item.json:
-                pointer = f"/{index}" if numbered else ""
+        index = top.number
+        for i, j, a, b in zip(starts, stops, edges, edges[1:]):
+            pointer = f"/{index}" if numbered else ""
+            if runs:
+                run = _Top(items, i, j, index, numbered)
+                if is_json[i]:
+                    sections.append(Section(a, b, self, run, "json", None, pointer))
+                else:
+                    sections.append(Section(a, b, self, run, "text", None, None))
+                index += is_json.count(1, i, j)
+            elif is_json[i]:
+                item = items[i]
                 node = _Value(item.start, item.end, 0, pointer, 0, 0, item.open)
                 sections.append(Section(a, b, self, node, "json", None, pointer))
                 index += 1
@@ -659,10 +750,9 @@ class JSONSplitter:
             )
         else:
             edges, members = self._members(text, node, kids, close)
-        if not node.open and len(members) > _RUN:
+        if not node.open and len(members) > _RUN + 1:
             runs: list[Section] = []
-            for i in range(0, len(kids), _RUN):
-                j = min(i + _RUN, len(kids))
+            for i, j in _runs(len(kids)):
                 run = _Run(node.start, node.depth + 1, node.pointer, i, kids[i].begin, j - i)
                 runs.append(Section(edges[i], edges[j], self, run, "json", None, members[i].path))
             members = runs
@@ -759,6 +849,17 @@ if _accel.native is not None:
     _accel.native.json_setup(JSONSplitter, _Value, _Prefix, _Run, Section, decode_key, _NO_OPEN, _RUN)
 
 
+def _runs(count: int, size: int | None = None) -> list[tuple[int, int]]:
+    """``[i, j)`` for each run of ``size`` (default ``_RUN``) of ``count`` siblings; a last
+    sibling alone joins the run before it (a run of one would be cut as its member's
+    pieces, not packed as that member)."""
+    size = _RUN if size is None else size
+    starts = list(range(0, count, size))
+    if len(starts) > 1 and count - starts[-1] == 1:
+        starts.pop()
+    return list(zip(starts, [*starts[1:], count]))
+
+
 def _soft(text: str, a: int, b: int) -> int:
     """After the first line break in the whitespace ``text[a:b]``, else ``b``."""
     i = text.find("\n", a, b)
@@ -798,9 +899,9 @@ def _root(text: str, lines: bool) -> Section:
     if len(items) == 1 and items[0].json and not items[0].open and not lines:
         item = items[0]
         return Section(0, n, splitter, _Value(item.start, item.end, 0, ""), "json", None, "")
-    numbered = lines or sum(item.json for item in items) > 1
-    first_path = ("/0" if numbered else "") if items[0].json else None
-    return Section(0, n, splitter, _Top(tuple(items), numbered), "json", None, first_path)
+    numbered = lines or items.json.count(1) > 1
+    first_path = ("/0" if numbered else "") if items.json[0] else None
+    return Section(0, n, splitter, _Top(items, 0, len(items), 0, numbered), "json", None, first_path)
 
 
 def _root_json(text: str, language: str | None, filename: str | None) -> Section:

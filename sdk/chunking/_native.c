@@ -1038,7 +1038,9 @@ json_runs(PyObject *splitter, PyObject *text, PyObject *close, Py_ssize_t start,
         else if (!last && scan_child(text, kind, data, n, pos, is_object, close, k) < 0) {
             goto fail;
         }
-        if (last || j % J.run == 0) { /* the run of members index .. j - 1 ends here */
+        /* The run of members index .. j - 1 ends here (a last member alone joins it:
+         * a run of one would be cut as its member's pieces, not as the member). */
+        if (last || (j % J.run == 0 && !(j + 1 >= buffered && k[5] >= closing))) {
             Py_ssize_t at = last ? (*last_edge = soft_edge(kind, data, n, prev_end, closing))
                                  : soft_edge(kind, data, n, find_char(kind, data, n, ',', prev_end, k[0]) + 1, k[0]);
             PyObject *section =
@@ -1076,7 +1078,7 @@ json_container(PyObject *splitter, PyObject *text, PyObject *section, PyObject *
     if (closing < 0) {
         return NULL;
     }
-    Py_ssize_t cap = J.run + 1, count = 0;
+    Py_ssize_t cap = J.run + 2, count = 0;
     Py_ssize_t *spans = (size_t)cap > PY_SSIZE_T_MAX / (6 * sizeof(Py_ssize_t)) ? NULL : PyMem_New(Py_ssize_t, 6 * cap);
     if (spans == NULL) {
         return PyErr_NoMemory();
@@ -1105,7 +1107,7 @@ json_container(PyObject *splitter, PyObject *text, PyObject *section, PyObject *
     if (base == NULL) {
         goto done;
     }
-    if (count > J.run) {
+    if (count > J.run + 1) {
         members = json_runs(splitter, text, close, start, closing, depth + 1, pointer, base, spans, count, &first_at,
                             &last_at);
         if (members == NULL || (first = PyLong_FromSsize_t(first_at)) == NULL ||
@@ -1514,26 +1516,23 @@ json_value_end(PyObject *self, PyObject *args)
 }
 
 PyDoc_STRVAR(json_values_doc,
-"json_values(text, pos, lines, item_type, no_open) -> (list, int)\n\n"
-"_json._lenient_items's loop while every value is valid: from ``pos``, each value\n"
-"after white space as an ``item_type`` (start, end, True, ``no_open``), and the offset\n"
-"where it stopped: the end of the text, or the start of a value it leaves to the\n"
-"decoder (one that fails, has a digit after it, or is followed by a character at or\n"
-"above U+0300, which may join its last one). With ``lines``, a value is read within its\n"
-"own line first, then within windows twice as long, as _decode_in_line reads it.");
+"json_values(text, pos, lines, width, limit) -> (bytes, int)\n\n"
+"_json._lenient_items's loop while every value is valid: from ``pos``, the start and\n"
+"end of each value after white space (at most ``limit`` values), packed as machine\n"
+"integers of ``width`` bytes (4 or 8, an array's itemsize), and the offset where it\n"
+"stopped: the end of the text, after the ``limit``-th value, or the start of a value it\n"
+"leaves to the decoder (one that fails, has a digit after it, or is followed by a\n"
+"character at or above U+0300, which may join its last one). With ``lines``, a value\n"
+"is read within its own line first, then within windows twice as long, as\n"
+"_decode_in_line reads it.");
 
 static PyObject *
 json_values(PyObject *self, PyObject *args)
 {
-    PyObject *text, *no_open;
-    Py_ssize_t pos;
+    PyObject *text;
+    Py_ssize_t pos, width, limit;
     int lines;
-    PyTypeObject *item_type;
-    if (!PyArg_ParseTuple(args, "UnpO!O:json_values", &text, &pos, &lines, &PyType_Type, &item_type, &no_open)) {
-        return NULL;
-    }
-    if (!PyType_IsSubtype(item_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "item_type must be a tuple type");
+    if (!PyArg_ParseTuple(args, "Unpnn:json_values", &text, &pos, &lines, &width, &limit)) {
         return NULL;
     }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
@@ -1543,14 +1542,23 @@ json_values(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_IndexError, "pos outside the text");
         return NULL;
     }
-    PyObject *out = PyList_New(0);
-    if (out == NULL) {
+    if ((width != 4 && width != 8) || (width == 4 && n > INT32_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "width must be 8, or 4 for a text of fewer than 2**31 characters");
         return NULL;
+    }
+    if (limit < 1 || limit > (PY_SSIZE_T_MAX / 16)) {
+        PyErr_SetString(PyExc_ValueError, "limit must be positive");
+        return NULL;
+    }
+    Py_ssize_t cap = limit < 1024 ? limit : 1024, count = 0;
+    char *packed = PyMem_Malloc(2 * width * cap);
+    if (packed == NULL) {
+        return PyErr_NoMemory();
     }
     /* The first line break at or after ``searched`` (-1: none): many values on one line
      * ask for the same one, which is searched for once. */
     Py_ssize_t searched = -1, eol = -1;
-    for (;;) {
+    while (count < limit) {
         pos = skip_json_ws(kind, data, pos, n);
         if (pos >= n) {
             break;
@@ -1563,7 +1571,7 @@ json_values(PyObject *self, PyObject *args)
                 if (searched < 0 || from < searched || (eol >= 0 && from > eol)) {
                     eol = from < n ? PyUnicode_FindChar(text, '\n', from, n, 1) : -1;
                     if (eol == -2) {
-                        Py_DECREF(out);
+                        PyMem_Free(packed);
                         return NULL;
                     }
                     searched = from;
@@ -1577,7 +1585,7 @@ json_values(PyObject *self, PyObject *args)
             size = 2 * (hi - pos) > 64 ? 2 * (hi - pos) : 64;
         }
         if (end == -3) {
-            Py_DECREF(out);
+            PyMem_Free(packed);
             return NULL;
         }
         if (end < 0) {
@@ -1589,28 +1597,30 @@ json_values(PyObject *self, PyObject *args)
                 break;
             }
         }
-        PyObject *item = item_type->tp_alloc(item_type, 4);
-        PyObject *a = PyLong_FromSsize_t(pos), *b = PyLong_FromSsize_t(end);
-        if (item == NULL || a == NULL || b == NULL) {
-            Py_XDECREF(item);
-            Py_XDECREF(a);
-            Py_XDECREF(b);
-            Py_DECREF(out);
-            return NULL;
+        if (count == cap) {
+            Py_ssize_t more = cap * 2 < limit ? cap * 2 : limit;
+            char *grown = PyMem_Realloc(packed, 2 * width * more);
+            if (grown == NULL) {
+                PyMem_Free(packed);
+                return PyErr_NoMemory();
+            }
+            packed = grown;
+            cap = more;
         }
-        PyTuple_SET_ITEM(item, 0, a);
-        PyTuple_SET_ITEM(item, 1, b);
-        PyTuple_SET_ITEM(item, 2, Py_NewRef(Py_True));
-        PyTuple_SET_ITEM(item, 3, Py_NewRef(no_open));
-        int appended = PyList_Append(out, item);
-        Py_DECREF(item);
-        if (appended < 0) {
-            Py_DECREF(out);
-            return NULL;
+        if (width == 4) {
+            int32_t pair[2] = {(int32_t)pos, (int32_t)end};
+            memcpy(packed + 8 * count, pair, 8);
         }
+        else {
+            int64_t pair[2] = {(int64_t)pos, (int64_t)end};
+            memcpy(packed + 16 * count, pair, 16);
+        }
+        count++;
         pos = end;
     }
-    return Py_BuildValue("(Nn)", out, pos);
+    PyObject *out = PyBytes_FromStringAndSize(packed, 2 * width * count);
+    PyMem_Free(packed);
+    return out == NULL ? NULL : Py_BuildValue("(Nn)", out, pos);
 }
 
 /* ---- The code splitter's walk over siblings (CodeSplitter._glue, _group, _tile and
@@ -3296,7 +3306,8 @@ PyDoc_STRVAR(make_chunks_doc,
 "``chunk_type`` instances made without calling its __init__, their fields set in the\n"
 "order of ``names``: text, start, end, tokens, kind, language, path, oversize (only\n"
 "past ``max_tokens``), byte_start, byte_end (UTF-8 offsets, the chunks taken in order),\n"
-"partial, context (empty).");
+"partial, context (empty). With ``consume``, ``raws`` (a list) is emptied and each raw\n"
+"chunk let go as soon as its chunk is made.");
 
 static PyObject *
 make_chunks(PyObject *self, PyObject *args)
@@ -3304,8 +3315,13 @@ make_chunks(PyObject *self, PyObject *args)
     PyObject *text, *raws, *names;
     Py_ssize_t max_tokens;
     PyTypeObject *chunk_type;
-    if (!PyArg_ParseTuple(args, "UOnO!O!:make_chunks", &text, &raws, &max_tokens, &PyType_Type, &chunk_type,
-                          &PyTuple_Type, &names)) {
+    int consume = 0;
+    if (!PyArg_ParseTuple(args, "UOnO!O!|p:make_chunks", &text, &raws, &max_tokens, &PyType_Type, &chunk_type,
+                          &PyTuple_Type, &names, &consume)) {
+        return NULL;
+    }
+    if (consume && !PyList_Check(raws)) {
+        PyErr_SetString(PyExc_TypeError, "make_chunks consumes only a list");
         return NULL;
     }
     if (PyTuple_GET_SIZE(names) != 12) {
@@ -3343,6 +3359,13 @@ make_chunks(PyObject *self, PyObject *args)
     }
     PyObject *fast = PySequence_Tuple(raws); /* a copy: reading a raw chunk may run Python code */
     if (fast == NULL) {
+        return NULL;
+    }
+    /* Consumed: the list emptied, and each raw chunk let go once its chunk is made (the
+     * chunks of a small budget take several times the text: not both at once). The copy
+     * of a list is a new tuple, this function's own. */
+    if (consume && PyList_SetSlice(raws, 0, PyList_GET_SIZE(raws), NULL) < 0) {
+        Py_DECREF(fast);
         return NULL;
     }
     Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
@@ -3413,6 +3436,11 @@ make_chunks(PyObject *self, PyObject *args)
             goto fail;
         }
         PyList_SET_ITEM(out, k, chunk);
+        if (consume) {
+            PyObject *done = PyTuple_GET_ITEM(fast, k);
+            PyTuple_SET_ITEM(fast, k, Py_NewRef(Py_None));
+            Py_DECREF(done);
+        }
     }
     Py_DECREF(empty);
     Py_DECREF(fast);
@@ -3561,6 +3589,45 @@ typedef struct {
     PyObject *splitter, *state, *kind, *language, *path;
     int partial, sticky;
 } Tmpl;
+
+/* The types of the states of flat sections (_engine.flat_state): a run of sibling parts
+ * packed as if its parts stood in its place. */
+static PyObject *FLAT_TYPES = NULL;
+
+static int
+is_flat(PyObject *state)
+{
+    if (FLAT_TYPES == NULL) {
+        return 0;
+    }
+    for (Py_ssize_t f = 0; f < PyTuple_GET_SIZE(FLAT_TYPES); f++) {
+        if ((PyObject *)Py_TYPE(state) == PyTuple_GET_ITEM(FLAT_TYPES, f)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(flat_setup_doc,
+"flat_setup(types)\n\n"
+"The types of the states of flat sections (_engine.flat_state), as a tuple.");
+
+static PyObject *
+flat_setup(PyObject *self, PyObject *arg)
+{
+    if (!PyTuple_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "flat_setup takes a tuple of types");
+        return NULL;
+    }
+    for (Py_ssize_t f = 0; f < PyTuple_GET_SIZE(arg); f++) {
+        if (!PyType_Check(PyTuple_GET_ITEM(arg, f))) {
+            PyErr_SetString(PyExc_TypeError, "flat_setup takes a tuple of types");
+            return NULL;
+        }
+    }
+    Py_XSETREF(FLAT_TYPES, Py_NewRef(arg));
+    Py_RETURN_NONE;
+}
 
 /* A RawChunk's fields (``first`` a new reference). */
 typedef struct {
@@ -4370,8 +4437,9 @@ place_section_inner(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObje
             Py_DECREF(head.first);
         }
         int markdown = PyUnicode_Check(t->kind) && PyUnicode_CompareWithASCIIString(t->kind, "markdown") == 0;
-        if (lead == NULL || !markdown || t->splitter == Py_None) {
-            /* Fits alone: whole (a fenced block that fits is never cut for a heading). */
+        if (lead == NULL || (!markdown && !is_flat(t->state)) || t->splitter == Py_None) {
+            /* Fits alone: whole (a fenced block that fits is never cut for a heading; a
+             * flat run is, so that its first parts fill the chunk before it). */
             PyObject *first = first_of(P, a, b, t, section);
             if (first == NULL) {
                 return -1;
@@ -4523,6 +4591,13 @@ place_part(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *templa
     return 0;
 }
 
+/* Whether part ``i`` (of ``parts``, or like ``t`` when they are uniform) is flat. */
+static int
+part_flat(PyObject *parts, const Tmpl *t, Py_ssize_t i)
+{
+    return is_flat(parts == NULL ? t->state : PyTuple_GET_ITEM(PyTuple_GET_ITEM(parts, i), SECTION_STATE));
+}
+
 /* Engine._pack's loop over the parts of ``L`` (``parts`` their Sections, or NULL when
  * they are uniform: like ``t``, whose Section is ``template`` when it came from Python). */
 static int
@@ -4635,7 +4710,7 @@ pack_level(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *templa
             }
         }
         if (j <= i) {
-            if (open != NULL && !of.sticky_end) {
+            if (open != NULL && !of.sticky_end && !part_flat(parts, t, i)) {
                 Py_CLEAR(open);
                 Py_CLEAR(first);
                 continue;
@@ -4698,7 +4773,9 @@ pack_level(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *templa
             goto done;
         }
         Py_CLEAR(open);
-        if (sticky_end) {
+        /* Before a flat part that did not fit, the chunk stays open: its first parts
+         * fill it (as if they stood here). */
+        if (sticky_end || (j < k && part_flat(parts, t, j))) {
             open = made;
         }
         else {
@@ -5030,6 +5107,7 @@ static PyMethodDef native_methods[] = {
     {"json_split", (PyCFunction)(void (*)(void))json_split, METH_FASTCALL, json_split_doc},
     {"json_value_end", json_value_end, METH_VARARGS, json_value_end_doc},
     {"json_values", json_values, METH_VARARGS, json_values_doc},
+    {"flat_setup", flat_setup, METH_O, flat_setup_doc},
     {"code_setup", code_setup, METH_VARARGS, code_setup_doc},
     {"code_glue", code_glue, METH_VARARGS, code_glue_doc},
     {"code_group", code_group, METH_VARARGS, code_group_doc},

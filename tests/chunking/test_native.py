@@ -1142,16 +1142,18 @@ def test_values_deeper_than_the_recursion_limit_are_read_alike_by_both_paths(tai
 
 
 def test_json_values_take_many_values_on_one_line_in_one_search_for_its_end() -> None:
-    from sdk.chunking._json import _ITEM_NO_OPEN, _Item
-
     assert NATIVE is not None
     # 20,000 values on one line: each looked for its line's end from itself, this took
     # seconds (quadratic); the values and their ends are those the decoder finds.
     text = '{"a":1} ' * 20_000 + "\n[2]"
-    found, stop = NATIVE.json_values(text, 0, True, _Item, _ITEM_NO_OPEN)
+    packed, stop = NATIVE.json_values(text, 0, True, 8, 1 << 20)
+    found = array("q", packed)
     assert stop == len(text)
-    assert len(found) == 20_001
-    assert found[-2] == _Item(8 * 19_999, 8 * 19_999 + 7, True, _ITEM_NO_OPEN)
+    assert len(found) == 2 * 20_001
+    assert found[-4:-2].tolist() == [8 * 19_999, 8 * 19_999 + 7]
+    # At most ``limit`` values a call, in machine integers of either width.
+    packed, stop = NATIVE.json_values(text, 0, True, 4, 3)
+    assert array("i", packed).tolist() == [0, 7, 8, 15, 16, 23] and stop == 23
 
 
 @contextlib.contextmanager
@@ -1173,7 +1175,7 @@ def short_runs(run: int) -> Iterator[None]:
         NATIVE.json_setup(*setup, saved)
 
 
-@given(doc=LOOSE_JSON | KEYED_JSON | PRETTY_JSON, run=st.integers(1, 3), budget=st.integers(1, 30))
+@given(doc=LOOSE_JSON | KEYED_JSON | PRETTY_JSON, run=st.integers(2, 4), budget=st.integers(1, 30))
 @settings(max_examples=300, deadline=None)
 def test_runs_of_members_are_cut_alike_by_both_paths(doc: str, run: int, budget: int) -> None:
     import warnings
@@ -1214,3 +1216,81 @@ def test_a_large_array_is_cut_a_run_at_a_time() -> None:
         tracemalloc.stop()
     assert "".join(c.text for c in chunks) == doc
     assert peak < 20 * len(doc)  # 250x before; the chunks returned take about 6x
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_run_that_would_fit_alone_first_fills_the_chunk_before_it(native: bool) -> None:
+    import warnings
+
+    # Runs of 4 numbers (about 8 tokens) fit a budget of 30 whole; packed as runs that
+    # stay whole, a chunk ended where the next run did not fit (two or three runs a
+    # chunk, about 20 tokens): flat, they pack as the members themselves do.
+    doc = "[" + ", ".join(str(1000 + i) for i in range(300)) + "]"
+    jsonl = "\n".join(str(1000 + i) for i in range(300))
+    context = contextlib.nullcontext() if native else pure_python()
+    with context, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with short_runs(10**6):
+            want = Chunker(30).chunk(doc, kind="json"), Chunker(30).chunk(jsonl, kind="jsonl")
+        with short_runs(4):
+            got = Chunker(30).chunk(doc, kind="json"), Chunker(30).chunk(jsonl, kind="jsonl")
+    assert got == want
+    assert all(c.tokens >= 27 for c in got[0][:-1])
+
+
+def test_many_top_level_values_are_cut_a_run_at_a_time() -> None:
+    import tracemalloc
+    import warnings
+
+    from sdk.chunking._json import _RUN, _root
+
+    # 300,000 tiny values, a Python item, value, section and pointer each made at once
+    # took 60 times the text (and "1\n" lines 250 times); kept as offsets and cut in
+    # runs, the peak stays near what the chunks returned take.
+    text = '{"a": 1} ' * 300_000
+    root = _root(text, True)
+    top = root.splitter.split(text, root)  # type: ignore[union-attr]
+    size = -(-300_000 // _RUN)  # values a run: runs of runs of _RUN
+    assert len(top) == _RUN and top[1].path == f"/{size}" and top[-1].end == len(text)
+    runs = root.splitter.split(text, top[1])  # type: ignore[union-attr]
+    assert [s.path for s in runs] == [f"/{size}", f"/{size + _RUN}"]
+    values = root.splitter.split(text, runs[1])  # type: ignore[union-attr]
+    assert [s.path for s in values] == [f"/{size + _RUN + i}" for i in range(size - _RUN)]
+    assert values[0].start == runs[1].start and values[-1].end == runs[1].end
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chunker = Chunker(64)
+        chunker.chunk("[1]", kind="jsonl")
+        tracemalloc.start()
+        chunks = chunker.chunk(text, kind="jsonl")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert "".join(c.text for c in chunks) == text
+    assert [c.path for c in chunks[:2]] == ["/0", f"/{chunks[0].text.count('{')}"]
+    assert peak < 11 * len(text)  # 60x before; the chunks returned take about 5.5x
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_finishing_chunks_may_consume_the_engines_list(native: bool) -> None:
+    from sdk.chunking._api import _finish
+    from sdk.chunking._engine import RawChunk
+    from sdk.chunking._types import Section
+
+    text = "héllo wörld, and more"
+    raw = [
+        RawChunk(0, 6, 2, Section(0, 6, kind="text", path="/a")),
+        RawChunk(6, len(text), 5, Section(6, len(text), kind="json", path="/b"), partial=True),
+    ]
+    context = contextlib.nullcontext() if native else pure_python()
+    with context:
+        kept = _finish(text, list(raw), 8)
+        given = list(raw)
+        consumed = _finish(text, given, 8, consume=True)
+    assert consumed == kept and given == []
+    assert [(c.text, c.byte_start, c.byte_end, c.path, c.partial) for c in consumed] == [
+        ("héllo ", 0, 7, "/a", False),
+        ("wörld, and more", 7, 23, "/b", True),
+    ]
+    if native:
+        with pytest.raises(TypeError):
+            NATIVE.make_chunks(text, tuple(raw), 8, type(kept[0]), ("text",) * 12, True)
