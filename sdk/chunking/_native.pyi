@@ -34,7 +34,13 @@ def prefix_counts(ends: Buffer | Sequence[int], edges: Buffer | Sequence[int], o
 @overload
 def prefix_counts(ends: Buffer | Sequence[int], edges: Buffer | Sequence[int], out: Buffer, /) -> None: ...
 def make_chunks(
-    text: str, raws: Sequence[object], max_tokens: int, chunk_type: type[_T], names: tuple[str, ...], /
+    text: str,
+    raws: Sequence[object],
+    max_tokens: int,
+    chunk_type: type[_T],
+    names: tuple[str, ...],
+    consume: bool = False,
+    /,
 ) -> list[_T]: ...
 def json_children(
     text: str, start: int, close: dict[int, int], child_type: type[_T], /
