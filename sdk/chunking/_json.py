@@ -144,12 +144,23 @@ class _LineEnds:
     values one line may hold (a search per value from each to the end of its line was
     quadratic in the values of a line)."""
 
-    __slots__ = ("eol", "searched", "text")
+    __slots__ = ("base", "eol", "searched", "text", "window")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.searched = -1
         self.eol = -1
+        self.window = ""
+        self.base = -1
+
+    def window_of(self, pos: int, hi: int) -> tuple[str, int]:
+        """``text[base:hi]`` for some ``base <= pos``, and ``base``: one slice serves the
+        many values of one line (a slice per value from each to the end of its line was
+        quadratic in the values of a line)."""
+        if not (0 <= self.base <= pos and self.base + len(self.window) == hi):
+            self.window = self.text[pos:hi]
+            self.base = pos
+        return self.window, self.base
 
     def after(self, pos: int) -> int:
         if self.searched < 0 or pos < self.searched or 0 <= self.eol < pos:
@@ -174,12 +185,12 @@ def _decode_in_line(text: str, pos: int, ends: _LineEnds | None = None) -> int:
     while True:
         eol = ends.after(min(pos + size, n))
         hi = n if eol < 0 else eol + 1
-        window = text[pos:hi]
+        window, base = ends.window_of(pos, hi)
         try:
-            return pos + _decode_one(_LENIENT, window, 0)
+            return base + _decode_one(_LENIENT, window, pos - base)
         except json.JSONDecodeError as exc:
             if exc.pos < len(window) or hi >= n:
-                raise _LineError(exc.msg, pos + exc.pos) from None
+                raise _LineError(exc.msg, base + exc.pos) from None
         size = max(64, 2 * (hi - pos))
 
 

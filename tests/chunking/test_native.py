@@ -1294,3 +1294,18 @@ def test_finishing_chunks_may_consume_the_engines_list(native: bool) -> None:
     if native:
         with pytest.raises(TypeError):
             NATIVE.make_chunks(text, tuple(raw), 8, type(kept[0]), ("text",) * 12, True)
+
+
+def test_the_pure_python_scan_slices_a_line_once_for_all_its_values() -> None:
+    from sdk.chunking._json import _lenient_items, _LineEnds
+
+    # A slice per value from each to its line's end was quadratic in a line's values.
+    text = '{"a":1} ' * 5_000 + "\n[2]"
+    ends = _LineEnds(text)
+    first, base = ends.window_of(0, text.index("\n") + 1)
+    again, same = ends.window_of(800, text.index("\n") + 1)
+    assert again is first and same == base == 0
+    assert ends.window_of(len(text) - 3, len(text))[1] == len(text) - 3
+    with pure_python():
+        items, note = _lenient_items(text, True)
+    assert note is None and len(items) == 5_001 and items[4_999].start == 8 * 4_999
