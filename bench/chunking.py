@@ -630,6 +630,17 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
     "brackets": ("text", None, lambda n: "[" * n),
     "JSON Lines, one line of values": ("jsonl", None, lambda n: '{"a": 1} ' * (n // 9)),
     "JSON array of small numbers": ("json", None, lambda n: "[" + "1," * (n // 2 - 1) + "1]"),
+    "JSON Lines of small records": (
+        "jsonl",
+        None,
+        lambda n: "".join(f'{{"id": {1_000_000 + i}, "ok": true}}\n' for i in range(n // 28)),
+    ),
+    "JSON Lines of one-digit values": ("jsonl", None, lambda n: "1\n" * (n // 2)),
+    "JSON Lines, every line broken": (
+        "jsonl",
+        None,
+        lambda n: "".join(f'{{"id": {i:07d}, "ok": true}}\n' for i in range(n // 28)),  # leading zeros
+    ),
 }
 SCALE_BUDGET = 64
 ORDINARY = ("prose", "markdown", "json", "python source")

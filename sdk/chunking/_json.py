@@ -41,6 +41,7 @@ import re
 import sys
 import warnings
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -344,22 +345,30 @@ _NATIVE_VALUES = 1 << 15  # values the native scan gives at a time
 class _Items:
     """The top-level items, in order, as offsets: a start and an end each in ``spans``
     (machine integers), a byte each in ``json`` (1: a value, 0: an unparseable stretch),
-    and the open containers of a value cut short by its index in ``opens``.
+    and for each value cut short (its readable front), its index in ``fronts`` and the
+    starts of its open containers in ``open_at`` (from ``open_from[k]`` to
+    ``open_from[k + 1]`` for the k-th front).
 
-    A JSON Lines file of tiny values has an item every few bytes: a named tuple each
-    took about 60 times the text.
+    A JSON Lines file of tiny values has an item every few bytes, and one of broken
+    lines a front every line: a named tuple (or a frozenset) each took about 60 (or 10)
+    times the text.
     """
 
-    __slots__ = ("json", "opens", "spans")
+    __slots__ = ("fronts", "json", "open_at", "open_from", "spans")
 
     def __init__(self, size: int) -> None:
-        self.spans = array("i" if size < 2**31 else "q")
+        code = "i" if size < 2**31 else "q"
+        self.spans = array(code)
         self.json = bytearray()
-        self.opens: dict[int, frozenset[int]] = {}
+        self.fronts = array(code)
+        self.open_from = array(code, [0])
+        self.open_at = array(code)
 
     def append(self, item: _Item) -> None:
         if item.open:
-            self.opens[len(self.json)] = item.open
+            self.fronts.append(len(self.json))
+            self.open_at.extend(sorted(item.open))
+            self.open_from.append(len(self.open_at))
         self.spans.append(item.start)
         self.spans.append(item.end)
         self.json.append(item.json)
@@ -373,6 +382,13 @@ class _Items:
     def start(self, i: int) -> int:
         return self.spans[2 * i]
 
+    def open_of(self, i: int) -> frozenset[int]:
+        """The open containers of item ``i`` (none but for a value cut short)."""
+        k = bisect_left(self.fronts, i)
+        if k == len(self.fronts) or self.fronts[k] != i:
+            return _ITEM_NO_OPEN
+        return frozenset(self.open_at[self.open_from[k] : self.open_from[k + 1]])
+
     def __len__(self) -> int:
         return len(self.json)
 
@@ -380,7 +396,7 @@ class _Items:
         if i < 0:
             i += len(self.json)
         spans = self.spans
-        return _Item(spans[2 * i], spans[2 * i + 1], bool(self.json[i]), self.opens.get(i, _ITEM_NO_OPEN))
+        return _Item(spans[2 * i], spans[2 * i + 1], bool(self.json[i]), self.open_of(i))
 
     def __iter__(self) -> Iterator[_Item]:
         return map(self.__getitem__, range(len(self.json)))
@@ -388,7 +404,7 @@ class _Items:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, _Items):
             return NotImplemented
-        return list(self.spans) == list(other.spans) and self.json == other.json and self.opens == other.opens
+        return list(self) == list(other)
 
     __hash__ = None  # type: ignore[assignment]
 

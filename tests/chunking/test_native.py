@@ -1309,3 +1309,25 @@ def test_the_pure_python_scan_slices_a_line_once_for_all_its_values() -> None:
     with pure_python():
         items, note = _lenient_items(text, True)
     assert note is None and len(items) == 5_001 and items[4_999].start == 8 * 4_999
+
+
+def test_a_file_of_broken_lines_keeps_its_fronts_as_offsets() -> None:
+    import tracemalloc
+    import warnings
+
+    from sdk.chunking._json import _lenient_items
+
+    # Every line broken (a leading zero): the readable front of each, "{", and the rest
+    # of the line as text. A frozenset and a dict entry per front took 10 times the text.
+    text = "".join(f'{{"id": {i:07d}, "ok": true}}\n' for i in range(20_000))
+    tracemalloc.start()
+    items, note = _lenient_items(text, True)
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert note is not None and len(items) == 40_000
+    assert items[2] == (28, 29, True, frozenset({28})) and items[3] == (29, 56, False, frozenset())
+    assert held < 2 * len(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chunks = Chunker(64).chunk(text, kind="jsonl")
+    assert "".join(c.text for c in chunks) == text
