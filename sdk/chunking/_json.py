@@ -721,9 +721,14 @@ class JSONSplitter:
         goes before)."""
         items = top.items
         is_json = items.json
+        spans = items.spans
+        fronts = items.fronts
         numbered = top.numbered
         stops = [*starts[1:], top.stop]
-        edges = [section.start, *(items.start(i) for i in starts[1:]), section.end]
+        if runs:
+            edges = [section.start, *(spans[2 * i] for i in starts[1:]), section.end]
+        else:
+            edges = [section.start, *spans[2 * top.first + 2 : 2 * top.stop : 2], section.end]
         sections: list[Section] = []
         index = top.number
         for i, j, a, b in zip(starts, stops, edges, edges[1:]):
@@ -736,8 +741,8 @@ class JSONSplitter:
                     sections.append(Section(a, b, self, run, "text", None, None))
                 index += is_json.count(1, i, j)
             elif is_json[i]:
-                item = items[i]
-                node = _Value(item.start, item.end, 0, pointer, 0, 0, item.open)
+                front = items.open_of(i) if fronts else _NO_OPEN
+                node = _Value(spans[2 * i], spans[2 * i + 1], 0, pointer, 0, 0, front)
                 sections.append(Section(a, b, self, node, "json", None, pointer))
                 index += 1
             else:
@@ -923,9 +928,9 @@ def _root(text: str, lines: bool) -> Section:
     n = len(text)
     if not items:
         return Section(0, n, PROSE, 0, "json", None, None)
-    if len(items) == 1 and items[0].json and not items[0].open and not lines:
-        item = items[0]
-        return Section(0, n, splitter, _Value(item.start, item.end, 0, ""), "json", None, "")
+    if len(items) == 1 and items.json[0] and not items.fronts and not lines:
+        value = _Value(items.spans[0], items.spans[1], 0, "")
+        return Section(0, n, splitter, value, "json", None, "")
     numbered = lines or items.json.count(1) > 1
     first_path = ("/0" if numbered else "") if items.json[0] else None
     return Section(0, n, splitter, _Top(items, 0, len(items), 0, numbered), "json", None, first_path)
