@@ -13,12 +13,13 @@ import json
 import re
 from array import array
 from collections.abc import Iterator
+from typing import Literal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdk.chunking import Chunker, _accel
+from sdk.chunking import Chunk, Chunker, _accel
 from sdk.chunking._engine import Engine, Sizer
 from sdk.chunking._jsontok import Structure
 from sdk.chunking._junctions import char_class
@@ -1191,9 +1192,24 @@ def test_runs_of_members_are_cut_alike_by_both_paths(doc: str, run: int, budget:
     assert "".join(c.text for c in native) == doc
 
 
-def test_a_large_array_is_cut_a_run_at_a_time() -> None:
+def _traced_chunking(text: str, kind: Literal["json", "jsonl"]) -> tuple[list[Chunk], int]:
+    """The chunks of ``text`` at budget 64 and the peak of Python allocations made."""
     import tracemalloc
     import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chunker = Chunker(64)
+        chunker.chunk("[1]", kind=kind)
+        tracemalloc.start()
+        try:
+            chunks = chunker.chunk(text, kind=kind)
+            return chunks, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+
+def test_a_large_array_is_cut_a_run_at_a_time() -> None:
 
     from sdk.chunking._json import _RUN, _root
 
@@ -1206,14 +1222,7 @@ def test_a_large_array_is_cut_a_run_at_a_time() -> None:
     assert [s.path for s in top[1:3]] == ["/0", f"/{_RUN}"] and doc[top[-1].start :] == "]"
     members = NATIVE.json_split(root.splitter, doc, top[2])  # type: ignore[union-attr]
     assert [s.path for s in members[:2]] == [f"/{_RUN}", f"/{_RUN + 1}"] and len(members) == _RUN
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        chunker = Chunker(64)
-        chunker.chunk("[1]", kind="json")
-        tracemalloc.start()
-        chunks = chunker.chunk(doc, kind="json")
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
+    chunks, peak = _traced_chunking(doc, "json")
     assert "".join(c.text for c in chunks) == doc
     assert peak < 20 * len(doc)  # 250x before; the chunks returned take about 6x
 
@@ -1239,8 +1248,6 @@ def test_a_run_that_would_fit_alone_first_fills_the_chunk_before_it(native: bool
 
 
 def test_many_top_level_values_are_cut_a_run_at_a_time() -> None:
-    import tracemalloc
-    import warnings
 
     from sdk.chunking._json import _RUN, _root
 
@@ -1257,14 +1264,7 @@ def test_many_top_level_values_are_cut_a_run_at_a_time() -> None:
     values = root.splitter.split(text, runs[1])  # type: ignore[union-attr]
     assert [s.path for s in values] == [f"/{size + _RUN + i}" for i in range(size - _RUN)]
     assert values[0].start == runs[1].start and values[-1].end == runs[1].end
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        chunker = Chunker(64)
-        chunker.chunk("[1]", kind="jsonl")
-        tracemalloc.start()
-        chunks = chunker.chunk(text, kind="jsonl")
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
+    chunks, peak = _traced_chunking(text, "jsonl")
     assert "".join(c.text for c in chunks) == text
     assert [c.path for c in chunks[:2]] == ["/0", f"/{chunks[0].text.count('{')}"]
     assert peak < 11 * len(text)  # 60x before; the chunks returned take about 5.5x
