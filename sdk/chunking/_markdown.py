@@ -13,10 +13,12 @@ from __future__ import annotations
 import itertools
 import re
 import warnings
+from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple, TypeAlias
 
+from . import _accel
 from ._api import _ROOTS, register_kind
 from ._languages import GrammarUnavailable, UnknownLanguage, known_language
 from ._prose import PROSE
@@ -43,6 +45,24 @@ _INDENTED = re.compile(r"(?: {4}|\t)")
 _TABLE_DELIM = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*(?:\r\n|\r|\n)?$")
 _ATX_LINE = re.compile(r" {0,3}#{1,6}(?:[ \t]|\r|\n|$)")
 _FENCE_LINE = re.compile(r" {0,3}(?:`{3,}|~{3,})")
+
+# A line's classes (a set of flags per line, from native.md_lines or _line_flags_python).
+_F_BLANK = 1 << 0
+_F_ATX = 1 << 1
+_F_FENCE = 1 << 2
+_F_QUOTE = 1 << 3
+_F_HR = 1 << 4
+_F_LIST = 1 << 5
+_F_LIST0 = 1 << 6  # a list item with no indentation
+_F_HTML = 1 << 7
+_F_INDENTED = 1 << 8
+_F_DELIM = 1 << 9  # a table's delimiter row
+_F_PIPE = 1 << 10
+_F_SETEXT = 1 << 11
+_F_HEADING = 1 << 12  # a heading (of _scan_headings) starts here
+_F_LEAD = 1 << 13  # starts with a space or a tab
+_F_INTERRUPT = 1 << 14  # ends a paragraph before it
+_ENDS_PARAGRAPH = _F_BLANK | _F_ATX | _F_FENCE | _F_QUOTE | _F_HR | _F_HEADING | _F_LIST0
 
 
 class _Heading(NamedTuple):
@@ -99,8 +119,9 @@ class MarkdownSplitter:
     """Splitter for one Markdown document (holds its fence and heading index)."""
 
     __slots__ = (
+        "_at",
         "_fence_by_start",
-        "_heading_set",
+        "_flags",
         "fences",
         "heading_starts",
         "headings",
@@ -109,13 +130,20 @@ class MarkdownSplitter:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.fences = _scan_fences(text)
-        self.headings = _scan_headings(text, self.fences)
+        # Every line's start and classes, once: the scans for fences and headings look
+        # only at the lines that may be one, and a section's blocks are read from them.
+        at, flags, marks = _document_lines(text)
+        self.fences = _scan_fences(text, at, flags, marks)
+        self.headings = _scan_headings(text, self.fences, at, flags, marks)
         self.heading_starts = [h.start for h in self.headings]
+        for h in self.heading_starts:
+            i = bisect_left(at, h)
+            if i < len(flags) and at[i] == h:
+                flags[i] |= _F_HEADING | _F_INTERRUPT
+        self._at, self._flags = at, flags
         # By start, for the questions asked of every line (a dict or set lookup where
         # a bisection was a Python call).
         self._fence_by_start = {f.start: f for f in self.fences}
-        self._heading_set = frozenset(self.heading_starts)
 
     # -- the engine's entry point -------------------------------------------------
     def split(self, text: str, section: Section) -> Sequence[Section]:
@@ -179,8 +207,9 @@ class MarkdownSplitter:
     def _only_heading(self, part: Section) -> bool:
         """Whether ``part`` holds nothing but its heading (and blank lines)."""
         seen = 0
-        for m in _LINE.finditer(self.text, part.start, part.end):
-            if not _BLANK.match(m.group()) and not _SETEXT.match(m.group()):
+        _, flags = self._lines(part.start, part.end)
+        for f in flags:
+            if not f & (_F_BLANK | _F_SETEXT):
                 seen += 1
                 if seen > 1:
                     return False
@@ -196,13 +225,25 @@ class MarkdownSplitter:
             return list(only.splitter.split(self.text, only)) if only.splitter is not None else []
         return blocks
 
+    def _lines(self, start: int, end: int) -> tuple[Sequence[int], Sequence[int]]:
+        """The lines of ``[start, end)``: where each starts (and ``end`` after the last),
+        and the classes of each (``_F_`` flags)."""
+        at = self._at
+        i = bisect_left(at, start)
+        j = bisect_left(at, end, i)
+        if i < len(at) and at[i] == start and j < len(at) and at[j] == end:
+            return at[i : j + 1], self._flags[i:j]
+        # (a range that does not start and end at lines of the document)
+        found = _lines_of(self.text, start, end, self.heading_starts)
+        return found[0], found[1]
+
     def _blocks(self, start: int, end: int, trail: tuple[str, ...]) -> list[Section]:
         text = self.text
         path = _path(trail)
-        lines = list(map(_SPAN, _LINE.finditer(text, start, end)))
+        at, flags = self._lines(start, end)
         out: list[Section] = []
         i = 0
-        n = len(lines)
+        n = len(flags)
 
         def add(
             a: int,
@@ -221,12 +262,12 @@ class MarkdownSplitter:
         front = _FRONT_MATTER.match(text) if start == 0 else None
         if front is not None and front.end() <= end:
             add(0, front.end(), PROSE, 1)  # YAML/TOML front matter: not Markdown
-            while i < n and lines[i][0] < front.end():
+            while i < n and at[i] < front.end():
                 i += 1
+        fence_at = self._fence_by_start.get
         while i < n:
-            a, b = lines[i]
-            line = text[a:b]
-            if _BLANK.match(line):
+            a, b, f = at[i], at[i + 1], flags[i]
+            if f & _F_BLANK:
                 # Blank lines trail the block before them.
                 if out:
                     last = out[-1]
@@ -236,118 +277,78 @@ class MarkdownSplitter:
                     breaks.add(len(out) - 1)
                 i += 1
                 continue
-            fence = self._fence_at(a)
+            fence = fence_at(a)
             if fence is not None:
                 stop = min(fence.end, end)
                 lang = _fence_language(fence.info)
                 kind = "json" if lang in ("json", "jsonl") else "code"
                 add(a, stop, self, fence, kind, lang)
-                while i < n and lines[i][0] < stop:
+                while i < n and at[i] < stop:
                     i += 1
                 continue
-            if _ATX_LINE.match(line) or self._heading_at(a):
+            if f & (_F_ATX | _F_HEADING):
                 j = i + 1
-                if self._heading_at(a) and not _ATX_LINE.match(line):
-                    j = max(j, self._setext_end_line(lines, i))
-                add(a, lines[j - 1][1], PROSE, 2, "markdown")
+                if f & _F_HEADING and not f & _F_ATX:
+                    # A setext heading: its lines to the underline.
+                    k = i + 1
+                    while k < n and not flags[k] & _F_SETEXT:
+                        k += 1
+                    j = max(j, min(k + 1, n))
+                add(a, at[j], PROSE, 2, "markdown")
                 out[-1] = out[-1]._replace(sticky=True)
                 i = j
                 continue
             j = i + 1
-            if (
-                _TABLE_DELIM.match(text, lines[i + 1][0], lines[i + 1][1])
-                if i + 1 < n and "|" in line
-                else False
-            ):
-                while (
-                    j < n
-                    and "|" in text[lines[j][0] : lines[j][1]]
-                    and not _BLANK.match(text[lines[j][0] : lines[j][1]])
-                ):
+            if f & _F_PIPE and i + 1 < n and flags[i + 1] & _F_DELIM:
+                while j < n and flags[j] & (_F_PIPE | _F_BLANK) == _F_PIPE:
                     j += 1
-                add(a, lines[j - 1][1], self, ("table", trail))
-            elif _LIST_ITEM.match(line):
-                j = self._list_end(lines, i)
-                add(a, lines[j - 1][1], self, ("list", trail))
-            elif _QUOTE.match(line):
-                while j < n and not _BLANK.match(text[lines[j][0] : lines[j][1]]):
+                add(a, at[j], self, ("table", trail))
+            elif f & _F_LIST:
+                j = self._list_end(flags, i)
+                add(a, at[j], self, ("list", trail))
+            elif f & _F_QUOTE:
+                while j < n and not flags[j] & _F_BLANK:
                     j += 1
-                add(a, lines[j - 1][1], PROSE, 1)
-            elif _HR.match(line):
+                add(a, at[j], PROSE, 1)
+            elif f & _F_HR:
                 add(a, b, PROSE, 1)
                 breaks.add(len(out) - 1)
-            elif _HTML.match(line):
-                while j < n and not _BLANK.match(text[lines[j][0] : lines[j][1]]):
+            elif f & _F_HTML:
+                while j < n and not flags[j] & _F_BLANK:
                     j += 1
-                add(a, lines[j - 1][1], PROSE, 1)
-            elif _INDENTED.match(line) and (not out or len(out) - 1 in breaks or self._ends_blank(out[-1])):
-                while j < n and (
-                    _INDENTED.match(text, lines[j][0]) or _BLANK.match(text[lines[j][0] : lines[j][1]])
-                ):
+                add(a, at[j], PROSE, 1)
+            elif f & _F_INDENTED and (not out or len(out) - 1 in breaks or flags[i - 1] & _F_BLANK):
+                # (after a blank line: the block before ends with line i - 1)
+                while j < n and flags[j] & (_F_INDENTED | _F_BLANK):
                     j += 1
-                add(a, lines[j - 1][1], PROSE, 1, "code")
+                add(a, at[j], PROSE, 1, "code")
             else:
-                while j < n and not self._interrupts(lines[j]):
+                while j < n and not flags[j] & _F_INTERRUPT:
                     j += 1
-                add(a, lines[j - 1][1], PROSE, 1)
+                add(a, at[j], PROSE, 1)
             i = j
         return out
 
-    def _ends_blank(self, block: Section) -> bool:
-        lines = _LINE.findall(self.text, block.start, block.end)
-        return bool(lines) and _BLANK.match(lines[-1]) is not None
-
-    def _interrupts(self, span: tuple[int, int]) -> bool:
-        text = self.text
-        line = text[span[0] : span[1]]
-        return bool(
-            _BLANK.match(line)
-            or _ATX_LINE.match(line)
-            or _FENCE_LINE.match(line)
-            or _QUOTE.match(line)
-            or _HR.match(line)
-            or self._heading_at(span[0])
-            or (_LIST_ITEM.match(line) and not line[: len(line) - len(line.lstrip())])
-            or ("|" in line and self._delimiter_follows(span[1]))
-        )
-
-    def _delimiter_follows(self, pos: int) -> bool:
-        m = _LINE.match(self.text, pos)
-        return m is not None and _TABLE_DELIM.match(m.group()) is not None and "|" in m.group()
-
-    def _list_end(self, lines: list[tuple[int, int]], i: int) -> int:
-        text = self.text
+    @staticmethod
+    def _list_end(flags: Sequence[int], i: int) -> int:
+        """The line after the list that starts at line ``i``."""
         j = i + 1
-        n = len(lines)
+        n = len(flags)
         while j < n:
-            line = text[lines[j][0] : lines[j][1]]
-            if _BLANK.match(line):
+            f = flags[j]
+            if f & _F_BLANK:
                 # A blank line stays in the list if the list goes on after it.
                 k = j
-                while k < n and _BLANK.match(text[lines[k][0] : lines[k][1]]):
+                while k < n and flags[k] & _F_BLANK:
                     k += 1
-                if k < n:
-                    nxt = text[lines[k][0] : lines[k][1]]
-                    if _LIST_ITEM.match(nxt) or nxt[:1] in (" ", "\t"):
-                        j = k
-                        continue
+                if k < n and flags[k] & (_F_LIST | _F_LEAD):
+                    j = k
+                    continue
                 return j
-            if _FENCE_LINE.match(line) or _ATX_LINE.match(line) or _HR.match(line):
+            if f & (_F_FENCE | _F_ATX | _F_HR):
                 return j
             j += 1
         return j
-
-    def _fence_at(self, pos: int) -> _Fence | None:
-        return self._fence_by_start.get(pos)
-
-    def _heading_at(self, pos: int) -> bool:
-        return pos in self._heading_set
-
-    def _setext_end_line(self, lines: list[tuple[int, int]], i: int) -> int:
-        j = i + 1
-        while j < len(lines) and not _SETEXT.match(self.text, lines[j][0], lines[j][1]):
-            j += 1
-        return min(j + 1, len(lines))
 
     # -- inside blocks --------------------------------------------------------------
     def _split_rows(self, section: Section, what: str, trail: tuple[str, ...]) -> list[Section]:
@@ -485,10 +486,13 @@ def _body_root(body: str, language: str | None, kind: str) -> Section:
     return Section(0, len(body), PROSE, 1, kind, language, None)
 
 
-def _scan_fences(text: str) -> list[_Fence]:
+def _scan_fences(text: str, at: array[int], flags: array[int], marks: array[int]) -> list[_Fence]:
     fences: list[_Fence] = []
     open_: tuple[int, int, str, int, str] | None = None  # start, body, char, length, info
-    for m in _FENCE.finditer(text):
+    for a in _line_starts(text, at, flags, marks, _F_FENCE):
+        m = _FENCE.match(text, a)
+        if m is None:
+            continue
         marker, info = m.group(1), m.group(2)
         if open_ is None:
             if marker[0] == "`" and "`" in info:
@@ -500,6 +504,101 @@ def _scan_fences(text: str) -> list[_Fence]:
     if open_ is not None:
         fences.append(_Fence(open_[0], open_[1], len(text), len(text), open_[4]))
     return fences
+
+
+def _line_classes(line: str) -> int:
+    """The ``_F_`` flags of one line (its line break included) but for _F_HEADING and
+    _F_INTERRUPT."""
+    f = 0
+    if _BLANK.match(line):
+        f |= _F_BLANK
+    if line[:1] in (" ", "\t"):
+        f |= _F_LEAD
+    if _INDENTED.match(line):
+        f |= _F_INDENTED
+    if "|" in line:
+        f |= _F_PIPE
+    if _TABLE_DELIM.match(line):
+        f |= _F_DELIM
+    if _ATX_LINE.match(line):
+        f |= _F_ATX
+    if _FENCE_LINE.match(line):
+        f |= _F_FENCE
+    if _QUOTE.match(line):
+        f |= _F_QUOTE
+    if _HR.match(line):
+        f |= _F_HR
+    if _HTML.match(line):
+        f |= _F_HTML
+    if _SETEXT.match(line):
+        f |= _F_SETEXT
+    item = _LIST_ITEM.match(line)
+    if item is not None:
+        f |= _F_LIST | (0 if item.group(1) else _F_LIST0)
+    return f
+
+
+_Lines: TypeAlias = "tuple[array[int], array[int], array[int]]"
+
+
+def _lines_of(text: str, start: int, end: int, heading_starts: list[int]) -> _Lines:
+    """The lines of ``[start, end)``: where each starts (and ``end`` after the last),
+    the classes of each, and the indices of those that may open a fence or be (or
+    underline) a heading."""
+    native = _accel.native
+    if native is not None:
+        # In C: a Python step and up to a dozen regex matches per line were most of
+        # the Markdown splitter's own time.
+        spans, classes, marked = native.md_lines(text, start, end, array("q", heading_starts))
+        at: array[int] = array("q")
+        flags: array[int] = array("H")
+        marks: array[int] = array("q")
+        at.frombytes(spans)
+        flags.frombytes(classes)
+        marks.frombytes(marked)
+        return at, flags, marks
+    return _line_flags_python(text, start, end, frozenset(heading_starts))
+
+
+def _document_lines(text: str) -> _Lines:
+    return _lines_of(text, 0, len(text), [])
+
+
+def _line_flags_python(text: str, start: int, end: int, headings: frozenset[int]) -> _Lines:
+    """``native.md_lines`` in Python (its reference)."""
+    at: array[int] = array("q")
+    flags: array[int] = array("H")
+    for m in _LINE.finditer(text, start, end):
+        at.append(m.start())
+        flags.append(_line_classes(m.group()) | (_F_HEADING if m.start() in headings else 0))
+    at.append(end)
+    n = len(flags)
+    for i in range(n):
+        f = flags[i]
+        ends = bool(f & _ENDS_PARAGRAPH)
+        if not ends and f & _F_PIPE:
+            # A table's delimiter row next (read in the whole text, past ``end`` too).
+            if i + 1 < n:
+                nxt = flags[i + 1]
+            else:
+                line = _LINE.match(text, at[n])
+                nxt = _line_classes(line.group()) if line is not None else 0
+            ends = nxt & (_F_DELIM | _F_PIPE) == _F_DELIM | _F_PIPE
+        if ends:
+            flags[i] = f | _F_INTERRUPT
+    marks = array("q", [i for i, f in enumerate(flags) if f & (_F_ATX | _F_FENCE | _F_SETEXT)])
+    return at, flags, marks
+
+
+def _line_starts(
+    text: str, at: array[int], flags: array[int], marks: array[int], want: int, skip_to: int = 0
+) -> Iterator[int]:
+    """The starts of the marked lines with a class in ``want``, from ``skip_to``, where a
+    multi-line pattern's ``^`` matches (at the text's start or after "\n")."""
+    for i in marks:
+        a = at[i]
+        if flags[i] & want and a >= skip_to and (a == 0 or text[a - 1] == "\n"):
+            yield a
 
 
 def _inside(fences: list[_Fence], starts: list[int], pos: int) -> bool:
@@ -530,15 +629,24 @@ def _not_paragraph(line: str) -> bool:
     )
 
 
-def _scan_headings(text: str, fences: list[_Fence]) -> list[_Heading]:
+def _scan_headings(
+    text: str, fences: list[_Fence], at: array[int], flags: array[int], marks: array[int]
+) -> list[_Heading]:
     starts = [f.start for f in fences]
     found: list[_Heading] = []
     front = _FRONT_MATTER.match(text)
     skip_to = front.end() if front else 0
-    for m in _ATX.finditer(text, skip_to):
-        if not _inside(fences, starts, m.start()):
-            found.append(_Heading(m.start(), len(m.group(1)), (m.group(2) or "").strip()))
-    for m in _SETEXT.finditer(text, skip_to):
+    setext: list[re.Match[str]] = []
+    for a in _line_starts(text, at, flags, marks, _F_ATX | _F_SETEXT, skip_to):
+        m = _ATX.match(text, a)
+        if m is not None:
+            if not _inside(fences, starts, a):
+                found.append(_Heading(a, len(m.group(1)), (m.group(2) or "").strip()))
+            continue
+        m = _SETEXT.match(text, a)
+        if m is not None:
+            setext.append(m)
+    for m in setext:
         pos = m.start()
         if pos == 0 or _inside(fences, starts, pos):
             continue

@@ -4917,6 +4917,373 @@ packer_close(Packer *P)
     names_close(P);
 }
 
+/* ---- Markdown's line classes (_markdown._line_flags_python is the reference) ---- */
+
+enum {
+    MD_BLANK = 1 << 0,
+    MD_ATX = 1 << 1,
+    MD_FENCE = 1 << 2,
+    MD_QUOTE = 1 << 3,
+    MD_HR = 1 << 4,
+    MD_LIST = 1 << 5,
+    MD_LIST0 = 1 << 6,
+    MD_HTML = 1 << 7,
+    MD_INDENTED = 1 << 8,
+    MD_DELIM = 1 << 9,
+    MD_PIPE = 1 << 10,
+    MD_SETEXT = 1 << 11,
+    MD_HEADING = 1 << 12,
+    MD_LEAD = 1 << 13,
+    MD_INTERRUPT = 1 << 14,
+};
+
+#define MD_AT(p) ((p) < b ? PyUnicode_READ(kind, data, (p)) : (Py_UCS4)0)
+
+/* Whether [p, b) is nothing but a line break ("", "\n", "\r", "\r\n"). */
+static int
+md_eol_rest(int kind, const void *data, Py_ssize_t p, Py_ssize_t b)
+{
+    if (p == b) {
+        return 1;
+    }
+    Py_UCS4 c = PyUnicode_READ(kind, data, p);
+    if (c == '\n') {
+        return p + 1 == b;
+    }
+    if (c == '\r') {
+        return p + 1 == b || (p + 2 == b && PyUnicode_READ(kind, data, p + 1) == '\n');
+    }
+    return 0;
+}
+
+static Py_ssize_t
+md_skip_blank(int kind, const void *data, Py_ssize_t p, Py_ssize_t b)
+{
+    while (p < b) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        if (c != ' ' && c != '\t') {
+            break;
+        }
+        p++;
+    }
+    return p;
+}
+
+/* ``:?-+:?`` at p: its end, or -1. */
+static Py_ssize_t
+md_cell(int kind, const void *data, Py_ssize_t p, Py_ssize_t b)
+{
+    if (MD_AT(p) == ':') {
+        p++;
+    }
+    Py_ssize_t dashes = p;
+    while (MD_AT(p) == '-') {
+        p++;
+    }
+    if (p == dashes) {
+        return -1;
+    }
+    if (MD_AT(p) == ':') {
+        p++;
+    }
+    return p;
+}
+
+/* _TABLE_DELIM.match on the line [a, b). */
+static int
+md_delim(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
+{
+    Py_ssize_t p = md_skip_blank(kind, data, a, b);
+    if (MD_AT(p) == '|') {
+        /* (a leading pipe after at most three spaces, nothing else) */
+        for (Py_ssize_t q = a; q < p; q++) {
+            if (PyUnicode_READ(kind, data, q) != ' ') {
+                return 0;
+            }
+        }
+        if (p - a > 3) {
+            return 0;
+        }
+        p = md_skip_blank(kind, data, p + 1, b);
+    }
+    if ((p = md_cell(kind, data, p, b)) < 0) {
+        return 0;
+    }
+    p = md_skip_blank(kind, data, p, b);
+    while (MD_AT(p) == '|') {
+        Py_ssize_t q = md_skip_blank(kind, data, p + 1, b), r = md_cell(kind, data, q, b);
+        if (r < 0) { /* a closing pipe */
+            p = md_skip_blank(kind, data, p + 1, b);
+            break;
+        }
+        p = md_skip_blank(kind, data, r, b);
+    }
+    return md_eol_rest(kind, data, p, b);
+}
+
+/* The classes of the line [a, b) (all but MD_HEADING and MD_INTERRUPT). */
+static int
+md_line(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
+{
+    int f = 0;
+    Py_ssize_t p = md_skip_blank(kind, data, a, b);
+    if (md_eol_rest(kind, data, p, b)) {
+        f |= MD_BLANK;
+    }
+    Py_UCS4 first = MD_AT(a);
+    if (first == ' ' || first == '\t') {
+        f |= MD_LEAD;
+    }
+    if (first == '\t' || (b - a >= 4 && PyUnicode_READ(kind, data, a) == ' ' && PyUnicode_READ(kind, data, a + 1) == ' ' &&
+                          PyUnicode_READ(kind, data, a + 2) == ' ' && PyUnicode_READ(kind, data, a + 3) == ' ')) {
+        f |= MD_INDENTED;
+    }
+    if (find_char(kind, data, b, '|', a, b) >= 0) {
+        f |= MD_PIPE;
+    }
+    if (md_delim(kind, data, a, b)) {
+        f |= MD_DELIM;
+    }
+    Py_ssize_t s = a;
+    while (s < b && s - a < 4 && PyUnicode_READ(kind, data, s) == ' ') {
+        s++;
+    }
+    if (s - a > 3) {
+        return f; /* the rest take at most three spaces before them */
+    }
+    Py_UCS4 c = MD_AT(s);
+    Py_ssize_t q = s;
+    if (c == '#') {
+        while (MD_AT(q) == '#') {
+            q++;
+        }
+        Py_UCS4 after = MD_AT(q);
+        if (q - s <= 6 && (q == b || after == ' ' || after == '\t' || after == '\r' || after == '\n')) {
+            f |= MD_ATX;
+        }
+    }
+    else if (c == '`' || c == '~') {
+        while (MD_AT(q) == c) {
+            q++;
+        }
+        if (q - s >= 3) {
+            f |= MD_FENCE;
+        }
+    }
+    else if (c == '>') {
+        f |= MD_QUOTE;
+    }
+    else if (c == '<') {
+        Py_UCS4 d = MD_AT(s + 1), e = MD_AT(s + 2);
+#define MD_ALPHA(x) (((x) >= 'a' && (x) <= 'z') || ((x) >= 'A' && (x) <= 'Z'))
+        if (MD_ALPHA(d) || (d == '/' && MD_ALPHA(e)) || (d == '!' && e == '-' && MD_AT(s + 3) == '-') || d == '?' ||
+            (d == '!' && e >= 'A' && e <= 'Z')) {
+            f |= MD_HTML;
+        }
+#undef MD_ALPHA
+    }
+    if (c == '-' || c == '*' || c == '_') { /* a thematic break: c three times or more, blanks between */
+        Py_ssize_t count = 0, r = s;
+        while (r < b) {
+            Py_UCS4 x = PyUnicode_READ(kind, data, r);
+            if (x == c) {
+                count++;
+            }
+            else if (x != ' ' && x != '\t') {
+                break;
+            }
+            r++;
+        }
+        if (count >= 3 && md_eol_rest(kind, data, r, b)) {
+            f |= MD_HR;
+        }
+    }
+    if (c == '=' || c == '-') { /* a setext underline */
+        Py_ssize_t r = s;
+        while (MD_AT(r) == c) {
+            r++;
+        }
+        r = md_skip_blank(kind, data, r, b);
+        Py_UCS4 x = MD_AT(r);
+        if (r == b || x == '\r' || x == '\n') {
+            f |= MD_SETEXT;
+        }
+    }
+    /* A list item: -, * or + , or 1 to 9 digits then . or ), then blanks or the end. */
+    Py_ssize_t m = -1;
+    if (c == '-' || c == '*' || c == '+') {
+        m = s + 1;
+    }
+    else if (s < b && Py_UNICODE_ISDECIMAL(c)) {
+        Py_ssize_t r = s;
+        while (r < b && Py_UNICODE_ISDECIMAL(PyUnicode_READ(kind, data, r))) {
+            r++;
+        }
+        Py_UCS4 x = MD_AT(r);
+        if (r - s <= 9 && (x == '.' || x == ')')) {
+            m = r + 1;
+        }
+    }
+    if (m >= 0) {
+        Py_UCS4 x = MD_AT(m);
+        if (x == ' ' || x == '\t' || md_eol_rest(kind, data, m, b)) {
+            f |= MD_LIST | (s == a ? MD_LIST0 : 0);
+        }
+    }
+    return f;
+}
+
+/* The end of the line that starts at p (its line break included; text of n). */
+static Py_ssize_t
+md_line_end(int kind, const void *data, Py_ssize_t p, Py_ssize_t n)
+{
+    while (p < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        if (c == '\n') {
+            return p + 1;
+        }
+        if (c == '\r') {
+            return p + 1 < n && PyUnicode_READ(kind, data, p + 1) == '\n' ? p + 2 : p + 1;
+        }
+        p++;
+    }
+    return n;
+}
+
+PyDoc_STRVAR(md_lines_doc,
+"md_lines(text, start, end, heading_starts) -> (bytes, bytes, bytes)\n\n"
+"The lines of text[start:end] (as _markdown._LINE finds them) and their classes, as\n"
+"_markdown._line_flags_python gives them: the start of each line and ``end`` after the\n"
+"last (8-byte integers), a 2-byte set of _F_ flags per line (``heading_starts``, the\n"
+"sorted starts of the document's headings, marks _F_HEADING), and the indices of the\n"
+"lines with _F_ATX, _F_FENCE or _F_SETEXT (8-byte integers).");
+
+static PyObject *
+md_lines(PyObject *self, PyObject *args)
+{
+    PyObject *text, *headings;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "UnnO:md_lines", &text, &start, &end, &headings)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (start < 0 || end > n || start > end) {
+        PyErr_SetString(PyExc_IndexError, "md_lines: a range outside the text");
+        return NULL;
+    }
+    Ints heads;
+    if (ints_open(&heads, headings, "heading_starts") < 0) {
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t cap = 64, count = 0;
+    int64_t *at = PyMem_New(int64_t, cap + 1);
+    uint16_t *flags = PyMem_New(uint16_t, cap);
+    PyObject *result = NULL;
+    if (at == NULL || flags == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t h = 0, hi = heads.len, p = start;
+    while (h < hi) { /* the first heading at or after ``start`` */
+        Py_ssize_t mid = h + (hi - h) / 2;
+        long long v = ints_at(&heads, mid);
+        if (v == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (v < start) {
+            h = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    while (p < end) {
+        Py_ssize_t b = md_line_end(kind, data, p, end);
+        if (count == cap) {
+            cap *= 2;
+            int64_t *a2 = PyMem_Resize(at, int64_t, cap + 1);
+            if (a2 == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            at = a2;
+            uint16_t *f2 = PyMem_Resize(flags, uint16_t, cap);
+            if (f2 == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            flags = f2;
+        }
+        int f = md_line(kind, data, p, b);
+        for (; h < heads.len; h++) {
+            long long at_h = ints_at(&heads, h);
+            if (at_h == -1 && PyErr_Occurred()) {
+                goto done;
+            }
+            if (at_h >= p) {
+                if (at_h == p) {
+                    f |= MD_HEADING;
+                }
+                break;
+            }
+        }
+        at[count] = p;
+        flags[count] = (uint16_t)f;
+        count++;
+        p = b;
+    }
+    at[count] = end;
+    /* What ends a paragraph at a line: its own classes, or a table's delimiter row after
+     * it (read in the whole text, past ``end`` too). */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int f = flags[i];
+        int next = 0;
+        if (f & MD_PIPE) {
+            Py_ssize_t a = (Py_ssize_t)at[i + 1];
+            next = i + 1 < count ? flags[i + 1] : (a < n ? md_line(kind, data, a, md_line_end(kind, data, a, n)) : 0);
+        }
+        if ((f & (MD_BLANK | MD_ATX | MD_FENCE | MD_QUOTE | MD_HR | MD_HEADING | MD_LIST0)) ||
+            ((f & MD_PIPE) && (next & MD_DELIM) && (next & MD_PIPE))) {
+            flags[i] = (uint16_t)(f | MD_INTERRUPT);
+        }
+    }
+    /* The lines that may open a fence or be (or underline) a heading, for the
+     * document's scan (a regex over every position was most of it). */
+    Py_ssize_t marked = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        marked += (flags[i] & (MD_ATX | MD_FENCE | MD_SETEXT)) != 0;
+    }
+    int64_t *marks = PyMem_New(int64_t, marked > 0 ? marked : 1);
+    if (marks == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    marked = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (flags[i] & (MD_ATX | MD_FENCE | MD_SETEXT)) {
+            marks[marked++] = i;
+        }
+    }
+    PyObject *spans = PyBytes_FromStringAndSize((const char *)at, (Py_ssize_t)sizeof(int64_t) * (count + 1));
+    PyObject *classes = spans == NULL ? NULL : PyBytes_FromStringAndSize((const char *)flags, (Py_ssize_t)sizeof(uint16_t) * count);
+    PyObject *found = classes == NULL ? NULL : PyBytes_FromStringAndSize((const char *)marks, (Py_ssize_t)sizeof(int64_t) * marked);
+    PyMem_Free(marks);
+    if (found != NULL) {
+        result = Py_BuildValue("(NNN)", spans, classes, found);
+    }
+    else {
+        Py_XDECREF(spans);
+        Py_XDECREF(classes);
+    }
+done:
+    PyMem_Free(at);
+    PyMem_Free(flags);
+    ints_close(&heads);
+    return result;
+}
+
 PyDoc_STRVAR(pack_doc,
 "pack(engine, edges, parts, template, view, lead, light, meta, raw_type, rule, classify, cache, prose=None)\n\n"
 "Engine._pack for a tokenizer whose additive positions ``rule`` knows (see forward):\n"
@@ -5108,6 +5475,7 @@ static PyMethodDef native_methods[] = {
     {"json_value_end", json_value_end, METH_VARARGS, json_value_end_doc},
     {"json_values", json_values, METH_VARARGS, json_values_doc},
     {"flat_setup", flat_setup, METH_O, flat_setup_doc},
+    {"md_lines", md_lines, METH_VARARGS, md_lines_doc},
     {"code_setup", code_setup, METH_VARARGS, code_setup_doc},
     {"code_glue", code_glue, METH_VARARGS, code_glue_doc},
     {"code_group", code_group, METH_VARARGS, code_group_doc},

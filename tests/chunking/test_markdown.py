@@ -6,6 +6,8 @@ Structure is checked against markdown-it-py, an independent CommonMark parser.
 from __future__ import annotations
 
 import itertools
+import re
+from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
@@ -231,3 +233,28 @@ def test_indented_code_may_follow_a_rule() -> None:
     text = "Text.\n***\n    indented code after a rule\n"
     blocks = MarkdownSplitter(text)._blocks(0, len(text), ())
     assert [text[b.start : b.end] for b in blocks if b.kind == "code"] == ["    indented code after a rule\n"]
+
+
+def test_the_document_scan_matches_only_the_lines_that_may_be_fences_or_headings() -> None:
+    from unittest import mock
+
+    from sdk.chunking import _markdown
+
+    class Counted:
+        def __init__(self, pattern: re.Pattern[str]) -> None:
+            self.pattern = pattern
+            self.calls = 0
+
+        def match(self, *args: Any) -> re.Match[str] | None:
+            self.calls += 1
+            return self.pattern.match(*args)
+
+    # The scans for fences and headings ran their patterns over every position of the
+    # document; they now try only the lines whose classes allow one.
+    text = "# Top\n\n" + "A line of a paragraph.\n" * 5_000 + "\nUnder\n=====\n\n```py\nx = 1\n```\n"
+    counted = {name: Counted(getattr(_markdown, name)) for name in ("_ATX", "_SETEXT", "_FENCE")}
+    with mock.patch.multiple(_markdown, **counted):  # type: ignore[arg-type]
+        splitter = _markdown.MarkdownSplitter(text)
+    assert [h.title for h in splitter.headings] == ["Top", "Under"]
+    assert len(splitter.fences) == 1
+    assert sum(c.calls for c in counted.values()) <= 6

@@ -1331,3 +1331,70 @@ def test_a_file_of_broken_lines_keeps_its_fronts_as_offsets() -> None:
         warnings.simplefilter("ignore")
         chunks = Chunker(64).chunk(text, kind="jsonl")
     assert "".join(c.text for c in chunks) == text
+
+
+MARKDOWN_LINE = st.lists(
+    st.sampled_from(
+        [
+            " ",
+            "   ",
+            "    ",
+            "\t",
+            "#",
+            "#######",
+            "# x",
+            "```",
+            "~~~",
+            "``",
+            ">",
+            "-",
+            "*",
+            "_",
+            "+",
+            "- ",
+            "* * *",
+            "===",
+            "1.",
+            "1)",
+            "1234567890.",
+            "\u0663.",
+            "<a",
+            "</b",
+            "<!--",
+            "<?",
+            "<!D",
+            "<!d",
+            "|",
+            "| --- |",
+            ":--:",
+            "-|",
+            "--- ---",
+            "a",
+            "\u3000",
+            "\x0c",
+            "\u00e9",
+        ]
+    ),
+    max_size=5,
+).map("".join)
+
+
+@given(
+    lines=st.lists(st.tuples(MARKDOWN_LINE, st.sampled_from(["\n", "\r\n", "\r"])), max_size=8),
+    tail=st.sampled_from(["", "x", "|---|", "# h"]),
+    data=st.data(),
+)
+@settings(max_examples=400, deadline=None)
+def test_markdown_lines_are_classed_alike_by_both_paths(
+    lines: list[tuple[str, str]], tail: str, data: st.DataObject
+) -> None:
+    from sdk.chunking._markdown import _line_flags_python
+
+    assert NATIVE is not None
+    text = "".join(a + b for a, b in lines) + tail
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    headings = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=3)))
+    spans, classes, marked = NATIVE.md_lines(text, start, end, array("q", headings))
+    want = _line_flags_python(text, start, end, frozenset(headings))
+    assert (array("q", spans), array("H", classes), array("q", marked)) == want
