@@ -16,7 +16,7 @@ import warnings
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 from . import _accel
 from ._api import _ROOTS, register_kind
@@ -109,6 +109,11 @@ class _Shifted(NamedTuple):
     path: str | None
     kind: str
     language: str | None
+
+
+# A named tuple made as ``tuple.__new__`` makes it, without the class's own __new__ (a
+# Python function a call): one is made per block and per fence part.
+_new = tuple.__new__
 
 
 def _path(trail: tuple[str, ...]) -> str | None:
@@ -241,7 +246,9 @@ class MarkdownSplitter:
         text = self.text
         path = _path(trail)
         at, flags = self._lines(start, end)
-        out: list[Section] = []
+        # Each block as [start, end, splitter, state, kind, language, sticky], made into
+        # a Section at the end (blank lines move the end of the block before them).
+        out: list[list[Any]] = []
         i = 0
         n = len(flags)
 
@@ -253,7 +260,7 @@ class MarkdownSplitter:
             kind: str = "markdown",
             language: str | None = None,
         ) -> None:
-            out.append(Section(a, b, splitter, state, kind, language, path))  # type: ignore[arg-type]
+            out.append([a, b, splitter, state, kind, language, False])
 
         # Blocks that are only a thematic break or blank lines: indented code may follow.
         # They are cut with prose rules when they do not fit (a run of blank lines, a
@@ -270,8 +277,7 @@ class MarkdownSplitter:
             if f & _F_BLANK:
                 # Blank lines trail the block before them.
                 if out:
-                    last = out[-1]
-                    out[-1] = last._replace(end=b)
+                    out[-1][1] = b
                 else:
                     add(a, b, PROSE, 1)
                     breaks.add(len(out) - 1)
@@ -295,7 +301,7 @@ class MarkdownSplitter:
                         k += 1
                     j = max(j, min(k + 1, n))
                 add(a, at[j], PROSE, 2, "markdown")
-                out[-1] = out[-1]._replace(sticky=True)
+                out[-1][6] = True
                 i = j
                 continue
             j = i + 1
@@ -327,7 +333,10 @@ class MarkdownSplitter:
                     j += 1
                 add(a, at[j], PROSE, 1)
             i = j
-        return out
+        return [
+            _new(Section, (a, b, by, state, kind, lang, path, False, sticky))
+            for a, b, by, state, kind, lang, sticky in out
+        ]
 
     @staticmethod
     def _list_end(flags: Sequence[int], i: int) -> int:
@@ -371,7 +380,10 @@ class MarkdownSplitter:
             return list(
                 PROSE.split(text, Section(section.start, section.end, PROSE, 1, "markdown", None, path))
             )
-        return [Section(a, b, PROSE, 1, "markdown", None, path) for a, b in itertools.pairwise(edges)]
+        return [
+            _new(Section, (a, b, PROSE, 1, "markdown", None, path, False, False))
+            for a, b in itertools.pairwise(edges)
+        ]
 
     def _split_fence(self, section: Section, fence: _Fence) -> list[Section]:
         body_start, body_end = fence.body, min(fence.close, section.end)
@@ -401,15 +413,19 @@ class MarkdownSplitter:
     ) -> Section:
         # Pieces of a fence keep the fence's kind and language, whatever rules cut them
         # (JSON that fails to parse is cut by prose rules, yet it is still a json fence).
-        return Section(
-            inner.start + base,
-            inner.end + base,
-            self if inner.splitter is not None else None,
-            _Shifted(inner, body, base, path, kind, language),
-            kind,
-            language,
-            path,
-            inner.partial,
+        return _new(
+            Section,
+            (
+                inner.start + base,
+                inner.end + base,
+                self if inner.splitter is not None else None,
+                _new(_Shifted, (inner, body, base, path, kind, language)),
+                kind,
+                language,
+                path,
+                inner.partial,
+                False,
+            ),
         )
 
     def _split_shifted(self, section: Section, state: object) -> list[Section]:
