@@ -126,6 +126,7 @@ class MarkdownSplitter:
     __slots__ = (
         "_at",
         "_fence_by_start",
+        "_fence_starts",
         "_flags",
         "fences",
         "heading_starts",
@@ -149,6 +150,7 @@ class MarkdownSplitter:
         # By start, for the questions asked of every line (a dict or set lookup where
         # a bisection was a Python call).
         self._fence_by_start = {f.start: f for f in self.fences}
+        self._fence_starts = array("q", [f.start for f in self.fences])
 
     # -- the engine's entry point -------------------------------------------------
     def split(self, text: str, section: Section) -> Sequence[Section]:
@@ -243,13 +245,50 @@ class MarkdownSplitter:
         return found[0], found[1]
 
     def _blocks(self, start: int, end: int, trail: tuple[str, ...]) -> list[Section]:
-        text = self.text
-        path = _path(trail)
         at, flags = self._lines(start, end)
+        front = _FRONT_MATTER.match(self.text) if start == 0 else None
+        front_end = 0
+        if front is not None and front.end() <= end:
+            front_end = front.end()  # YAML/TOML front matter: a block, not Markdown
+        first = bisect_left(at, front_end) if front_end else 0
+        native = _accel.native
+        if native is not None:
+            # In C: a Python step per line and per block was most of the Markdown
+            # splitter's own time left.
+            found: list[Section] = native.md_blocks(
+                self,
+                at,
+                flags,
+                first,
+                end,
+                front_end,
+                self._fence_starts,
+                self.fences,
+                _fence_kind,
+                PROSE,
+                _path(trail),
+                ("table", trail),
+                ("list", trail),
+                Section,
+            )
+            return found
+        return self._blocks_python(at, flags, first, end, front_end, trail)
+
+    def _blocks_python(
+        self,
+        at: Sequence[int],
+        flags: Sequence[int],
+        first: int,
+        end: int,
+        front_end: int,
+        trail: tuple[str, ...],
+    ) -> list[Section]:
+        """``native.md_blocks`` in Python (its reference): the blocks from line ``first``."""
+        path = _path(trail)
         # Each block as [start, end, splitter, state, kind, language, sticky], made into
         # a Section at the end (blank lines move the end of the block before them).
         out: list[list[Any]] = []
-        i = 0
+        i = first
         n = len(flags)
 
         def add(
@@ -266,11 +305,8 @@ class MarkdownSplitter:
         # They are cut with prose rules when they do not fit (a run of blank lines, a
         # rule of a thousand dashes), never one unit.
         breaks: set[int] = set()
-        front = _FRONT_MATTER.match(text) if start == 0 else None
-        if front is not None and front.end() <= end:
-            add(0, front.end(), PROSE, 1)  # YAML/TOML front matter: not Markdown
-            while i < n and at[i] < front.end():
-                i += 1
+        if front_end:
+            add(0, front_end, PROSE, 1)
         fence_at = self._fence_by_start.get
         while i < n:
             a, b, f = at[i], at[i + 1], flags[i]
@@ -286,8 +322,7 @@ class MarkdownSplitter:
             fence = fence_at(a)
             if fence is not None:
                 stop = min(fence.end, end)
-                lang = _fence_language(fence.info)
-                kind = "json" if lang in ("json", "jsonl") else "code"
+                kind, lang = _fence_kind(fence)
                 add(a, stop, self, fence, kind, lang)
                 while i < n and at[i] < stop:
                     i += 1
@@ -323,7 +358,9 @@ class MarkdownSplitter:
                 while j < n and not flags[j] & _F_BLANK:
                     j += 1
                 add(a, at[j], PROSE, 1)
-            elif f & _F_INDENTED and (not out or len(out) - 1 in breaks or flags[i - 1] & _F_BLANK):
+            elif f & _F_INDENTED and (
+                not out or len(out) - 1 in breaks or (i > 0 and flags[i - 1] & _F_BLANK)
+            ):
                 # (after a blank line: the block before ends with line i - 1)
                 while j < n and flags[j] & (_F_INDENTED | _F_BLANK):
                     j += 1
@@ -461,6 +498,13 @@ class MarkdownSplitter:
             Section(inner.end, section.end, PROSE, 1, inner.kind, inner.language, inner.path),
         ]
         return [p for p in pieces if p.start < p.end]
+
+
+def _fence_kind(fence: _Fence) -> tuple[str, str | None]:
+    """A fence's kind (``json`` for JSON and JSON Lines, else ``code``) and the language
+    its info string names."""
+    lang = _fence_language(fence.info)
+    return ("json" if lang in ("json", "jsonl") else "code"), lang
 
 
 _INFO_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+#.-]{0,31}")

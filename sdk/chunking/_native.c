@@ -879,8 +879,10 @@ json_setup(PyObject *self, PyObject *args)
             return NULL;
         }
     }
-    if (run < 1) {
-        PyErr_SetString(PyExc_ValueError, "run must be 1 or more");
+    if (run < 2 || run > PY_SSIZE_T_MAX / (6 * (Py_ssize_t)sizeof(Py_ssize_t)) - 2) {
+        /* (a run of one member would be cut into that member's pieces; the scan's buffer
+         * holds run + 2 members of six offsets) */
+        PyErr_SetString(PyExc_ValueError, "run must be 2 or more, and small enough to buffer");
         return NULL;
     }
     PyObject *names[4] = {PyUnicode_InternFromString("json"), PyUnicode_InternFromString("structure"),
@@ -1547,7 +1549,7 @@ json_values(PyObject *self, PyObject *args)
         return NULL;
     }
     if (limit < 1 || limit > (PY_SSIZE_T_MAX / 16)) {
-        PyErr_SetString(PyExc_ValueError, "limit must be positive");
+        PyErr_SetString(PyExc_ValueError, "limit must be between 1 and PY_SSIZE_T_MAX / 16");
         return NULL;
     }
     Py_ssize_t cap = limit < 1024 ? limit : 1024, count = 0;
@@ -5203,13 +5205,19 @@ md_lines(PyObject *self, PyObject *args)
         Py_ssize_t b = md_line_end(kind, data, p, end);
         if (count == cap) {
             cap *= 2;
-            int64_t *a2 = PyMem_Resize(at, int64_t, cap + 1);
+            /* (PyMem_Realloc into a temporary: PyMem_Resize sets its pointer to NULL on a
+             * failure, and the block it had would be lost) */
+            int64_t *a2 = (size_t)(cap + 1) > PY_SSIZE_T_MAX / sizeof(int64_t)
+                              ? NULL
+                              : PyMem_Realloc(at, (size_t)(cap + 1) * sizeof(int64_t));
             if (a2 == NULL) {
                 PyErr_NoMemory();
                 goto done;
             }
             at = a2;
-            uint16_t *f2 = PyMem_Resize(flags, uint16_t, cap);
+            uint16_t *f2 = (size_t)cap > PY_SSIZE_T_MAX / sizeof(uint16_t)
+                               ? NULL
+                               : PyMem_Realloc(flags, (size_t)cap * sizeof(uint16_t));
             if (f2 == NULL) {
                 PyErr_NoMemory();
                 goto done;
@@ -5284,6 +5292,287 @@ done:
     return result;
 }
 
+/* ---- Markdown's blocks (MarkdownSplitter._blocks_python is the reference) ---- */
+
+typedef struct {
+    Py_ssize_t a, b;
+    PyObject *splitter, *state, *kind, *language; /* new references */
+    int sticky, brk;
+} MdBlock;
+
+typedef struct {
+    MdBlock *items;
+    Py_ssize_t len, cap;
+} MdBlocks;
+
+static void
+md_blocks_free(MdBlocks *out)
+{
+    for (Py_ssize_t k = 0; k < out->len; k++) {
+        MdBlock *x = &out->items[k];
+        Py_XDECREF(x->splitter);
+        Py_XDECREF(x->state);
+        Py_XDECREF(x->kind);
+        Py_XDECREF(x->language);
+    }
+    PyMem_Free(out->items);
+}
+
+/* Appends a block (borrowing every object; they are taken as new references here). */
+static int
+md_add(MdBlocks *out, Py_ssize_t a, Py_ssize_t b, PyObject *splitter, PyObject *state, PyObject *kind,
+       PyObject *language)
+{
+    if (out->len == out->cap) {
+        Py_ssize_t cap = out->cap ? 2 * out->cap : 16;
+        MdBlock *grown = (size_t)cap > PY_SSIZE_T_MAX / sizeof(MdBlock)
+                             ? NULL
+                             : PyMem_Realloc(out->items, (size_t)cap * sizeof(MdBlock));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        out->items = grown;
+        out->cap = cap;
+    }
+    MdBlock *x = &out->items[out->len++];
+    x->a = a;
+    x->b = b;
+    x->splitter = Py_NewRef(splitter);
+    x->state = Py_NewRef(state);
+    x->kind = Py_NewRef(kind);
+    x->language = Py_NewRef(language);
+    x->sticky = 0;
+    x->brk = 0;
+    return 0;
+}
+
+PyDoc_STRVAR(md_blocks_doc,
+"md_blocks(splitter, at, flags, first, end, front, fence_starts, fences, fence_kind, prose,\n"
+"          path, table, listing, section_type) -> list\n\n"
+"MarkdownSplitter._blocks_python from line ``first`` of ``flags`` (a 2-byte class set a\n"
+"line; ``at`` the lines' starts and ``end`` after the last, 8-byte integers): the\n"
+"blocks as Sections. ``front`` > 0 is the end of front matter, a block of its own.\n"
+"``fences`` (sorted, their starts in ``fence_starts``) are the document's fences and\n"
+"``fence_kind(fence)`` gives a fence's (kind, language); ``table`` and ``listing`` are\n"
+"the states of tables and lists; ``prose`` is PROSE.");
+
+static PyObject *
+md_blocks(PyObject *self, PyObject *args)
+{
+    PyObject *splitter, *at_obj, *flags_obj, *starts_obj, *fences, *fence_kind, *prose, *path, *table, *listing;
+    PyTypeObject *section_type;
+    Py_ssize_t first, end, front;
+    if (!PyArg_ParseTuple(args, "OOOnnnOO!OOOOOO!:md_blocks", &splitter, &at_obj, &flags_obj, &first, &end, &front,
+                          &starts_obj, &PyList_Type, &fences, &fence_kind, &prose, &path, &table, &listing,
+                          &PyType_Type, &section_type)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype(section_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "section_type must be a tuple type");
+        return NULL;
+    }
+    static PyObject *s_code, *s_markdown, *one, *two;
+    if (two == NULL) {
+        PyObject *made[4] = {PyUnicode_InternFromString("code"), PyUnicode_InternFromString("markdown"),
+                             PyLong_FromLong(1), PyLong_FromLong(2)};
+        if (made[0] == NULL || made[1] == NULL || made[2] == NULL || made[3] == NULL) {
+            for (int m = 0; m < 4; m++) {
+                Py_XDECREF(made[m]);
+            }
+            return NULL;
+        }
+        s_code = made[0];
+        s_markdown = made[1];
+        one = made[2];
+        two = made[3];
+    }
+    Ints at, starts;
+    Py_buffer fb;
+    if (ints_open(&at, at_obj, "at") < 0) {
+        return NULL;
+    }
+    if (ints_open(&starts, starts_obj, "fence_starts") < 0) {
+        ints_close(&at);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(flags_obj, &fb, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        ints_close(&at);
+        ints_close(&starts);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    MdBlocks out = {0};
+    const uint16_t *flags = fb.buf;
+    Py_ssize_t n = fb.len / 2;
+    if (fb.itemsize != 2 || at.fast != NULL || starts.fast != NULL || at.len != n + 1 ||
+        starts.len != PyList_GET_SIZE(fences) || first < 0 || first > n) {
+        PyErr_SetString(PyExc_ValueError, "md_blocks: flags (2-byte), at (n + 1 starts) and fences disagree");
+        goto done;
+    }
+#define AT(k) ((Py_ssize_t)buffer_at(&at, (k)))
+    if (front > 0 && md_add(&out, 0, front, prose, one, s_markdown, Py_None) < 0) {
+        goto done;
+    }
+    /* (the first fence at or after the line looked at: the lines only go forward) */
+    Py_ssize_t fk = 0, i = first;
+    while (i < n) {
+        Py_ssize_t a = AT(i), b = AT(i + 1);
+        int f = flags[i];
+        if (f & MD_BLANK) {
+            /* Blank lines trail the block before them. */
+            if (out.len) {
+                out.items[out.len - 1].b = b;
+            }
+            else {
+                if (md_add(&out, a, b, prose, one, s_markdown, Py_None) < 0) {
+                    goto done;
+                }
+                out.items[out.len - 1].brk = 1;
+            }
+            i += 1;
+            continue;
+        }
+        while (fk < starts.len && buffer_at(&starts, fk) < a) {
+            fk++;
+        }
+        if (fk < starts.len && buffer_at(&starts, fk) == a) {
+            PyObject *fence = PyList_GET_ITEM(fences, fk);
+            Py_ssize_t fence_end;
+            PyObject *kinds = PyObject_CallOneArg(fence_kind, fence);
+            if (kinds == NULL) {
+                goto done;
+            }
+            if (!PyTuple_Check(kinds) || PyTuple_GET_SIZE(kinds) != 2 || !PyTuple_Check(fence) ||
+                PyTuple_GET_SIZE(fence) < 4 || ssize_item_of(PyTuple_GET_ITEM(fence, 3), &fence_end) < 0) {
+                if (!PyErr_Occurred()) {
+                    PyErr_SetString(PyExc_TypeError, "md_blocks: a fence is (start, body, close, end, info)");
+                }
+                Py_DECREF(kinds);
+                goto done;
+            }
+            Py_ssize_t stop = fence_end < end ? fence_end : end;
+            int failed =
+                md_add(&out, a, stop, splitter, fence, PyTuple_GET_ITEM(kinds, 0), PyTuple_GET_ITEM(kinds, 1));
+            Py_DECREF(kinds);
+            if (failed < 0) {
+                goto done;
+            }
+            while (i < n && AT(i) < stop) {
+                i += 1;
+            }
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        if (f & (MD_ATX | MD_HEADING)) {
+            if ((f & MD_HEADING) && !(f & MD_ATX)) {
+                /* A setext heading: its lines to the underline. */
+                Py_ssize_t k = i + 1;
+                while (k < n && !(flags[k] & MD_SETEXT)) {
+                    k += 1;
+                }
+                Py_ssize_t under = k + 1 < n ? k + 1 : n;
+                j = under > j ? under : j;
+            }
+            if (md_add(&out, a, AT(j), prose, two, s_markdown, Py_None) < 0) {
+                goto done;
+            }
+            out.items[out.len - 1].sticky = 1;
+            i = j;
+            continue;
+        }
+        PyObject *by = prose, *state = one, *kind = s_markdown;
+        int brk = 0;
+        if ((f & MD_PIPE) && i + 1 < n && (flags[i + 1] & MD_DELIM)) {
+            while (j < n && (flags[j] & (MD_PIPE | MD_BLANK)) == MD_PIPE) {
+                j += 1;
+            }
+            by = splitter;
+            state = table;
+        }
+        else if (f & MD_LIST) {
+            /* The list's end (a blank line stays in it if the list goes on after it). */
+            while (j < n) {
+                int g = flags[j];
+                if (g & MD_BLANK) {
+                    Py_ssize_t k = j;
+                    while (k < n && (flags[k] & MD_BLANK)) {
+                        k += 1;
+                    }
+                    if (k < n && (flags[k] & (MD_LIST | MD_LEAD))) {
+                        j = k;
+                        continue;
+                    }
+                    break;
+                }
+                if (g & (MD_FENCE | MD_ATX | MD_HR)) {
+                    break;
+                }
+                j += 1;
+            }
+            by = splitter;
+            state = listing;
+        }
+        else if (f & (MD_QUOTE | MD_HR | MD_HTML)) {
+            if (f & MD_HR && !(f & MD_QUOTE)) {
+                brk = 1; /* one line */
+            }
+            else {
+                while (j < n && !(flags[j] & MD_BLANK)) {
+                    j += 1;
+                }
+            }
+        }
+        else if ((f & MD_INDENTED) &&
+                 (out.len == 0 || out.items[out.len - 1].brk || (i > 0 && (flags[i - 1] & MD_BLANK)))) {
+            while (j < n && (flags[j] & (MD_INDENTED | MD_BLANK))) {
+                j += 1;
+            }
+            kind = s_code;
+        }
+        else {
+            while (j < n && !(flags[j] & MD_INTERRUPT)) {
+                j += 1;
+            }
+        }
+        if (md_add(&out, a, AT(j), by, state, kind, Py_None) < 0) {
+            goto done;
+        }
+        out.items[out.len - 1].brk = brk;
+        i = j;
+    }
+#undef AT
+    result = PyList_New(out.len);
+    if (result == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < out.len; k++) {
+        MdBlock *x = &out.items[k];
+        PyObject *section = new_tuple_of(section_type, SECTION_ITEMS);
+        PyObject *ea = section == NULL ? NULL : PyLong_FromSsize_t(x->a);
+        PyObject *eb = ea == NULL ? NULL : PyLong_FromSsize_t(x->b);
+        if (eb == NULL) {
+            Py_XDECREF(section);
+            Py_XDECREF(ea);
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyObject *items[SECTION_ITEMS] = {ea, eb, x->splitter, x->state, x->kind, x->language, Py_NewRef(path),
+                                          Py_NewRef(Py_False), Py_NewRef(x->sticky ? Py_True : Py_False)};
+        x->splitter = x->state = x->kind = x->language = NULL; /* (moved into the Section) */
+        for (int f = 0; f < SECTION_ITEMS; f++) {
+            PyTuple_SET_ITEM(section, f, items[f]);
+        }
+        PyList_SET_ITEM(result, k, section);
+    }
+done:
+    md_blocks_free(&out);
+    PyBuffer_Release(&fb);
+    ints_close(&at);
+    ints_close(&starts);
+    return result;
+}
+
 PyDoc_STRVAR(pack_doc,
 "pack(engine, edges, parts, template, view, lead, light, meta, raw_type, rule, classify, cache, prose=None)\n\n"
 "Engine._pack for a tokenizer whose additive positions ``rule`` knows (see forward):\n"
@@ -5342,6 +5631,13 @@ pack(PyObject *self, PyObject *args)
         if (PyTuple_GET_SIZE(parts) != L.k) {
             PyErr_SetString(PyExc_ValueError, "parts and edges disagree");
             goto done;
+        }
+        for (Py_ssize_t i = 0; i < L.k; i++) { /* (part_flat reads a part's state in place) */
+            PyObject *part = PyTuple_GET_ITEM(parts, i);
+            if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) < SECTION_ITEMS) {
+                PyErr_SetString(PyExc_TypeError, "parts must be Sections");
+                goto done;
+            }
         }
     }
     if (tmpl_of(template, &t) < 0) {
@@ -5476,6 +5772,7 @@ static PyMethodDef native_methods[] = {
     {"json_values", json_values, METH_VARARGS, json_values_doc},
     {"flat_setup", flat_setup, METH_O, flat_setup_doc},
     {"md_lines", md_lines, METH_VARARGS, md_lines_doc},
+    {"md_blocks", md_blocks, METH_VARARGS, md_blocks_doc},
     {"code_setup", code_setup, METH_VARARGS, code_setup_doc},
     {"code_glue", code_glue, METH_VARARGS, code_glue_doc},
     {"code_group", code_group, METH_VARARGS, code_group_doc},

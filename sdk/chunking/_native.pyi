@@ -75,6 +75,23 @@ def json_value_end(text: str, pos: int, stop: int, /) -> int: ...
 def md_lines(
     text: str, start: int, end: int, heading_starts: Sequence[int], /
 ) -> tuple[bytes, bytes, bytes]: ...
+def md_blocks(
+    splitter: object,
+    at: Sequence[int],
+    flags: Sequence[int],
+    first: int,
+    end: int,
+    front: int,
+    fence_starts: Sequence[int],
+    fences: list[Any],
+    fence_kind: Callable[[Any], tuple[str, str | None]],
+    prose: object,
+    path: str | None,
+    table: tuple[str, tuple[str, ...]],
+    listing: tuple[str, tuple[str, ...]],
+    section_type: type[_T],
+    /,
+) -> list[_T]: ...
 def flat_setup(types: tuple[type, ...], /) -> None: ...
 def json_values(text: str, pos: int, lines: bool, width: int, limit: int, /) -> tuple[bytes, int]: ...
 def code_setup(

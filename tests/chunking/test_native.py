@@ -855,6 +855,25 @@ def test_a_part_past_the_end_of_the_text_is_an_index_error_not_a_read_past_it() 
         Engine(text, 20, Sizer("o200k_base")).run(Section(0, n, PastTheEnd()))
 
 
+def test_a_part_that_is_not_a_section_is_a_type_error_not_a_read_past_it() -> None:
+    """Parts handed to the native pack are checked before their states are read (a
+    short tuple read past its end, found under AddressSanitizer by a review)."""
+    from collections import namedtuple
+
+    from sdk.chunking._types import Section
+
+    text = "word " * 400
+    n = len(text)
+    short = namedtuple("short", "start end")
+
+    class Short:
+        def split(self, t: str, s: Section) -> list[object]:
+            return [Section(0, 5), Section(5, 10), short(10, n)]
+
+    with pytest.raises(TypeError, match="Sections"):
+        Engine(text, 8, Sizer("o200k_base")).run(Section(0, n, Short()))
+
+
 def test_split_edges_with_no_cut_leaves_the_section_whole_both_ways() -> None:
     """No edges to pack: the template is never read (Engine._place's rule)."""
     from sdk.chunking._types import Section
@@ -1398,3 +1417,65 @@ def test_markdown_lines_are_classed_alike_by_both_paths(
     spans, classes, marked = NATIVE.md_lines(text, start, end, array("q", headings))
     want = _line_flags_python(text, start, end, frozenset(headings))
     assert (array("q", spans), array("H", classes), array("q", marked)) == want
+
+
+MARKDOWN_BLOCK = st.sampled_from(
+    [
+        "# Title",
+        "## Sub",
+        "Title\n=====",
+        "Sub\n---",
+        "- item",
+        "  - nested",
+        "1. first",
+        "2) second",
+        "> quote",
+        "    code",
+        "\tcode",
+        "```python\ndef f():\n    return 1\n```",
+        "~~~\nplain\n~~~",
+        '```json\n{"a": [1, 2]}\n```',
+        "```\nunclosed",
+        "| a | b |\n|---|---|\n| 1 | 2 |",
+        "***",
+        "* * *",
+        "<div>html</div>",
+        "Plain text. Another sentence!",
+        "",
+        "---\ntitle: x\n---",
+        "#hashtag",
+        "+ plus",
+        "text | pipe",
+        "|---|",
+        "   ### indented",
+        "Para\nline two\n===",
+        "- [ ] task",
+        "   ",
+        "\r",
+    ]
+)
+
+
+@given(
+    blocks=st.lists(MARKDOWN_BLOCK, min_size=1, max_size=14),
+    sep=st.sampled_from(["\n", "\n\n", "\r\n"]),
+    data=st.data(),
+)
+@settings(max_examples=300, deadline=None)
+def test_markdown_blocks_are_found_alike_by_both_paths(
+    blocks: list[str], sep: str, data: st.DataObject
+) -> None:
+    from sdk.chunking._markdown import MarkdownSplitter
+
+    text = sep.join(blocks)
+    splitter = MarkdownSplitter(text)
+    starts = [*splitter._at]
+    start = data.draw(st.sampled_from(starts))
+    end = data.draw(st.sampled_from([s for s in starts if s >= start]))
+    trail = data.draw(st.sampled_from([(), ("A",), ("A", "B")]))
+    native = splitter._blocks(start, end, trail)
+    with pure_python():
+        pure = splitter._blocks(start, end, trail)
+    assert native == pure
+    if native:
+        assert native[0].start == start and native[-1].end == end
