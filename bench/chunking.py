@@ -949,7 +949,7 @@ def _parse_cost(
         import tree_sitter
 
         from sdk.chunking._languages import load_language
-        from sdk.chunking._markdown import _fence_language, _scan_fences
+        from sdk.chunking._markdown import MarkdownSplitter, _fence_language
     except ImportError:
         return None
     fns: list[Callable[[], object]] = []
@@ -967,7 +967,7 @@ def _parse_cost(
             # Fenced code is cut at syntax nodes too: its parse is part of the floor
             # wherever a fence does not fit whole (at every budget here but the largest
             # for short fences, so at large budgets this floor is an upper bound).
-            for fence in _scan_fences(t.text):
+            for fence in MarkdownSplitter(t.text).fences:
                 language = _fence_language(fence.info)
                 if language and language not in ("json", "jsonl"):
                     add(language, t.text[fence.body : fence.close])
