@@ -566,6 +566,19 @@ def _scan_fences(text: str, at: array[int], flags: array[int], marks: array[int]
     return fences
 
 
+# The classes a line has when its pattern matches at its start.
+_CLASSES = (
+    (_INDENTED, _F_INDENTED),
+    (_TABLE_DELIM, _F_DELIM),
+    (_ATX_LINE, _F_ATX),
+    (_FENCE_LINE, _F_FENCE),
+    (_QUOTE, _F_QUOTE),
+    (_HR, _F_HR),
+    (_HTML, _F_HTML),
+    (_SETEXT, _F_SETEXT),
+)
+
+
 def _line_classes(line: str) -> int:
     """The ``_F_`` flags of one line (its line break included) but for _F_HEADING and
     _F_INTERRUPT."""
@@ -574,24 +587,11 @@ def _line_classes(line: str) -> int:
         f |= _F_BLANK
     if line[:1] in (" ", "\t"):
         f |= _F_LEAD
-    if _INDENTED.match(line):
-        f |= _F_INDENTED
     if "|" in line:
         f |= _F_PIPE
-    if _TABLE_DELIM.match(line):
-        f |= _F_DELIM
-    if _ATX_LINE.match(line):
-        f |= _F_ATX
-    if _FENCE_LINE.match(line):
-        f |= _F_FENCE
-    if _QUOTE.match(line):
-        f |= _F_QUOTE
-    if _HR.match(line):
-        f |= _F_HR
-    if _HTML.match(line):
-        f |= _F_HTML
-    if _SETEXT.match(line):
-        f |= _F_SETEXT
+    for pattern, flag in _CLASSES:
+        if pattern.match(line):
+            f |= flag
     item = _LIST_ITEM.match(line)
     if item is not None:
         f |= _F_LIST | (0 if item.group(1) else _F_LIST0)
