@@ -1479,3 +1479,21 @@ def test_markdown_blocks_are_found_alike_by_both_paths(
     assert native == pure
     if native:
         assert native[0].start == start and native[-1].end == end
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_last_member_alone_joins_the_run_before_it(native: bool) -> None:
+    import warnings
+
+    from sdk.chunking._json import _runs
+
+    assert _runs(9, 4) == [(0, 4), (4, 9)] and _runs(8, 4) == [(0, 4), (4, 8)]
+    # Nine members in runs of four: a run of the last member alone was cut into that
+    # member's pieces, and a string that does not fit came out whole, over the budget.
+    doc = json.dumps([*range(1, 9), "A sentence of the last member. " * 40])
+    context = contextlib.nullcontext() if native else pure_python()
+    with context, short_runs(4), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chunks = Chunker(30).chunk(doc, kind="json")
+    assert "".join(c.text for c in chunks) == doc
+    assert all(c.tokens <= 30 and not c.oversize for c in chunks)
