@@ -27,10 +27,11 @@ from ._types import ChunkingWarning, Section
 __all__ = ["MarkdownSplitter", "markdown_root"]
 
 _EOL = r"(?:\r\n|\r|\n|$)"
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\r\n]*)" + _EOL, re.M)
+# Matched at a line's start (of _LINE: after "\n", "\r\n" or a lone "\r").
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})([^\r\n]*)" + _EOL)
 # The optional closing run of "#" counts only after a space or tab ("## C#" keeps its "#").
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+([^\r\n]*?))??(?:[ \t]+#*)?[ \t]*" + _EOL, re.M)
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*" + _EOL, re.M)
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+([^\r\n]*?))??(?:[ \t]+#*)?[ \t]*" + _EOL)
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*" + _EOL)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n.*?^\1[ \t]*" + _EOL, re.M | re.S)
 
@@ -549,7 +550,7 @@ def _body_root(body: str, language: str | None, kind: str) -> Section:
 def _scan_fences(text: str, at: array[int], flags: array[int], marks: array[int]) -> list[_Fence]:
     fences: list[_Fence] = []
     open_: tuple[int, int, str, int, str] | None = None  # start, body, char, length, info
-    for a in _line_starts(text, at, flags, marks, _F_FENCE):
+    for a in _line_starts(at, flags, marks, _F_FENCE):
         m = _FENCE.match(text, a)
         if m is None:
             continue
@@ -651,13 +652,12 @@ def _line_flags_python(text: str, start: int, end: int, headings: frozenset[int]
 
 
 def _line_starts(
-    text: str, at: array[int], flags: array[int], marks: array[int], want: int, skip_to: int = 0
+    at: array[int], flags: array[int], marks: array[int], want: int, skip_to: int = 0
 ) -> Iterator[int]:
-    """The starts of the marked lines with a class in ``want``, from ``skip_to``, where a
-    multi-line pattern's ``^`` matches (at the text's start or after "\n")."""
+    """The starts of the marked lines with a class in ``want``, from ``skip_to``."""
     for i in marks:
         a = at[i]
-        if flags[i] & want and a >= skip_to and (a == 0 or text[a - 1] == "\n"):
+        if flags[i] & want and a >= skip_to:
             yield a
 
 
@@ -697,7 +697,7 @@ def _scan_headings(
     front = _FRONT_MATTER.match(text)
     skip_to = front.end() if front else 0
     setext: list[re.Match[str]] = []
-    for a in _line_starts(text, at, flags, marks, _F_ATX | _F_SETEXT, skip_to):
+    for a in _line_starts(at, flags, marks, _F_ATX | _F_SETEXT, skip_to):
         m = _ATX.match(text, a)
         if m is not None:
             if not _inside(fences, starts, a):

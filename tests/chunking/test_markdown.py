@@ -258,3 +258,28 @@ def test_the_document_scan_matches_only_the_lines_that_may_be_fences_or_headings
     assert [h.title for h in splitter.headings] == ["Top", "Under"]
     assert len(splitter.fences) == 1
     assert sum(c.calls for c in counted.values()) <= 6
+
+
+def test_lone_carriage_returns_end_lines_as_line_feeds_do() -> None:
+    from sdk.chunking._markdown import MarkdownSplitter
+
+    # Classic Mac line breaks: headings and fences after a lone "\r" are found as after
+    # "\n" (the scan for them took "^" as Python's multi-line mode does: after "\n" only,
+    # while the block scanner ends lines at "\r" too).
+    doc = (
+        "# Title\n\nIntro text here.\n\n## Part one\n\nSome words in part one.\n\n"
+        "```python\ndef f():\n    return 1\n```\n\nSetext part\n-----------\n\nMore words.\n"
+    )
+    for breaks in ("\r", "\r\n"):
+        other = doc.replace("\n", breaks)
+        want, got = MarkdownSplitter(doc), MarkdownSplitter(other)
+        assert [(h.level, h.title) for h in got.headings] == [
+            (1, "Title"),
+            (2, "Part one"),
+            (2, "Setext part"),
+        ]
+        assert [(h.level, h.title) for h in got.headings] == [(h.level, h.title) for h in want.headings]
+        assert len(got.fences) == len(want.fences) == 1
+        assert other[got.fences[0].start : got.fences[0].body].strip() == "```python"
+    paths = {c.path for c in chunk(doc.replace("\n", "\r"), 12, kind="markdown")}
+    assert {"Title", "Title > Part one", "Title > Setext part"} <= paths
