@@ -214,10 +214,17 @@ class MarkdownSplitter:
 
     def _only_heading(self, part: Section) -> bool:
         """Whether ``part`` holds nothing but its heading (and blank lines)."""
+        at: Sequence[int] = self._at
+        flags: Sequence[int] = self._flags
+        i = bisect_left(at, part.start)
+        if i < len(flags) and at[i] == part.start:
+            lines = range(i, bisect_left(at, part.end, i))
+        else:  # (not at a line of the document)
+            flags = self._lines(part.start, part.end)[1]
+            lines = range(len(flags))
         seen = 0
-        _, flags = self._lines(part.start, part.end)
-        for f in flags:
-            if not f & (_F_BLANK | _F_SETEXT):
+        for k in lines:  # (only until a second line neither blank nor an underline)
+            if not flags[k] & (_F_BLANK | _F_SETEXT):
                 seen += 1
                 if seen > 1:
                     return False
