@@ -5437,10 +5437,15 @@ md_blocks(PyObject *self, PyObject *args)
             fk++;
         }
         if (fk < starts.len && buffer_at(&starts, fk) == a) {
-            PyObject *fence = PyList_GET_ITEM(fences, fk);
+            if (fk >= PyList_GET_SIZE(fences)) { /* (fence_kind may run any Python code) */
+                PyErr_SetString(PyExc_RuntimeError, "md_blocks: the fences changed");
+                goto done;
+            }
+            PyObject *fence = Py_NewRef(PyList_GET_ITEM(fences, fk));
             Py_ssize_t fence_end;
             PyObject *kinds = PyObject_CallOneArg(fence_kind, fence);
             if (kinds == NULL) {
+                Py_DECREF(fence);
                 goto done;
             }
             if (!PyTuple_Check(kinds) || PyTuple_GET_SIZE(kinds) != 2 || !PyTuple_Check(fence) ||
@@ -5449,12 +5454,14 @@ md_blocks(PyObject *self, PyObject *args)
                     PyErr_SetString(PyExc_TypeError, "md_blocks: a fence is (start, body, close, end, info)");
                 }
                 Py_DECREF(kinds);
+                Py_DECREF(fence);
                 goto done;
             }
             Py_ssize_t stop = fence_end < end ? fence_end : end;
             int failed =
                 md_add(&out, a, stop, splitter, fence, PyTuple_GET_ITEM(kinds, 0), PyTuple_GET_ITEM(kinds, 1));
             Py_DECREF(kinds);
+            Py_DECREF(fence);
             if (failed < 0) {
                 goto done;
             }
