@@ -753,6 +753,15 @@ class JSONSplitter:
         return sections
 
     def _split_container(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
+        native = _accel.native
+        edges: list[int]
+        members: list[Section]
+        runs = None
+        if native is None and not node.open and node.depth < _FLAT_DEPTH:
+            runs = self._scan_runs(text, node)
+        if runs is not None:
+            edges, members = runs
+            return self._container_parts(section, node, edges, members)
         if node.open:
             kids, close = self.structure.open_children(node.start, node.end, node.open), node.end
         else:
@@ -761,9 +770,6 @@ class JSONSplitter:
                 return self._flatten(text, section, node, kids, close)
         if not kids:
             return ()
-        native = _accel.native
-        edges: list[int]
-        members: list[Section]
         if native is not None and not node.open:
             # Made in C: a pointer, a _Value and a Section per member were most of the
             # Python work left at small budgets.
@@ -783,11 +789,69 @@ class JSONSplitter:
         else:
             edges, members = self._members(text, node, kids, close)
         if not node.open and len(members) > _RUN + 1:
-            runs: list[Section] = []
+            made: list[Section] = []
             for i, j in _runs(len(kids)):
                 run = _Run(node.start, node.depth + 1, node.pointer, i, kids[i].begin, j - i)
-                runs.append(Section(edges[i], edges[j], self, run, "json", None, members[i].path))
-            members = runs
+                made.append(Section(edges[i], edges[j], self, run, "json", None, members[i].path))
+            members = made
+        return self._container_parts(section, node, edges, members)
+
+    def _scan_runs(self, text: str, node: _Value) -> tuple[list[int], list[Section]] | None:
+        """The runs of the complete container ``node`` when it has more than _RUN + 1
+        members (else None), scanned a member at a time, as the native json_runs does:
+        the edge before its first member and after its last, and a section per run."""
+        structure = self.structure
+        close = structure.close_of(node.start)
+        is_object = text[node.start] == "{"
+        pos = _skip_ws(text, node.start + 1)
+        head: list[Child] = []
+        while pos < close and len(head) <= _RUN + 1:
+            head.append(structure._child_at(pos, is_object))
+            pos = head[-1].next
+        if len(head) <= _RUN + 1:
+            return None
+
+        def members() -> Iterator[Child]:
+            yield from head[1:]
+            at = pos
+            while at < close:
+                child = structure._child_at(at, is_object)
+                yield child
+                at = child.next
+
+        base = node.pointer + "/"
+
+        def pointer(k: Child, index: int) -> str:
+            if is_object:
+                return base + escape_pointer(decode_key(text[k.key_start : k.key_end]))
+            return base + str(index)
+
+        first_edge = _soft(text, node.start + 1, head[0].begin)
+        runs: list[Section] = []
+        lead, lead_index, lead_edge = head[0], 0, first_edge
+        prev = head[0]
+        index = 1
+        for k in members():
+            # (a last member alone joins the run before it, as _runs has it)
+            if index % _RUN == 0 and k.next < close:
+                edge = _soft(text, text.find(",", prev.end, k.begin) + 1, k.begin)
+                run = _Run(
+                    node.start, node.depth + 1, node.pointer, lead_index, lead.begin, index - lead_index
+                )
+                runs.append(Section(lead_edge, edge, self, run, "json", None, pointer(lead, lead_index)))
+                lead, lead_index, lead_edge = k, index, edge
+            prev = k
+            index += 1
+        last_edge = _soft(text, prev.end, close)
+        run = _Run(node.start, node.depth + 1, node.pointer, lead_index, lead.begin, index - lead_index)
+        runs.append(Section(lead_edge, last_edge, self, run, "json", None, pointer(lead, lead_index)))
+        return [first_edge, last_edge], runs
+
+    def _container_parts(
+        self, section: Section, node: _Value, edges: list[int], members: list[Section]
+    ) -> Sequence[Section]:
+        """The opening of ``node`` (to ``edges[0]``), its members or runs, and its closing
+        (from ``edges[-1]``)."""
         # The opening line (key, bracket) is sticky: a chunk does not end with it.
         pointer = node.pointer
         if node.key_end - node.key_start > 2 and section.start <= node.key_start:

@@ -1497,3 +1497,17 @@ def test_a_last_member_alone_joins_the_run_before_it(native: bool) -> None:
         chunks = Chunker(30).chunk(doc, kind="json")
     assert "".join(c.text for c in chunks) == doc
     assert all(c.tokens <= 30 and not c.oversize for c in chunks)
+
+
+def test_the_python_path_cuts_a_large_container_a_run_at_a_time_too() -> None:
+    # Without the native module, every member of a large container was made (a child,
+    # a value, a pointer and a section each) before the runs: 230 times the text.
+    doc = "[" + "1," * 99_999 + "1]"
+    keyed = "{" + ", ".join(f'"k{i}": [{i}]' for i in range(3_000)) + "}"
+    with pure_python():
+        chunks, peak = _traced_chunking(doc, "json")
+        pure = Chunker(40).chunk(keyed, kind="json")
+    native = Chunker(40).chunk(keyed, kind="json")
+    assert "".join(c.text for c in chunks) == doc
+    assert peak < 25 * len(doc)
+    assert pure == native and pure[1].path.startswith("/k")
