@@ -753,23 +753,21 @@ class JSONSplitter:
         return sections
 
     def _split_container(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
+        if node.open:
+            kids, close = self.structure.open_children(node.start, node.end, node.open), node.end
+        elif node.depth >= _FLAT_DEPTH:
+            kids, close = self.structure.children(node.start)
+            if kids:
+                return self._flatten(text, section, node, kids, close)
+        else:
+            kids, close, runs = self._scan_members(text, node)
+            if runs is not None:
+                return self._container_parts(section, node, *runs)
+        if not kids:
+            return ()
         native = _accel.native
         edges: list[int]
         members: list[Section]
-        runs = None
-        if native is None and not node.open and node.depth < _FLAT_DEPTH:
-            runs = self._scan_runs(text, node)
-        if runs is not None:
-            edges, members = runs
-            return self._container_parts(section, node, edges, members)
-        if node.open:
-            kids, close = self.structure.open_children(node.start, node.end, node.open), node.end
-        else:
-            kids, close = self.structure.children(node.start)
-            if node.depth >= _FLAT_DEPTH and kids:
-                return self._flatten(text, section, node, kids, close)
-        if not kids:
-            return ()
         if native is not None and not node.open:
             # Made in C: a pointer, a _Value and a Section per member were most of the
             # Python work left at small budgets.
@@ -788,18 +786,15 @@ class JSONSplitter:
             )
         else:
             edges, members = self._members(text, node, kids, close)
-        if not node.open and len(members) > _RUN + 1:
-            made: list[Section] = []
-            for i, j in _runs(len(kids)):
-                run = _Run(node.start, node.depth + 1, node.pointer, i, kids[i].begin, j - i)
-                made.append(Section(edges[i], edges[j], self, run, "json", None, members[i].path))
-            members = made
         return self._container_parts(section, node, edges, members)
 
-    def _scan_runs(self, text: str, node: _Value) -> tuple[list[int], list[Section]] | None:
-        """The runs of the complete container ``node`` when it has more than _RUN + 1
-        members (else None), scanned a member at a time, as the native json_runs does:
-        the edge before its first member and after its last, and a section per run."""
+    def _scan_members(
+        self, text: str, node: _Value
+    ) -> tuple[list[Child], int, tuple[list[int], list[Section]] | None]:
+        """The members of the complete container ``node`` and its closing offset; past
+        _RUN + 1 members, only the first ones, and its runs, scanned a member at a time
+        as the native json_runs does: the edge before its first member and after its
+        last, and a section per run (no array of every member is made)."""
         structure = self.structure
         close = structure.close_of(node.start)
         is_object = text[node.start] == "{"
@@ -809,7 +804,7 @@ class JSONSplitter:
             head.append(structure._child_at(pos, is_object))
             pos = head[-1].next
         if len(head) <= _RUN + 1:
-            return None
+            return head, close, None
 
         def members() -> Iterator[Child]:
             yield from head[1:]
@@ -845,7 +840,7 @@ class JSONSplitter:
         last_edge = _soft(text, prev.end, close)
         run = _Run(node.start, node.depth + 1, node.pointer, lead_index, lead.begin, index - lead_index)
         runs.append(Section(lead_edge, last_edge, self, run, "json", None, pointer(lead, lead_index)))
-        return [first_edge, last_edge], runs
+        return head, close, ([first_edge, last_edge], runs)
 
     def _container_parts(
         self, section: Section, node: _Value, edges: list[int], members: list[Section]
