@@ -126,7 +126,6 @@ class MarkdownSplitter:
 
     __slots__ = (
         "_at",
-        "_fence_by_start",
         "_fence_starts",
         "_flags",
         "fences",
@@ -148,9 +147,7 @@ class MarkdownSplitter:
             if i < len(flags) and at[i] == h:
                 flags[i] |= _F_HEADING | _F_INTERRUPT
         self._at, self._flags = at, flags
-        # By start, for the questions asked of every line (a dict or set lookup where
-        # a bisection was a Python call).
-        self._fence_by_start = {f.start: f for f in self.fences}
+        # The fences' starts, walked forward with the lines by the block scanner.
         self._fence_starts = array("q", [f.start for f in self.fences])
 
     # -- the engine's entry point -------------------------------------------------
@@ -315,7 +312,8 @@ class MarkdownSplitter:
         breaks: set[int] = set()
         if front_end:
             add(0, front_end, PROSE, 1)
-        fence_at = self._fence_by_start.get
+        starts = self._fence_starts
+        fk = 0  # the first fence at or after the line looked at: the lines only go forward
         while i < n:
             a, b, f = at[i], at[i + 1], flags[i]
             if f & _F_BLANK:
@@ -327,8 +325,10 @@ class MarkdownSplitter:
                     breaks.add(len(out) - 1)
                 i += 1
                 continue
-            fence = fence_at(a)
-            if fence is not None:
+            while fk < len(starts) and starts[fk] < a:
+                fk += 1
+            if fk < len(starts) and starts[fk] == a:
+                fence = self.fences[fk]
                 stop = min(fence.end, end)
                 kind, lang = _fence_kind(fence)
                 add(a, stop, self, fence, kind, lang)
