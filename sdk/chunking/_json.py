@@ -379,9 +379,6 @@ class _Items:
         self.spans.frombytes(packed)
         self.json += b"\x01" * ((len(self.spans) - before) // 2)
 
-    def start(self, i: int) -> int:
-        return self.spans[2 * i]
-
     def open_of(self, i: int) -> frozenset[int]:
         """The open containers of item ``i`` (none but for a value cut short)."""
         k = bisect_left(self.fronts, i)
