@@ -713,6 +713,11 @@ def _scan_headings(
         m = _SETEXT.match(text, a)
         if m is not None:
             setext.append(m)
+    # A setext heading's underline ends its paragraph: the next heading's paragraph starts
+    # after it (read through it, "Title\n=====\nSub\n---" made a second heading at 0
+    # titled "Title ===== Sub", and every heading of a run of them walked back to the
+    # first: quadratic).
+    floor = skip_to
     for m in setext:
         pos = m.start()
         if pos == 0 or _inside(fences, starts, pos):
@@ -722,13 +727,13 @@ def _scan_headings(
         prev = text[prev_start:prev_end]
         if (
             not prev.strip()
-            or prev_start < skip_to
+            or prev_start < floor
             or _inside(fences, starts, prev_start)
             or _not_paragraph(prev)
         ):
             continue
         # A setext heading's text is the whole paragraph above the underline.
-        while prev_start > skip_to:
+        while prev_start > floor:
             above = _line_start(text, prev_start)
             line = text[above:prev_start]
             if not line.strip() or _not_paragraph(line) or _inside(fences, starts, above):
@@ -737,6 +742,7 @@ def _scan_headings(
         prev = text[prev_start:prev_end]
         level = 1 if m.group(1)[0] == "=" else 2
         found.append(_Heading(prev_start, level, " ".join(prev.split())))
+        floor = m.end()
     found.sort(key=lambda h: h.start)
     return found
 

@@ -283,3 +283,20 @@ def test_lone_carriage_returns_end_lines_as_line_feeds_do() -> None:
         assert other[got.fences[0].start : got.fences[0].body].strip() == "```python"
     paths = {c.path for c in chunk(doc.replace("\n", "\r"), 12, kind="markdown")}
     assert {"Title", "Title > Part one", "Title > Setext part"} <= paths
+
+
+def test_a_setext_underline_ends_the_paragraph_of_the_next_heading() -> None:
+    from unittest import mock
+
+    from sdk.chunking import _markdown
+
+    splitter = _markdown.MarkdownSplitter("Title\n=====\nSub\n---\nText.\n")
+    assert [(h.start, h.level, h.title) for h in splitter.headings] == [(0, 1, "Title"), (12, 2, "Sub")]
+    # A run of them: each heading's paragraph was read back through every underline
+    # above it (2,000 headings took seconds; lines read grew with the square).
+    text = "a\n=\n" * 2_000
+    counted = mock.Mock(wraps=_markdown._line_start)
+    with mock.patch.object(_markdown, "_line_start", counted):
+        headings = _markdown.MarkdownSplitter(text).headings
+    assert [(h.start, h.title) for h in headings] == [(4 * i, "a") for i in range(2_000)]
+    assert counted.call_count <= 2 * 2_000
