@@ -752,6 +752,8 @@ class JSONSplitter:
     def _split_container(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
         if node.open:
             kids, close = self.structure.open_children(node.start, node.end, node.open), node.end
+            if node.depth >= _FLAT_DEPTH and kids:  # (the front of deep nesting cut short)
+                return self._flatten(text, section, node, kids, close)
         elif node.depth >= _FLAT_DEPTH:
             kids, close = self.structure.children(node.start)
             if kids:
@@ -915,7 +917,10 @@ class JSONSplitter:
                 cuts.append(k.begin)
             c = text[k.start]
             if c == "{" or c == "[":
-                sub, sub_close = self.structure.children(k.start)
+                if k.start in node.open:  # a container still open at the front's end
+                    sub, sub_close = self.structure.open_children(k.start, node.end, node.open), node.end
+                else:
+                    sub, sub_close = self.structure.children(k.start)
                 if sub:
                     cuts.append(sub[0].begin)
                     stack.append((sub, 0, sub_close))

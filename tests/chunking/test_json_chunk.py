@@ -313,3 +313,26 @@ def test_json_lines_with_many_bad_lines_take_linear_work(unit: str, monkeypatch:
         chunks = Chunker(64).chunk(text, kind="jsonl")
     check_chunks(text, chunks, 64)
     assert counted <= 4 * len(text)
+
+
+@pytest.mark.parametrize("kind", ["json", "jsonl"])
+def test_deep_nesting_cut_short_is_cut_without_recursing_per_level(kind: str) -> None:
+    import warnings
+
+    from sdk.chunking import _accel
+
+    # "[1,\n" over and over is the front of arrays nested 5,000 deep, never closed: its
+    # open containers were descended one level at a time (RecursionError); past depth
+    # 64 they are cut as one level, as complete ones are.
+    text = "[1,\n" * 5_000
+    saved = _accel.native
+    try:
+        for native in (saved, None):
+            _accel.native = native
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                chunks = Chunker(64).chunk(text, kind=kind)
+            assert "".join(c.text for c in chunks) == text
+            assert all(c.tokens <= 64 for c in chunks)
+    finally:
+        _accel.native = saved
