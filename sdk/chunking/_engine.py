@@ -220,6 +220,21 @@ def flat_state(cls: _T) -> _T:
     return cls
 
 
+def _refines(part: Section, section: Section) -> bool:
+    """Whether ``part``, the only part a splitter gave for ``section``, is the same
+    span seen another way: by another splitter, or by the same one in a state of
+    another type (a Markdown section that is one table). It is placed in the
+    section's stead; a part in the section's own splitter and type of state could be
+    handed back forever."""
+    return (
+        isinstance(part, Section)
+        and part.splitter is not None
+        and (part.splitter is not section.splitter or type(part.state) is not type(section.state))
+        and part.start == section.start
+        and part.end == section.end
+    )
+
+
 def _meta(section: Section) -> Section:
     """``section`` as a chunk's metadata (its kind, language and path): without its
     splitter and state, which may hold a whole parse (a fenced block's syntax tree)
@@ -580,6 +595,13 @@ class Engine:
                 edges, template = found
             else:
                 parts = splitter.split(text, section)
+                if len(parts) == 1 and _refines(parts[0], section):
+                    # The same span seen by another splitter (a Markdown section that
+                    # is one paragraph): placed in the section's stead, so that its
+                    # splitter's edges serve (a Section per part of a 1 MB line of
+                    # "|" held 150 bytes a character).
+                    self._place(parts[0], view, lead)
+                    return
                 if len(parts) >= 2:
                     edges = [p.start for p in parts]
                     edges.append(parts[-1].end)

@@ -234,7 +234,14 @@ class MarkdownSplitter:
         blocks = self._blocks(section.start, section.end, trail)
         if len(blocks) == 1:
             only = blocks[0]
-            return list(only.splitter.split(self.text, only)) if only.splitter is not None else []
+            if only.splitter is None:
+                return []
+            if only.start == section.start and only.end == section.end:
+                # One block: handed as the section's refinement, for the engine to
+                # cut as that block (a paragraph's words or a list's items as offsets:
+                # a Section each held 150 bytes a character of a line of "|").
+                return [only]
+            return list(only.splitter.split(self.text, only))
         return blocks
 
     def _lines(self, start: int, end: int) -> tuple[Sequence[int], Sequence[int]]:
@@ -405,30 +412,44 @@ class MarkdownSplitter:
         return j
 
     # -- inside blocks --------------------------------------------------------------
+    def split_edges(self, text: str, section: Section) -> tuple[Sequence[int], Section] | None:
+        """The rows of a table or the items of a list as plain offsets (the engine's
+        uniform parts); ``None`` for any other section (cut by ``split``)."""
+        state = section.state
+        if type(state) is tuple:  # ("table" | "list", trail)
+            return self._row_edges(section, state[0], state[1])
+        return None
+
     def _split_rows(self, section: Section, what: str, trail: tuple[str, ...]) -> list[Section]:
+        edges, t = self._row_edges(section, what, trail)
+        s = (t.splitter, t.state, t.kind, t.language, t.path, t.partial, t.sticky)
+        return [_new(Section, (a, b, *s)) for a, b in itertools.pairwise(edges)]
+
+    def _row_edges(
+        self, section: Section, what: str, trail: tuple[str, ...]
+    ) -> tuple[Sequence[int], Section]:
         text = self.text
-        path = _path(trail)
-        lines = list(map(_SPAN, _LINE.finditer(text, section.start, section.end)))
+        start, end = section.start, section.end
+        whole = Section(start, end, PROSE, 1, "markdown", None, _path(trail))
+        # The lines from the document's index (a list of spans per line held 48 bytes
+        # a character of a list of one-character items).
+        at, flags = self._lines(start, end)
+        edges = array("q", [start])
         if what == "table":
             # Header and delimiter rows stay together; then one part per row.
-            cuts = [lines[2][0]] if len(lines) > 2 else []
-            cuts += [a for a, _ in lines[3:]]
+            edges.extend(at[2:-1])
         else:
-            base = len(text[lines[0][0] : lines[0][1]]) - len(text[lines[0][0] : lines[0][1]].lstrip(" "))
-            cuts = []
-            for a, b in lines[1:]:
-                m = _LIST_ITEM.match(text, a, b)
-                if m is not None and len(m.group(1)) <= base:
-                    cuts.append(a)
-        edges = [section.start, *[c for c in cuts if section.start < c < section.end], section.end]
+            first = text[at[0] : at[1]]
+            base = len(first) - len(first.lstrip(" "))
+            for i in range(1, len(flags)):
+                if flags[i] & _F_LIST:
+                    m = _LIST_ITEM.match(text, at[i], at[i + 1])
+                    if m is not None and len(m.group(1)) <= base:
+                        edges.append(at[i])
+        edges.append(end)
         if len(edges) < 3:
-            return list(
-                PROSE.split(text, Section(section.start, section.end, PROSE, 1, "markdown", None, path))
-            )
-        return [
-            _new(Section, (a, b, PROSE, 1, "markdown", None, path, False, False))
-            for a, b in itertools.pairwise(edges)
-        ]
+            return PROSE.split_edges(text, whole)
+        return edges, whole
 
     def _split_fence(self, section: Section, fence: _Fence) -> list[Section]:
         body_start, body_end = fence.body, min(fence.close, section.end)

@@ -4280,7 +4280,8 @@ first_of(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObject *section
 
 /* Cuts the section (not prose) with its splitter, as Engine._place does: into ``L``'s
  * edges, with its parts (NULL when they are uniform, like *template). Nothing in ``L``
- * when the section cannot be cut. */
+ * when the section cannot be cut. 1 (and nothing in ``L``) when the splitter gave one
+ * part that refines the section: it is in *template. */
 static int
 split_section(Packer *P, PyObject *section, const Tmpl *t, Level *L, PyObject **parts, PyObject **template)
 {
@@ -4349,6 +4350,29 @@ parts:
         return -1;
     }
     Py_ssize_t k = PyTuple_GET_SIZE(*parts);
+    if (k == 1) {
+        /* One part: the same span seen another way (Engine._refines), placed in the
+         * section's stead. */
+        PyObject *only = PyTuple_GET_ITEM(*parts, 0);
+        if (PyTuple_Check(only) && PyTuple_GET_SIZE(only) >= SECTION_ITEMS &&
+            PyTuple_GET_ITEM(only, SECTION_SPLITTER) != Py_None &&
+            (PyTuple_GET_ITEM(only, SECTION_SPLITTER) != t->splitter ||
+             Py_TYPE(PyTuple_GET_ITEM(only, SECTION_STATE)) != Py_TYPE(t->state))) {
+            Py_ssize_t a, b, a0, b0;
+            if (ssize_item_of(PyTuple_GET_ITEM(only, SECTION_START), &a) < 0 ||
+                ssize_item_of(PyTuple_GET_ITEM(only, SECTION_END), &b) < 0 ||
+                ssize_item_of(PyTuple_GET_ITEM(section, SECTION_START), &a0) < 0 ||
+                ssize_item_of(PyTuple_GET_ITEM(section, SECTION_END), &b0) < 0) {
+                Py_CLEAR(*parts);
+                return -1;
+            }
+            if (a == a0 && b == b0) {
+                *template = Py_NewRef(only);
+                Py_CLEAR(*parts);
+                return 1;
+            }
+        }
+    }
     if (k < 2) {
         Py_CLEAR(*parts);
         return 0;
@@ -4472,7 +4496,16 @@ place_section_inner(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObje
         }
     }
     else {
-        if (split_section(P, section, t, &L, &parts, &template) < 0) {
+        int split = split_section(P, section, t, &L, &parts, &template);
+        if (split < 0) {
+            goto done;
+        }
+        if (split == 1) {
+            /* ``template`` refines the section: placed in its stead. */
+            Tmpl refined;
+            if (tmpl_of(template, &refined) == 0) {
+                ok = place_section(P, a, b, &refined, template, lead);
+            }
             goto done;
         }
         /* (the template is read only when there are parts to pack, as in Engine._place) */

@@ -23,3 +23,31 @@ def test_a_megabyte_of_markdown_peaks_under_eight_times_its_size() -> None:
         tracemalloc.stop()
     assert chunks
     assert peak < 8 * size, peak / size  # 12x while chunks held their sections' parses
+
+
+def _peak_per_byte(text: str) -> float:
+    chunker = Chunker(64)
+    warm = "# a\n\nText. Text 日本語。\n\n| a | b |\n|---|---|\n\n- a\n- b\n\n" * 40
+    chunker.chunk(warm, kind="markdown")  # tables loaded before measuring
+    tracemalloc.start()
+    try:
+        chunks = chunker.chunk(text, kind="markdown")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "".join(c.text for c in chunks) == text
+    return peak / len(text.encode("utf-8"))
+
+
+def test_a_paragraph_of_one_character_parts_is_cut_as_offsets() -> None:
+    # A section that is one paragraph is handed to the engine as that paragraph, whose
+    # cuts stay plain offsets: a Section per "|" held about 200 bytes a character.
+    assert _peak_per_byte("|" * 200_000) < 30
+
+
+def test_a_list_of_tiny_items_and_a_long_table_are_cut_as_offsets() -> None:
+    # A list's items and a table's rows are plain offsets from the document's index of
+    # lines (82 and 69 bytes a character before, with a span per line and a Section per
+    # item).
+    assert _peak_per_byte("- a\n\n" * 40_000) < 25
+    assert _peak_per_byte("a|b\n|-|\n" * 25_000) < 25

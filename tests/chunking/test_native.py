@@ -898,6 +898,34 @@ def test_split_edges_with_no_cut_leaves_the_section_whole_both_ways() -> None:
     assert runs[0] == runs[1] and runs[0][0][:2] == (0, 100)
 
 
+def test_one_part_that_refines_its_section_is_placed_in_its_stead_both_ways() -> None:
+    """A splitter may hand back its section's span seen another way (another splitter,
+    or its own in another type of state): the engine cuts that. The same span in the
+    same splitter and type of state is not a cut: the section stays whole."""
+    from sdk.chunking._prose import PROSE
+    from sdk.chunking._types import Section
+
+    class Refine:
+        def split(self, t: str, s: Section) -> list[Section]:
+            if isinstance(s.state, str):
+                return [s._replace(splitter=PROSE, state=0, path="p")]
+            return [s._replace(state="again")]
+
+    class Same:
+        def split(self, t: str, s: Section) -> list[Section]:
+            return [s._replace(path="same")]
+
+    text = "Some words here. " * 60
+    want = [(c.start, c.end, c.tokens) for c in Engine(text, 16, Sizer("o200k_base")).run(PROSE.root(text))]
+    for native in (True, False):
+        with contextlib.nullcontext() if native else pure_python():
+            got = Engine(text, 16, Sizer("o200k_base")).run(Section(0, len(text), Refine(), 0))
+            whole = Engine(text, 16, Sizer("o200k_base")).run(Section(0, len(text), Same(), 0))
+        assert [(c.start, c.end, c.tokens) for c in got] == want
+        assert {c.first.path for c in got} == {"p"}
+        assert [(c.start, c.end, c.oversize) for c in whole] == [(0, len(text), True)]
+
+
 def _descend(doc: str, lines: bool = False) -> Iterator[object]:
     """Every section the JSON splitter cuts ``doc`` into, level by level (both paths'
     parts compared on the way down)."""
