@@ -16,10 +16,11 @@ import warnings
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias, overload
 
 from . import _accel
 from ._api import _ROOTS, register_kind
+from ._engine import flat_state
 from ._languages import GrammarUnavailable, UnknownLanguage, known_language
 from ._prose import PROSE
 from ._types import ChunkingWarning, Section
@@ -72,6 +73,58 @@ class _Heading(NamedTuple):
     title: str
 
 
+class _Headings(Sequence[_Heading]):
+    """The document's headings in order, held compactly: a start, a level and where
+    the title ends (-1 for an ATX heading, read again from its line) per heading. A
+    title is read from the text when asked (a _Heading per heading held 96 bytes for
+    the 4 of "a\n=\n")."""
+
+    __slots__ = ("ends", "levels", "starts", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts: array[int] = array("q")
+        self.levels = bytearray()
+        self.ends: array[int] = array("q")
+
+    def add(self, start: int, level: int, end: int) -> None:
+        self.starts.append(start)
+        self.levels.append(level)
+        self.ends.append(end)
+
+    def sort(self) -> None:
+        """In the order of their starts (they are found in it: checked)."""
+        starts = self.starts
+        if all(starts[i] < starts[i + 1] for i in range(len(starts) - 1)):
+            return
+        order = sorted(range(len(starts)), key=starts.__getitem__)
+        self.starts = array("q", [starts[i] for i in order])
+        self.levels = bytearray(self.levels[i] for i in order)
+        self.ends = array("q", [self.ends[i] for i in order])
+
+    def title(self, i: int) -> str:
+        end = self.ends[i]
+        if end < 0:
+            m = _ATX.match(self.text, self.starts[i])
+            return (m.group(2) or "").strip() if m is not None else ""
+        # A setext heading's text is the whole paragraph above the underline.
+        return " ".join(self.text[self.starts[i] : end].split())
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @overload
+    def __getitem__(self, i: int) -> _Heading: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[_Heading]: ...
+    def __getitem__(self, i: int | slice) -> _Heading | list[_Heading]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        return _Heading(self.starts[i], self.levels[i], self.title(i))
+
+
 class _Fence(NamedTuple):
     start: int
     body: int  # first character after the opening line
@@ -89,6 +142,21 @@ class _Sec(NamedTuple):
 
 class _Blocks(NamedTuple):
     trail: tuple[str, ...]
+
+
+@flat_state
+class _Subs(NamedTuple):
+    """A run of sibling heading sections: the headings of level ``level`` among
+    headings ``first`` to ``stop - 1`` (indices into the document's), under ``trail``;
+    with ``last``, the run holds the parent's last subsection. Flat: packed as if its
+    sections stood in its place (a Section, a state and a trail per heading held about
+    350 bytes a heading whatever its length)."""
+
+    first: int
+    stop: int
+    level: int
+    trail: tuple[str, ...]
+    last: bool
 
 
 class _Glued(NamedTuple):
@@ -117,6 +185,10 @@ class _Shifted(NamedTuple):
 _new = tuple.__new__
 
 
+# Past this many sibling heading sections, they are handed in flat runs (_Subs).
+_RUN = 512
+
+
 def _path(trail: tuple[str, ...]) -> str | None:
     return " > ".join(trail) if trail else None
 
@@ -141,7 +213,7 @@ class MarkdownSplitter:
         at, flags, marks = _document_lines(text)
         self.fences = _scan_fences(text, at, flags, marks)
         self.headings = _scan_headings(text, self.fences, at, flags, marks)
-        self.heading_starts = [h.start for h in self.headings]
+        self.heading_starts = self.headings.starts
         for h in self.heading_starts:
             i = bisect_left(at, h)
             if i < len(flags) and at[i] == h:
@@ -157,6 +229,8 @@ class MarkdownSplitter:
             return self._split_section(section, state)
         if isinstance(state, _Blocks):
             return self._split_blocks(section, state.trail)
+        if isinstance(state, _Subs):
+            return self._subsections(state, section.end)
         if isinstance(state, _Glued):
             return self._split_glued(text, section, state)
         if isinstance(state, _Shifted):
@@ -177,36 +251,88 @@ class MarkdownSplitter:
 
     # -- heading sections ---------------------------------------------------------
     def _split_section(self, section: Section, sec: _Sec) -> list[Section]:
-        lo = bisect_left(self.heading_starts, section.start)
-        hi = bisect_left(self.heading_starts, section.end)
-        own = (
-            self.headings[lo] if sec.level and lo < hi and self.headings[lo].start == section.start else None
-        )
-        inner = [h for h in self.headings[lo + (1 if own else 0) : hi] if h.level > sec.level]
-        if not inner:
+        headings = self.headings
+        starts, levels = headings.starts, headings.levels
+        lo = bisect_left(starts, section.start)
+        hi = bisect_left(starts, section.end)
+        own = sec.level != 0 and lo < hi and starts[lo] == section.start
+        first = lo + 1 if own else lo
+        top = min((level for level in levels[first:hi] if level > sec.level), default=0)
+        if not top:
             return self._split_blocks(section, sec.trail)
-        top = min(h.level for h in inner)
-        subs = [h for h in inner if h.level == top]
+        # (the subsections' headings, as indices: one per heading of a long run)
+        subs = array("q", (i for i in range(first, hi) if levels[i] == top))
         parts: list[Section] = []
-        if subs[0].start > section.start:
+        if starts[subs[0]] > section.start:
             parts.append(
                 Section(
-                    section.start, subs[0].start, self, _Blocks(sec.trail), "markdown", None, _path(sec.trail)
+                    section.start,
+                    starts[subs[0]],
+                    self,
+                    _Blocks(sec.trail),
+                    "markdown",
+                    None,
+                    _path(sec.trail),
                 )
             )
-        for h, nxt in zip(subs, [*subs[1:], None]):
-            end = nxt.start if nxt is not None else section.end
-            trail = (*sec.trail, h.title)
-            part = Section(h.start, end, self, _Sec(top, trail), "markdown", None, _path(trail))
-            if nxt is not None and self._only_heading(part):
-                part = part._replace(sticky=True)  # an empty section opens the next one's chunk
-            parts.append(part)
-        if own is not None and parts[0].state == _Blocks(sec.trail) and self._only_heading(parts[0]):
+        count = len(subs)
+        if count <= _RUN + 1:
+            parts += self._subsections(_Subs(subs[0], hi, top, sec.trail, True), section.end)
+        else:
+            # Runs of subsections, each cut into its sections only when it must be.
+            size = max(_RUN, -(-count // _RUN))
+
+            def bare(k: int) -> bool:  # subsection k holds only its heading
+                return self._only_heading(Section(starts[subs[k]], starts[subs[k + 1]], self, None))
+
+            r = 0
+            while r < count:
+                stop = min(r + size, count)
+                # A run does not end with a bare heading while another run follows (up
+                # to twice its size): the heading would end the chunk before it, where
+                # packed with its next section it opens that one's chunk.
+                while stop < count and stop < r + 2 * size and bare(stop - 1):
+                    stop += 1
+                if count - stop == 1:
+                    stop = count  # (no run of one)
+                run = _Subs(subs[r], subs[stop] if stop < count else hi, top, sec.trail, stop == count)
+                end = starts[run.stop] if stop < count else section.end
+                sticky = stop < count and bare(stop - 1)
+                # (whole, a run is its first section's chunk: it has that one's path)
+                path = _path((*sec.trail, headings.title(run.first)))
+                parts.append(
+                    Section(starts[run.first], end, self, run, "markdown", None, path, sticky=sticky)
+                )
+                r = stop
+        if own and parts[0].state == _Blocks(sec.trail) and self._only_heading(parts[0]):
             # A section holding only its heading before the subsections: the heading
             # opens the chunk of the first subsection, it never ends a chunk.
             parts[0] = parts[0]._replace(splitter=PROSE, state=2, sticky=True)
         if len(parts) == 1:
             return list(self.split(self.text, parts[0]))
+        return parts
+
+    def _subsections(self, run: _Subs, end: int) -> list[Section]:
+        """The sections of ``run``'s headings (the last ends at ``end``)."""
+        headings = self.headings
+        starts, levels, top = headings.starts, headings.levels, run.level
+        subs = [i for i in range(run.first, run.stop) if levels[i] == top]
+        parts: list[Section] = []
+        for k, i in enumerate(subs):
+            nxt = subs[k + 1] if k + 1 < len(subs) else -1
+            trail = (*run.trail, headings.title(i))
+            part = Section(
+                starts[i],
+                starts[nxt] if nxt >= 0 else end,
+                self,
+                _Sec(top, trail),
+                "markdown",
+                None,
+                _path(trail),
+            )
+            if (nxt >= 0 or not run.last) and self._only_heading(part):
+                part = part._replace(sticky=True)  # an empty section opens the next one's chunk
+            parts.append(part)
         return parts
 
     def _only_heading(self, part: Section) -> bool:
@@ -630,7 +756,7 @@ def _line_classes(line: str) -> int:
 _Lines: TypeAlias = "tuple[array[int], array[int], array[int]]"
 
 
-def _lines_of(text: str, start: int, end: int, heading_starts: list[int]) -> _Lines:
+def _lines_of(text: str, start: int, end: int, heading_starts: Sequence[int]) -> _Lines:
     """The lines of ``[start, end)``: where each starts (and ``end`` after the last),
     the classes of each, and the indices of those that may open a fence or be (or
     underline) a heading."""
@@ -638,7 +764,8 @@ def _lines_of(text: str, start: int, end: int, heading_starts: list[int]) -> _Li
     if native is not None:
         # In C: a Python step and up to a dozen regex matches per line were most of
         # the Markdown splitter's own time.
-        spans, classes, marked = native.md_lines(text, start, end, array("q", heading_starts))
+        heads = heading_starts if isinstance(heading_starts, array) else array("q", heading_starts)
+        spans, classes, marked = native.md_lines(text, start, end, heads)
         at: array[int] = array("q")
         flags: array[int] = array("H")
         marks: array[int] = array("q")
@@ -719,31 +846,26 @@ def _not_paragraph(line: str) -> bool:
 
 def _scan_headings(
     text: str, fences: list[_Fence], at: array[int], flags: array[int], marks: array[int]
-) -> list[_Heading]:
+) -> _Headings:
     starts = [f.start for f in fences]
-    found: list[_Heading] = []
+    found = _Headings(text)
     front = _FRONT_MATTER.match(text)
     skip_to = front.end() if front else 0
-    setext: list[re.Match[str]] = []
-    for a in _line_starts(at, flags, marks, _F_ATX | _F_SETEXT, skip_to):
-        m = _ATX.match(text, a)
-        if m is not None:
-            if not _inside(fences, starts, a):
-                found.append(_Heading(a, len(m.group(1)), (m.group(2) or "").strip()))
-            continue
-        m = _SETEXT.match(text, a)
-        if m is not None:
-            setext.append(m)
     # A setext heading's underline ends its paragraph: the next heading's paragraph starts
     # after it (read through it, "Title\n=====\nSub\n---" made a second heading at 0
     # titled "Title ===== Sub", and every heading of a run of them walked back to the
     # first: quadratic).
     floor = skip_to
-    for m in setext:
-        pos = m.start()
-        if pos == 0 or _inside(fences, starts, pos):
+    for a in _line_starts(at, flags, marks, _F_ATX | _F_SETEXT, skip_to):
+        m = _ATX.match(text, a)
+        if m is not None:
+            if not _inside(fences, starts, a):
+                found.add(a, len(m.group(1)), -1)
             continue
-        prev_end = pos
+        m = _SETEXT.match(text, a)
+        if m is None or a == 0 or _inside(fences, starts, a):
+            continue
+        prev_end = a
         prev_start = _line_start(text, prev_end)
         prev = text[prev_start:prev_end]
         if (
@@ -753,18 +875,18 @@ def _scan_headings(
             or _not_paragraph(prev)
         ):
             continue
-        # A setext heading's text is the whole paragraph above the underline.
+        # A setext heading's text is the whole paragraph above the underline (a line
+        # that is not a paragraph's, an ATX heading's among them, ends it: the headings
+        # come in order).
         while prev_start > floor:
             above = _line_start(text, prev_start)
             line = text[above:prev_start]
             if not line.strip() or _not_paragraph(line) or _inside(fences, starts, above):
                 break
             prev_start = above
-        prev = text[prev_start:prev_end]
-        level = 1 if m.group(1)[0] == "=" else 2
-        found.append(_Heading(prev_start, level, " ".join(prev.split())))
+        found.add(prev_start, 1 if m.group(1)[0] == "=" else 2, prev_end)
         floor = m.end()
-    found.sort(key=lambda h: h.start)
+    found.sort()
     return found
 
 

@@ -13,7 +13,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from sdk import count_tokens
-from sdk.chunking import Chunker, chunk
+from sdk.chunking import Chunker, _markdown, chunk
 from tests.corpus import corpus_files
 from tests.invariants import boundaries, check_chunks
 
@@ -300,3 +300,36 @@ def test_a_setext_underline_ends_the_paragraph_of_the_next_heading() -> None:
         headings = _markdown.MarkdownSplitter(text).headings
     assert [(h.start, h.title) for h in headings] == [(4 * i, "a") for i in range(2_000)]
     assert counted.call_count <= 2 * 2_000
+
+
+@pytest.mark.parametrize("budget", [64, 1024, 8192])
+def test_many_sibling_sections_in_runs_chunk_as_one_level(
+    budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past 513 sibling heading sections come in flat runs (_Subs): packed as if the
+    # sections stood in their place, with the path of the heading each chunk opens on.
+    doc = "".join(f"# Part {i}\n\nSome text about part {i}.\n\n" for i in range(1500))
+    runs = Chunker(budget).chunk(doc, kind="markdown")
+    splitter = _markdown.MarkdownSplitter(doc)
+    assert any(isinstance(p.state, _markdown._Subs) for p in splitter.split(doc, splitter.root()))
+    monkeypatch.setattr(_markdown, "_RUN", 10**9)
+    assert not any(isinstance(p.state, _markdown._Subs) for p in splitter.split(doc, splitter.root()))
+    one_level = Chunker(budget).chunk(doc, kind="markdown")
+    assert [(c.start, c.end, c.tokens, c.path) for c in runs] == [
+        (c.start, c.end, c.tokens, c.path) for c in one_level
+    ]
+    assert all(c.path == f"Part {c.text.split()[2]}" for c in runs)
+
+
+def test_a_run_of_sections_does_not_end_with_a_bare_heading() -> None:
+    # A heading with nothing under it opens the chunk of the section after it; a run's
+    # boundary is moved past such headings, so the next run does not take it alone.
+    doc = "".join("# Bare\n" if i % 3 else f"# Part {i}\n\nText {i}.\n" for i in range(2000))
+    splitter = _markdown.MarkdownSplitter(doc)
+    parts = splitter.split(doc, splitter.root())
+    assert len(parts) > 2 and all(isinstance(p.state, _markdown._Subs) for p in parts)
+    for p in parts[:-1]:
+        last = splitter.split(doc, p)[-1]
+        assert not last.sticky and not doc[last.start : last.end].startswith("# Bare")
+    for c in Chunker(64).chunk(doc, kind="markdown"):
+        assert not c.text.rstrip().endswith("# Bare") or c.end == len(doc)

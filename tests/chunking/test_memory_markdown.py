@@ -51,3 +51,12 @@ def test_a_list_of_tiny_items_and_a_long_table_are_cut_as_offsets() -> None:
     # item).
     assert _peak_per_byte("- a\n\n" * 40_000) < 25
     assert _peak_per_byte("a|b\n|-|\n" * 25_000) < 25
+
+
+def test_runs_of_tiny_headings_peak_a_bounded_multiple_of_their_size() -> None:
+    # The document's headings are arrays (titles read when asked), and more than 513
+    # sibling sections are handed in flat runs: a _Heading, a Section, a state and a
+    # trail per heading held 110 bytes a character of setext or "# t\r" headings.
+    assert _peak_per_byte("a\n=\n" * 50_000) < 30
+    assert _peak_per_byte("# t\r" * 50_000) < 30
+    assert _peak_per_byte("# h\n## h\n###### h\n" * 10_000) < 20
