@@ -145,6 +145,14 @@ class _Blocks(NamedTuple):
 
 
 @flat_state
+class _BlockRun(NamedTuple):
+    """A run of a section's blocks (the blocks of its span), under ``trail``. Flat:
+    packed as if its blocks stood in its place."""
+
+    trail: tuple[str, ...]
+
+
+@flat_state
 class _Subs(NamedTuple):
     """A run of sibling heading sections: the headings of level ``level`` among
     headings ``first`` to ``stop - 1`` (indices into the document's), under ``trail``;
@@ -227,7 +235,7 @@ class MarkdownSplitter:
         state = section.state
         if isinstance(state, _Sec):
             return self._split_section(section, state)
-        if isinstance(state, _Blocks):
+        if isinstance(state, (_Blocks, _BlockRun)):
             return self._split_blocks(section, state.trail)
         if isinstance(state, _Subs):
             return self._subsections(state, section.end)
@@ -357,6 +365,10 @@ class MarkdownSplitter:
     def _split_blocks(self, section: Section, trail: tuple[str, ...]) -> list[Section]:
         # A heading is a sticky part: the engine never ends a chunk with it while
         # what follows can join it, yet a block that fits is never cut for its sake.
+        if type(section.state) is not _BlockRun:
+            runs = self._block_runs(section, trail)
+            if runs is not None:
+                return runs
         blocks = self._blocks(section.start, section.end, trail)
         if len(blocks) == 1:
             only = blocks[0]
@@ -384,11 +396,25 @@ class MarkdownSplitter:
 
     def _blocks(self, start: int, end: int, trail: tuple[str, ...]) -> list[Section]:
         at, flags = self._lines(start, end)
-        front = _FRONT_MATTER.match(self.text) if start == 0 else None
-        front_end = 0
-        if front is not None and front.end() <= end:
-            front_end = front.end()  # YAML/TOML front matter: a block, not Markdown
+        front_end = self._front_end(start, end)
         first = bisect_left(at, front_end) if front_end else 0
+        return self._scan_blocks(at, flags, first, end, front_end, trail, 0)
+
+    def _front_end(self, start: int, end: int) -> int:
+        """Where YAML/TOML front matter (a block, not Markdown) ends; 0 if none."""
+        front = _FRONT_MATTER.match(self.text) if start == 0 else None
+        return front.end() if front is not None and front.end() <= end else 0
+
+    def _scan_blocks(
+        self,
+        at: Sequence[int],
+        flags: Sequence[int],
+        first: int,
+        end: int,
+        front_end: int,
+        trail: tuple[str, ...],
+        limit: int,
+    ) -> list[Section]:
         native = _accel.native
         if native is not None:
             # In C: a Python step per line and per block was most of the Markdown
@@ -408,9 +434,34 @@ class MarkdownSplitter:
                 ("table", trail),
                 ("list", trail),
                 Section,
+                limit,
             )
             return found
-        return self._blocks_python(at, flags, first, end, front_end, trail)
+        return self._blocks_python(at, flags, first, end, front_end, trail, limit)
+
+    def _block_runs(self, section: Section, trail: tuple[str, ...]) -> list[Section] | None:
+        """``section``'s blocks in flat runs of about ``_RUN`` when it has more (each cut
+        into its blocks only when it must be: a Section per block held 63 bytes a
+        character of a run of 5-byte blocks), else ``None``."""
+        start, end = section.start, section.end
+        at, flags = self._lines(start, end)
+        if len(flags) <= _RUN:
+            return None
+        front_end = self._front_end(start, end)
+        first = bisect_left(at, front_end) if front_end else 0
+        path = _path(trail)
+        runs: list[Section] = []
+        a = start
+        while True:
+            found = self._scan_blocks(at, flags, first, end, front_end, trail, _RUN)
+            stop = found[-1].end if found else end
+            if stop >= end and not runs:
+                return None
+            runs.append(Section(a, stop, self, _BlockRun(trail), "markdown", None, path))
+            if stop >= end:
+                return runs
+            a, front_end = stop, 0
+            first = bisect_left(at, stop, first)
 
     def _blocks_python(
         self,
@@ -420,8 +471,11 @@ class MarkdownSplitter:
         end: int,
         front_end: int,
         trail: tuple[str, ...],
+        limit: int = 0,
     ) -> list[Section]:
-        """``native.md_blocks`` in Python (its reference): the blocks from line ``first``."""
+        """``native.md_blocks`` in Python (its reference): the blocks from line ``first``
+        (with ``limit``, to the first line after that many that starts a block whatever
+        comes before it)."""
         path = _path(trail)
         # Each block as [start, end, splitter, state, kind, language, sticky], made into
         # a Section at the end (blank lines move the end of the block before them).
@@ -449,6 +503,8 @@ class MarkdownSplitter:
         fk = 0  # the first fence at or after the line looked at: the lines only go forward
         while i < n:
             a, b, f = at[i], at[i + 1], flags[i]
+            if limit and len(out) >= limit and not f & (_F_BLANK | _F_INDENTED) and not out[-1][6]:
+                break  # enough blocks, and line i starts one whatever came before it
             if f & _F_BLANK:
                 # Blank lines trail the block before them.
                 if out:

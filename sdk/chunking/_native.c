@@ -5382,23 +5382,25 @@ md_add(MdBlocks *out, Py_ssize_t a, Py_ssize_t b, PyObject *splitter, PyObject *
 
 PyDoc_STRVAR(md_blocks_doc,
 "md_blocks(splitter, at, flags, first, end, front, fence_starts, fences, fence_kind, prose,\n"
-"          path, table, listing, section_type) -> list\n\n"
+"          path, table, listing, section_type, limit=0) -> list\n\n"
 "MarkdownSplitter._blocks_python from line ``first`` of ``flags`` (a 2-byte class set a\n"
 "line; ``at`` the lines' starts and ``end`` after the last, 8-byte integers): the\n"
 "blocks as Sections. ``front`` > 0 is the end of front matter, a block of its own.\n"
 "``fences`` (sorted, their starts in ``fence_starts``) are the document's fences and\n"
 "``fence_kind(fence)`` gives a fence's (kind, language); ``table`` and ``listing`` are\n"
-"the states of tables and lists; ``prose`` is PROSE.");
+"the states of tables and lists; ``prose`` is PROSE. With ``limit`` > 0, the scan stops at\n"
+"the first line after ``limit`` blocks that starts a block whatever comes before it (not\n"
+"blank, not indented, after a block that is not a heading).");
 
 static PyObject *
 md_blocks(PyObject *self, PyObject *args)
 {
     PyObject *splitter, *at_obj, *flags_obj, *starts_obj, *fences, *fence_kind, *prose, *path, *table, *listing;
     PyTypeObject *section_type;
-    Py_ssize_t first, end, front;
-    if (!PyArg_ParseTuple(args, "OOOnnnOO!OOOOOO!:md_blocks", &splitter, &at_obj, &flags_obj, &first, &end, &front,
+    Py_ssize_t first, end, front, limit = 0;
+    if (!PyArg_ParseTuple(args, "OOOnnnOO!OOOOOO!|n:md_blocks", &splitter, &at_obj, &flags_obj, &first, &end, &front,
                           &starts_obj, &PyList_Type, &fences, &fence_kind, &prose, &path, &table, &listing,
-                          &PyType_Type, &section_type)) {
+                          &PyType_Type, &section_type, &limit)) {
         return NULL;
     }
     if (!PyType_IsSubtype(section_type, &PyTuple_Type)) {
@@ -5452,6 +5454,10 @@ md_blocks(PyObject *self, PyObject *args)
     while (i < n) {
         Py_ssize_t a = AT(i), b = AT(i + 1);
         int f = flags[i];
+        if (limit > 0 && out.len >= limit && !(f & (MD_BLANK | MD_INDENTED)) && !out.items[out.len - 1].sticky) {
+            /* Enough blocks, and line i starts one whatever came before it. */
+            break;
+        }
         if (f & MD_BLANK) {
             /* Blank lines trail the block before them. */
             if (out.len) {

@@ -90,6 +90,7 @@ def md_blocks(
     table: tuple[str, tuple[str, ...]],
     listing: tuple[str, tuple[str, ...]],
     section_type: type[_T],
+    limit: int = 0,
     /,
 ) -> list[_T]: ...
 def flat_setup(types: tuple[type, ...], /) -> None: ...

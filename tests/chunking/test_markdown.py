@@ -333,3 +333,34 @@ def test_a_run_of_sections_does_not_end_with_a_bare_heading() -> None:
         assert not last.sticky and not doc[last.start : last.end].startswith("# Bare")
     for c in Chunker(64).chunk(doc, kind="markdown"):
         assert not c.text.rstrip().endswith("# Bare") or c.end == len(doc)
+
+
+@pytest.mark.parametrize("budget", [16, 64, 256])
+def test_a_section_of_many_blocks_in_runs_chunks_as_one_level(
+    budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past 512 blocks, a section's blocks come in flat runs (_BlockRun), scanned again
+    # from where each starts: the chunks are those of one level of blocks.
+    kinds = [
+        "Text here.",
+        "More text\ncontinued",
+        "",
+        "- a\n  - b",
+        "1. x",
+        "```\nx\n```",
+        "~~~py\ny = 1\n~~~",
+        "| a |\n|---|\n| 1 |",
+        "    code",
+        "> quote",
+        "***",
+        "<div>",
+    ]
+    doc = "---\ntitle: x\n---\n" + "\n".join(
+        kinds[(i * 7) % len(kinds)] + "\n" * (i % 2) for i in range(3000)
+    )
+    splitter = _markdown.MarkdownSplitter(doc)
+    assert any(isinstance(p.state, _markdown._BlockRun) for p in splitter.split(doc, splitter.root()))
+    runs = Chunker(budget).chunk(doc, kind="markdown")
+    monkeypatch.setattr(_markdown, "_RUN", 10**9)
+    one_level = Chunker(budget).chunk(doc, kind="markdown")
+    assert runs == one_level

@@ -60,3 +60,10 @@ def test_runs_of_tiny_headings_peak_a_bounded_multiple_of_their_size() -> None:
     assert _peak_per_byte("a\n=\n" * 50_000) < 30
     assert _peak_per_byte("# t\r" * 50_000) < 30
     assert _peak_per_byte("# h\n## h\n###### h\n" * 10_000) < 20
+
+
+def test_sections_of_many_tiny_blocks_peak_a_bounded_multiple_of_their_size() -> None:
+    # More than 512 blocks are handed in flat runs, each cut into its blocks only when
+    # it must be: a Section per block held 63-112 bytes a character of these.
+    for block in ("a\n\n", "> q\n\n", "***\n\n", "<p>\n\n", "    x\n\ny\n\n"):
+        assert _peak_per_byte(block * (200_000 // len(block))) < 25, block

@@ -7,6 +7,7 @@ its fallback on generated input, and whole corpora are chunked both ways.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import json
@@ -19,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdk.chunking import Chunk, Chunker, _accel
+from sdk.chunking import Chunk, Chunker, _accel, _markdown
 from sdk.chunking._engine import Engine, Sizer
 from sdk.chunking._jsontok import Structure
 from sdk.chunking._junctions import char_class
@@ -1507,6 +1508,40 @@ def test_markdown_blocks_are_found_alike_by_both_paths(
     assert native == pure
     if native:
         assert native[0].start == start and native[-1].end == end
+
+
+@given(
+    blocks=st.lists(MARKDOWN_BLOCK, min_size=1, max_size=20),
+    sep=st.sampled_from(["\n", "\n\n", "\r\n"]),
+    limit=st.integers(1, 4),
+)
+@settings(max_examples=300, deadline=None)
+def test_markdown_blocks_scanned_in_runs_are_the_blocks_scanned_at_once(
+    blocks: list[str], sep: str, limit: int
+) -> None:
+    """A scan limited to ``limit`` blocks stops only where a block starts whatever came
+    before it: scanning again from there, run after run, finds the same blocks as one
+    scan (the runs of a section with many blocks), on both paths."""
+    from sdk.chunking._markdown import MarkdownSplitter
+
+    text = sep.join(blocks)
+    splitter = MarkdownSplitter(text)
+    whole = splitter._blocks(0, len(text), ("A",))
+    at, flags = splitter._lines(0, len(text))
+    front = splitter._front_end(0, len(text))
+    first = bisect.bisect_left(at, front) if front else 0
+    runs: list[object] = []
+    while whole:
+        found = splitter._scan_blocks(at, flags, first, len(text), front, ("A",), limit)
+        with pure_python():
+            assert splitter._scan_blocks(at, flags, first, len(text), front, ("A",), limit) == found
+        assert found and len(found) >= min(limit, len(whole) - len(runs))
+        runs += found
+        if found[-1].end >= len(text):
+            break
+        first, front = bisect.bisect_left(at, found[-1].end), 0
+        assert not flags[first] & (_markdown._F_BLANK | _markdown._F_INDENTED)
+    assert runs == whole
 
 
 @pytest.mark.parametrize("native", [True, False])
