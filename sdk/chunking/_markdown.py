@@ -365,11 +365,9 @@ class MarkdownSplitter:
     def _split_blocks(self, section: Section, trail: tuple[str, ...]) -> list[Section]:
         # A heading is a sticky part: the engine never ends a chunk with it while
         # what follows can join it, yet a block that fits is never cut for its sake.
-        if type(section.state) is not _BlockRun:
-            runs = self._block_runs(section, trail)
-            if runs is not None:
-                return runs
-        blocks = self._blocks(section.start, section.end, trail)
+        blocks = self._blocks(section.start, section.end, trail, type(section.state) is not _BlockRun)
+        if blocks and type(blocks[0].state) is _BlockRun:
+            return blocks
         if len(blocks) == 1:
             only = blocks[0]
             if only.splitter is None:
@@ -394,11 +392,28 @@ class MarkdownSplitter:
         found = _lines_of(self.text, start, end, self.heading_starts)
         return found[0], found[1]
 
-    def _blocks(self, start: int, end: int, trail: tuple[str, ...]) -> list[Section]:
+    def _blocks(self, start: int, end: int, trail: tuple[str, ...], runs: bool = False) -> list[Section]:
+        """The blocks of ``[start, end)``; with ``runs``, flat runs of them (_BlockRun)
+        when there are more than ``_RUN`` (each cut into its blocks only when it must
+        be: a Section per block held 63 bytes a character of a run of 5-byte blocks)."""
         at, flags = self._lines(start, end)
         front_end = self._front_end(start, end)
         first = bisect_left(at, front_end) if front_end else 0
-        return self._scan_blocks(at, flags, first, end, front_end, trail, 0)
+        if not runs or len(flags) <= _RUN:
+            return self._scan_blocks(at, flags, first, end, front_end, trail, 0)
+        found = self._scan_blocks(at, flags, first, end, front_end, trail, _RUN)
+        if not found or found[-1].end >= end:
+            return found  # (all of them)
+        path = _path(trail)
+        out: list[Section] = []
+        a = start
+        while True:
+            stop = found[-1].end if found else end
+            out.append(Section(a, stop, self, _BlockRun(trail), "markdown", None, path))
+            if stop >= end:
+                return out
+            a, first = stop, bisect_left(at, stop, first)
+            found = self._scan_blocks(at, flags, first, end, 0, trail, _RUN)
 
     def _front_end(self, start: int, end: int) -> int:
         """Where YAML/TOML front matter (a block, not Markdown) ends; 0 if none."""
@@ -438,30 +453,6 @@ class MarkdownSplitter:
             )
             return found
         return self._blocks_python(at, flags, first, end, front_end, trail, limit)
-
-    def _block_runs(self, section: Section, trail: tuple[str, ...]) -> list[Section] | None:
-        """``section``'s blocks in flat runs of about ``_RUN`` when it has more (each cut
-        into its blocks only when it must be: a Section per block held 63 bytes a
-        character of a run of 5-byte blocks), else ``None``."""
-        start, end = section.start, section.end
-        at, flags = self._lines(start, end)
-        if len(flags) <= _RUN:
-            return None
-        front_end = self._front_end(start, end)
-        first = bisect_left(at, front_end) if front_end else 0
-        path = _path(trail)
-        runs: list[Section] = []
-        a = start
-        while True:
-            found = self._scan_blocks(at, flags, first, end, front_end, trail, _RUN)
-            stop = found[-1].end if found else end
-            if stop >= end and not runs:
-                return None
-            runs.append(Section(a, stop, self, _BlockRun(trail), "markdown", None, path))
-            if stop >= end:
-                return runs
-            a, front_end = stop, 0
-            first = bisect_left(at, stop, first)
 
     def _blocks_python(
         self,
