@@ -133,6 +133,49 @@ class _Fence(NamedTuple):
     info: str
 
 
+class _Fences(Sequence[_Fence]):
+    """The document's fences in order, held compactly: four offsets per fence (its
+    info string read again from its opening line when a _Fence is asked for; one per
+    fence held about 180 bytes, 26 a character of a run of empty fences)."""
+
+    __slots__ = ("bodies", "closes", "ends", "starts", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts: array[int] = array("q")
+        self.bodies: array[int] = array("q")
+        self.closes: array[int] = array("q")
+        self.ends: array[int] = array("q")
+
+    def add(self, start: int, body: int, close: int, end: int) -> None:
+        self.starts.append(start)
+        self.bodies.append(body)
+        self.closes.append(close)
+        self.ends.append(end)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @overload
+    def __getitem__(self, i: int) -> _Fence: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[_Fence]: ...
+    def __getitem__(self, i: int | slice) -> _Fence | list[_Fence]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        start = self.starts[i]
+        m = _FENCE.match(self.text, start)
+        info = m.group(2).strip() if m is not None else ""
+        return _Fence(start, self.bodies[i], self.closes[i], self.ends[i], info)
+
+    def inside(self, pos: int) -> bool:
+        """Whether ``pos`` is inside a fence (its lines included)."""
+        k = bisect_right(self.starts, pos) - 1
+        return k >= 0 and pos < self.ends[k]
+
+
 class _Sec(NamedTuple):
     """A heading section (``level`` 0: the document) with its heading trail."""
 
@@ -228,7 +271,7 @@ class MarkdownSplitter:
                 flags[i] |= _F_HEADING | _F_INTERRUPT
         self._at, self._flags = at, flags
         # The fences' starts, walked forward with the lines by the block scanner.
-        self._fence_starts = array("q", [f.start for f in self.fences])
+        self._fence_starts = self.fences.starts
 
     # -- the engine's entry point -------------------------------------------------
     def split(self, text: str, section: Section) -> Sequence[Section]:
@@ -748,9 +791,9 @@ def _body_root(body: str, language: str | None, kind: str) -> Section:
     return Section(0, len(body), PROSE, 1, kind, language, None)
 
 
-def _scan_fences(text: str, at: array[int], flags: array[int], marks: array[int]) -> list[_Fence]:
-    fences: list[_Fence] = []
-    open_: tuple[int, int, str, int, str] | None = None  # start, body, char, length, info
+def _scan_fences(text: str, at: array[int], flags: array[int], marks: array[int]) -> _Fences:
+    fences = _Fences(text)
+    open_: tuple[int, int, str, int] | None = None  # start, body, char, length
     for a in _line_starts(at, flags, marks, _F_FENCE):
         m = _FENCE.match(text, a)
         if m is None:
@@ -759,12 +802,12 @@ def _scan_fences(text: str, at: array[int], flags: array[int], marks: array[int]
         if open_ is None:
             if marker[0] == "`" and "`" in info:
                 continue  # not a fence: backtick fences take no backticks in the info string
-            open_ = (m.start(), m.end(), marker[0], len(marker), info.strip())
+            open_ = (m.start(), m.end(), marker[0], len(marker))
         elif marker[0] == open_[2] and len(marker) >= open_[3] and not info.strip():
-            fences.append(_Fence(open_[0], open_[1], m.start(), m.end(), open_[4]))
+            fences.add(open_[0], open_[1], m.start(), m.end())
             open_ = None
     if open_ is not None:
-        fences.append(_Fence(open_[0], open_[1], len(text), len(text), open_[4]))
+        fences.add(open_[0], open_[1], len(text), len(text))
     return fences
 
 
@@ -863,11 +906,6 @@ def _line_starts(
             yield a
 
 
-def _inside(fences: list[_Fence], starts: list[int], pos: int) -> bool:
-    k = bisect_right(starts, pos) - 1
-    return k >= 0 and fences[k].start <= pos < fences[k].end
-
-
 def _line_start(text: str, end: int) -> int:
     """Start of the line that ends (with its line break) at ``end``."""
     stop = end
@@ -892,9 +930,9 @@ def _not_paragraph(line: str) -> bool:
 
 
 def _scan_headings(
-    text: str, fences: list[_Fence], at: array[int], flags: array[int], marks: array[int]
+    text: str, fences: _Fences, at: array[int], flags: array[int], marks: array[int]
 ) -> _Headings:
-    starts = [f.start for f in fences]
+    inside = fences.inside
     found = _Headings(text)
     front = _FRONT_MATTER.match(text)
     skip_to = front.end() if front else 0
@@ -906,21 +944,16 @@ def _scan_headings(
     for a in _line_starts(at, flags, marks, _F_ATX | _F_SETEXT, skip_to):
         m = _ATX.match(text, a)
         if m is not None:
-            if not _inside(fences, starts, a):
+            if not inside(a):
                 found.add(a, len(m.group(1)), -1)
             continue
         m = _SETEXT.match(text, a)
-        if m is None or a == 0 or _inside(fences, starts, a):
+        if m is None or a == 0 or inside(a):
             continue
         prev_end = a
         prev_start = _line_start(text, prev_end)
         prev = text[prev_start:prev_end]
-        if (
-            not prev.strip()
-            or prev_start < floor
-            or _inside(fences, starts, prev_start)
-            or _not_paragraph(prev)
-        ):
+        if not prev.strip() or prev_start < floor or inside(prev_start) or _not_paragraph(prev):
             continue
         # A setext heading's text is the whole paragraph above the underline (a line
         # that is not a paragraph's, an ATX heading's among them, ends it: the headings
@@ -928,7 +961,7 @@ def _scan_headings(
         while prev_start > floor:
             above = _line_start(text, prev_start)
             line = text[above:prev_start]
-            if not line.strip() or _not_paragraph(line) or _inside(fences, starts, above):
+            if not line.strip() or _not_paragraph(line) or inside(above):
                 break
             prev_start = above
         found.add(prev_start, 1 if m.group(1)[0] == "=" else 2, prev_end)

@@ -5386,7 +5386,8 @@ PyDoc_STRVAR(md_blocks_doc,
 "MarkdownSplitter._blocks_python from line ``first`` of ``flags`` (a 2-byte class set a\n"
 "line; ``at`` the lines' starts and ``end`` after the last, 8-byte integers): the\n"
 "blocks as Sections. ``front`` > 0 is the end of front matter, a block of its own.\n"
-"``fences`` (sorted, their starts in ``fence_starts``) are the document's fences and\n"
+"``fences`` (a sequence, sorted, their starts in ``fence_starts``) are the document's\n"
+"fences and\n"
 "``fence_kind(fence)`` gives a fence's (kind, language); ``table`` and ``listing`` are\n"
 "the states of tables and lists; ``prose`` is PROSE. With ``limit`` > 0, the scan stops at\n"
 "the first line after ``limit`` blocks that starts a block whatever comes before it (not\n"
@@ -5398,9 +5399,9 @@ md_blocks(PyObject *self, PyObject *args)
     PyObject *splitter, *at_obj, *flags_obj, *starts_obj, *fences, *fence_kind, *prose, *path, *table, *listing;
     PyTypeObject *section_type;
     Py_ssize_t first, end, front, limit = 0;
-    if (!PyArg_ParseTuple(args, "OOOnnnOO!OOOOOO!|n:md_blocks", &splitter, &at_obj, &flags_obj, &first, &end, &front,
-                          &starts_obj, &PyList_Type, &fences, &fence_kind, &prose, &path, &table, &listing,
-                          &PyType_Type, &section_type, &limit)) {
+    if (!PyArg_ParseTuple(args, "OOOnnnOOOOOOOO!|n:md_blocks", &splitter, &at_obj, &flags_obj, &first, &end, &front,
+                          &starts_obj, &fences, &fence_kind, &prose, &path, &table, &listing, &PyType_Type,
+                          &section_type, &limit)) {
         return NULL;
     }
     if (!PyType_IsSubtype(section_type, &PyTuple_Type)) {
@@ -5440,8 +5441,12 @@ md_blocks(PyObject *self, PyObject *args)
     MdBlocks out = {0};
     const uint16_t *flags = fb.buf;
     Py_ssize_t n = fb.len / 2;
+    Py_ssize_t fence_count = PySequence_Size(fences);
+    if (fence_count < 0) {
+        goto done;
+    }
     if (fb.itemsize != 2 || at.fast != NULL || starts.fast != NULL || at.len != n + 1 ||
-        starts.len != PyList_GET_SIZE(fences) || first < 0 || first > n) {
+        starts.len != fence_count || first < 0 || first > n) {
         PyErr_SetString(PyExc_ValueError, "md_blocks: flags (2-byte), at (n + 1 starts) and fences disagree");
         goto done;
     }
@@ -5476,11 +5481,10 @@ md_blocks(PyObject *self, PyObject *args)
             fk++;
         }
         if (fk < starts.len && buffer_at(&starts, fk) == a) {
-            if (fk >= PyList_GET_SIZE(fences)) { /* (fence_kind may run any Python code) */
-                PyErr_SetString(PyExc_RuntimeError, "md_blocks: the fences changed");
+            PyObject *fence = PySequence_GetItem(fences, fk); /* (made when asked: a _Fence) */
+            if (fence == NULL) {
                 goto done;
             }
-            PyObject *fence = Py_NewRef(PyList_GET_ITEM(fences, fk));
             Py_ssize_t fence_end;
             PyObject *kinds = PyObject_CallOneArg(fence_kind, fence);
             if (kinds == NULL) {

@@ -83,7 +83,7 @@ def md_blocks(
     end: int,
     front: int,
     fence_starts: Sequence[int],
-    fences: list[Any],
+    fences: Sequence[Any],
     fence_kind: Callable[[Any], tuple[str, str | None]],
     prose: object,
     path: str | None,

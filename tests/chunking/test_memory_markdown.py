@@ -67,3 +67,10 @@ def test_sections_of_many_tiny_blocks_peak_a_bounded_multiple_of_their_size() ->
     # it must be: a Section per block held 63-112 bytes a character of these.
     for block in ("a\n\n", "> q\n\n", "***\n\n", "<p>\n\n", "    x\n\ny\n\n"):
         assert _peak_per_byte(block * (200_000 // len(block))) < 25, block
+
+
+def test_a_run_of_empty_fences_peaks_a_bounded_multiple_of_its_size() -> None:
+    # The document's fences are four offsets each (a _Fence made when a block asks):
+    # a _Fence and its opening line's tuple per fence held 26 bytes a character.
+    assert _peak_per_byte("```\n" * 50_000) < 25
+    assert _peak_per_byte("~~~ py\nx\n~~~\n" * 15_000) < 25
