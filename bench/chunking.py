@@ -641,6 +641,11 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
         None,
         lambda n: "".join(f'{{"id": {i:07d}, "ok": true}}\n' for i in range(n // 28)),  # leading zeros
     ),
+    "Markdown, setext headings": ("markdown", None, lambda n: "a\n=\n" * (n // 4)),
+    "Markdown, one-letter paragraphs": ("markdown", None, lambda n: "a\n\n" * (n // 3)),
+    "Markdown, a line of |": ("markdown", None, lambda n: "|" * n),
+    "Markdown, empty fences": ("markdown", None, lambda n: "```\n" * (n // 4)),
+    "Markdown, a list of one-letter items": ("markdown", None, lambda n: "- a\n\n" * (n // 5)),
 }
 SCALE_BUDGET = 64
 ORDINARY = ("prose", "markdown", "json", "python source")

@@ -906,16 +906,6 @@ def _line_starts(
             yield a
 
 
-def _line_start(text: str, end: int) -> int:
-    """Start of the line that ends (with its line break) at ``end``."""
-    stop = end
-    if stop > 0 and text[stop - 1] == "\n":
-        stop -= 1
-    if stop > 0 and text[stop - 1] == "\r":
-        stop -= 1
-    return max(text.rfind("\n", 0, stop), text.rfind("\r", 0, stop)) + 1
-
-
 def _not_paragraph(line: str) -> bool:
     return bool(
         _ATX_LINE.match(line)
@@ -951,7 +941,7 @@ def _scan_headings(
         if m is None or a == 0 or inside(a):
             continue
         prev_end = a
-        prev_start = _line_start(text, prev_end)
+        prev_start = at[bisect_left(at, prev_end) - 1]  # (the line before, from the index)
         prev = text[prev_start:prev_end]
         if not prev.strip() or prev_start < floor or inside(prev_start) or _not_paragraph(prev):
             continue
@@ -959,7 +949,7 @@ def _scan_headings(
         # that is not a paragraph's, an ATX heading's among them, ends it: the headings
         # come in order).
         while prev_start > floor:
-            above = _line_start(text, prev_start)
+            above = at[bisect_left(at, prev_start) - 1]
             line = text[above:prev_start]
             if not line.strip() or _not_paragraph(line) or inside(above):
                 break
