@@ -16,7 +16,7 @@ import warnings
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple, TypeAlias, overload
+from typing import Any, NamedTuple, TypeAlias, cast, overload
 
 from . import _accel
 from ._api import _ROOTS, register_kind
@@ -74,41 +74,37 @@ class _Heading(NamedTuple):
 
 
 class _Headings(Sequence[_Heading]):
-    """The document's headings in order, held compactly: a start, a level and where
-    the title ends (-1 for an ATX heading, read again from its line) per heading. A
-    title is read from the text when asked (a _Heading per heading held 96 bytes for
-    the 4 of "a\n=\n")."""
+    """The document's headings in order, held compactly: a start, a level and the span
+    of the title's text per heading (its end negated, less one, for a setext heading,
+    whose title is its whole paragraph). A title is made from the text when asked (a
+    _Heading per heading held 96 bytes for the 4 of "a\n=\n")."""
 
-    __slots__ = ("ends", "levels", "starts", "text")
+    __slots__ = ("levels", "starts", "text", "title_ends", "title_starts")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.starts: array[int] = array("q")
         self.levels = bytearray()
-        self.ends: array[int] = array("q")
-
-    def add(self, start: int, level: int, end: int) -> None:
-        self.starts.append(start)
-        self.levels.append(level)
-        self.ends.append(end)
+        self.title_starts: array[int] = array("q")
+        self.title_ends: array[int] = array("q")
 
     def sort(self) -> None:
         """In the order of their starts (they are found in it: checked)."""
         starts = self.starts
-        if all(starts[i] < starts[i + 1] for i in range(len(starts) - 1)):
+        if starts == array(starts.typecode, sorted(starts)):
             return
         order = sorted(range(len(starts)), key=starts.__getitem__)
         self.starts = array("q", [starts[i] for i in order])
         self.levels = bytearray(self.levels[i] for i in order)
-        self.ends = array("q", [self.ends[i] for i in order])
+        self.title_starts = array("q", [self.title_starts[i] for i in order])
+        self.title_ends = array("q", [self.title_ends[i] for i in order])
 
     def title(self, i: int) -> str:
-        end = self.ends[i]
-        if end < 0:
-            m = _ATX.match(self.text, self.starts[i])
-            return (m.group(2) or "").strip() if m is not None else ""
+        a, b = self.title_starts[i], self.title_ends[i]
+        if b >= 0:
+            return self.text[a:b].strip()
         # A setext heading's text is the whole paragraph above the underline.
-        return " ".join(self.text[self.starts[i] : end].split())
+        return " ".join(self.text[a : -1 - b].split())
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -134,11 +130,11 @@ class _Fence(NamedTuple):
 
 
 class _Fences(Sequence[_Fence]):
-    """The document's fences in order, held compactly: four offsets per fence (its
-    info string read again from its opening line when a _Fence is asked for; one per
-    fence held about 180 bytes, 26 a character of a run of empty fences)."""
+    """The document's fences in order, held compactly: four offsets and the span of
+    the info string per fence (a _Fence is made when asked for; one per fence held
+    about 180 bytes, 26 a character of a run of empty fences)."""
 
-    __slots__ = ("bodies", "closes", "ends", "starts", "text")
+    __slots__ = ("bodies", "closes", "ends", "info_ends", "info_starts", "starts", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -146,12 +142,16 @@ class _Fences(Sequence[_Fence]):
         self.bodies: array[int] = array("q")
         self.closes: array[int] = array("q")
         self.ends: array[int] = array("q")
+        self.info_starts: array[int] = array("q")
+        self.info_ends: array[int] = array("q")
 
-    def add(self, start: int, body: int, close: int, end: int) -> None:
+    def add(self, start: int, body: int, close: int, end: int, info: tuple[int, int]) -> None:
         self.starts.append(start)
         self.bodies.append(body)
         self.closes.append(close)
         self.ends.append(end)
+        self.info_starts.append(info[0])
+        self.info_ends.append(info[1])
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -165,10 +165,8 @@ class _Fences(Sequence[_Fence]):
             return [self[k] for k in range(*i.indices(len(self)))]
         if i < 0:
             i += len(self)
-        start = self.starts[i]
-        m = _FENCE.match(self.text, start)
-        info = m.group(2).strip() if m is not None else ""
-        return _Fence(start, self.bodies[i], self.closes[i], self.ends[i], info)
+        info = self.text[self.info_starts[i] : self.info_ends[i]].strip()
+        return _Fence(self.starts[i], self.bodies[i], self.closes[i], self.ends[i], info)
 
     def inside(self, pos: int) -> bool:
         """Whether ``pos`` is inside a fence (its lines included)."""
@@ -244,6 +242,25 @@ def _path(trail: tuple[str, ...]) -> str | None:
     return " > ".join(trail) if trail else None
 
 
+class _Rows:
+    """The splitter of a document's tables and lists (state ``("table" | "list",
+    trail)``): their rows or items as plain offsets, the engine's uniform parts. (Apart
+    from MarkdownSplitter, whose other sections the engine then never asks for edges.)"""
+
+    __slots__ = ("md",)
+
+    def __init__(self, md: MarkdownSplitter) -> None:
+        self.md = md
+
+    def split_edges(self, text: str, section: Section) -> tuple[Sequence[int], Section]:
+        what, trail = cast("tuple[str, tuple[str, ...]]", section.state)
+        return self.md._row_edges(section, what, trail)
+
+    def split(self, text: str, section: Section) -> Sequence[Section]:
+        what, trail = cast("tuple[str, tuple[str, ...]]", section.state)
+        return self.md._split_rows(section, what, trail)
+
+
 class MarkdownSplitter:
     """Splitter for one Markdown document (holds its fence and heading index)."""
 
@@ -251,6 +268,7 @@ class MarkdownSplitter:
         "_at",
         "_fence_starts",
         "_flags",
+        "_rows",
         "fences",
         "heading_starts",
         "headings",
@@ -272,6 +290,7 @@ class MarkdownSplitter:
         self._at, self._flags = at, flags
         # The fences' starts, walked forward with the lines by the block scanner.
         self._fence_starts = self.fences.starts
+        self._rows = _Rows(self)
 
     # -- the engine's entry point -------------------------------------------------
     def split(self, text: str, section: Section) -> Sequence[Section]:
@@ -308,11 +327,16 @@ class MarkdownSplitter:
         hi = bisect_left(starts, section.end)
         own = sec.level != 0 and lo < hi and starts[lo] == section.start
         first = lo + 1 if own else lo
-        top = min((level for level in levels[first:hi] if level > sec.level), default=0)
+        # (the highest level below the section's: a search per level, in C)
+        top = next((v for v in range(sec.level + 1, 7) if levels.find(v, first, hi) >= 0), 0)
         if not top:
             return self._split_blocks(section, sec.trail)
         # (the subsections' headings, as indices: one per heading of a long run)
-        subs = array("q", (i for i in range(first, hi) if levels[i] == top))
+        subs: array[int] = array("q")
+        i = levels.find(top, first, hi)
+        while i >= 0:
+            subs.append(i)
+            i = levels.find(top, i + 1, hi)
         parts: list[Section] = []
         if starts[subs[0]] > section.start:
             parts.append(
@@ -367,7 +391,11 @@ class MarkdownSplitter:
         """The sections of ``run``'s headings (the last ends at ``end``)."""
         headings = self.headings
         starts, levels, top = headings.starts, headings.levels, run.level
-        subs = [i for i in range(run.first, run.stop) if levels[i] == top]
+        subs: list[int] = []
+        i = levels.find(top, run.first, run.stop)
+        while i >= 0:
+            subs.append(i)
+            i = levels.find(top, i + 1, run.stop)
         parts: list[Section] = []
         for k, i in enumerate(subs):
             nxt = subs[k + 1] if k + 1 < len(subs) else -1
@@ -493,6 +521,7 @@ class MarkdownSplitter:
                 ("list", trail),
                 Section,
                 limit,
+                self._rows,
             )
             return found
         return self._blocks_python(at, flags, first, end, front_end, trail, limit)
@@ -574,10 +603,10 @@ class MarkdownSplitter:
             if f & _F_PIPE and i + 1 < n and flags[i + 1] & _F_DELIM:
                 while j < n and flags[j] & (_F_PIPE | _F_BLANK) == _F_PIPE:
                     j += 1
-                add(a, at[j], self, ("table", trail))
+                add(a, at[j], self._rows, ("table", trail))
             elif f & _F_LIST:
                 j = self._list_end(flags, i)
-                add(a, at[j], self, ("list", trail))
+                add(a, at[j], self._rows, ("list", trail))
             elif f & _F_QUOTE:
                 while j < n and not flags[j] & _F_BLANK:
                     j += 1
@@ -628,14 +657,6 @@ class MarkdownSplitter:
         return j
 
     # -- inside blocks --------------------------------------------------------------
-    def split_edges(self, text: str, section: Section) -> tuple[Sequence[int], Section] | None:
-        """The rows of a table or the items of a list as plain offsets (the engine's
-        uniform parts); ``None`` for any other section (cut by ``split``)."""
-        state = section.state
-        if type(state) is tuple:  # ("table" | "list", trail)
-            return self._row_edges(section, state[0], state[1])
-        return None
-
     def _split_rows(self, section: Section, what: str, trail: tuple[str, ...]) -> list[Section]:
         edges, t = self._row_edges(section, what, trail)
         s = (t.splitter, t.state, t.kind, t.language, t.path, t.partial, t.sticky)
@@ -793,7 +814,8 @@ def _body_root(body: str, language: str | None, kind: str) -> Section:
 
 def _scan_fences(text: str, at: array[int], flags: array[int], marks: array[int]) -> _Fences:
     fences = _Fences(text)
-    open_: tuple[int, int, str, int] | None = None  # start, body, char, length
+    # (start, body, char, length, info span)
+    open_: tuple[int, int, str, int, tuple[int, int]] | None = None
     for a in _line_starts(at, flags, marks, _F_FENCE):
         m = _FENCE.match(text, a)
         if m is None:
@@ -802,12 +824,12 @@ def _scan_fences(text: str, at: array[int], flags: array[int], marks: array[int]
         if open_ is None:
             if marker[0] == "`" and "`" in info:
                 continue  # not a fence: backtick fences take no backticks in the info string
-            open_ = (m.start(), m.end(), marker[0], len(marker))
+            open_ = (m.start(), m.end(), marker[0], len(marker), m.span(2))
         elif marker[0] == open_[2] and len(marker) >= open_[3] and not info.strip():
-            fences.add(open_[0], open_[1], m.start(), m.end())
+            fences.add(open_[0], open_[1], m.start(), m.end(), open_[4])
             open_ = None
     if open_ is not None:
-        fences.add(open_[0], open_[1], len(text), len(text))
+        fences.add(open_[0], open_[1], len(text), len(text), open_[4])
     return fences
 
 
@@ -931,11 +953,16 @@ def _scan_headings(
     # titled "Title ===== Sub", and every heading of a run of them walked back to the
     # first: quadratic).
     floor = skip_to
+    starts, levels = found.starts, found.levels
+    title_starts, title_ends = found.title_starts, found.title_ends
     for a in _line_starts(at, flags, marks, _F_ATX | _F_SETEXT, skip_to):
         m = _ATX.match(text, a)
         if m is not None:
             if not inside(a):
-                found.add(a, len(m.group(1)), -1)
+                starts.append(a)
+                levels.append(len(m.group(1)))
+                title_starts.append(max(m.start(2), 0))
+                title_ends.append(max(m.end(2), 0))
             continue
         m = _SETEXT.match(text, a)
         if m is None or a == 0 or inside(a):
@@ -954,7 +981,10 @@ def _scan_headings(
             if not line.strip() or _not_paragraph(line) or inside(above):
                 break
             prev_start = above
-        found.add(prev_start, 1 if m.group(1)[0] == "=" else 2, prev_end)
+        starts.append(prev_start)
+        levels.append(1 if m.group(1)[0] == "=" else 2)
+        title_starts.append(prev_start)
+        title_ends.append(-1 - prev_end)
         floor = m.end()
     found.sort()
     return found

@@ -5382,14 +5382,15 @@ md_add(MdBlocks *out, Py_ssize_t a, Py_ssize_t b, PyObject *splitter, PyObject *
 
 PyDoc_STRVAR(md_blocks_doc,
 "md_blocks(splitter, at, flags, first, end, front, fence_starts, fences, fence_kind, prose,\n"
-"          path, table, listing, section_type, limit=0) -> list\n\n"
+"          path, table, listing, section_type, limit=0, rows=splitter) -> list\n\n"
 "MarkdownSplitter._blocks_python from line ``first`` of ``flags`` (a 2-byte class set a\n"
 "line; ``at`` the lines' starts and ``end`` after the last, 8-byte integers): the\n"
 "blocks as Sections. ``front`` > 0 is the end of front matter, a block of its own.\n"
 "``fences`` (a sequence, sorted, their starts in ``fence_starts``) are the document's\n"
 "fences and\n"
 "``fence_kind(fence)`` gives a fence's (kind, language); ``table`` and ``listing`` are\n"
-"the states of tables and lists; ``prose`` is PROSE. With ``limit`` > 0, the scan stops at\n"
+"the states of tables and lists (whose splitter is ``rows``); ``prose`` is PROSE. With\n"
+"``limit`` > 0, the scan stops at\n"
 "the first line after ``limit`` blocks that starts a block whatever comes before it (not\n"
 "blank, not indented, after a block that is not a heading).");
 
@@ -5397,12 +5398,16 @@ static PyObject *
 md_blocks(PyObject *self, PyObject *args)
 {
     PyObject *splitter, *at_obj, *flags_obj, *starts_obj, *fences, *fence_kind, *prose, *path, *table, *listing;
+    PyObject *rows = NULL;
     PyTypeObject *section_type;
     Py_ssize_t first, end, front, limit = 0;
-    if (!PyArg_ParseTuple(args, "OOOnnnOOOOOOOO!|n:md_blocks", &splitter, &at_obj, &flags_obj, &first, &end, &front,
+    if (!PyArg_ParseTuple(args, "OOOnnnOOOOOOOO!|nO:md_blocks", &splitter, &at_obj, &flags_obj, &first, &end, &front,
                           &starts_obj, &fences, &fence_kind, &prose, &path, &table, &listing, &PyType_Type,
-                          &section_type, &limit)) {
+                          &section_type, &limit, &rows)) {
         return NULL;
+    }
+    if (rows == NULL) {
+        rows = splitter;
     }
     if (!PyType_IsSubtype(section_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "section_type must be a tuple type");
@@ -5537,7 +5542,7 @@ md_blocks(PyObject *self, PyObject *args)
             while (j < n && (flags[j] & (MD_PIPE | MD_BLANK)) == MD_PIPE) {
                 j += 1;
             }
-            by = splitter;
+            by = rows;
             state = table;
         }
         else if (f & MD_LIST) {
@@ -5560,7 +5565,7 @@ md_blocks(PyObject *self, PyObject *args)
                 }
                 j += 1;
             }
-            by = splitter;
+            by = rows;
             state = listing;
         }
         else if (f & (MD_QUOTE | MD_HR | MD_HTML)) {

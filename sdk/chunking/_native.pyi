@@ -91,6 +91,7 @@ def md_blocks(
     listing: tuple[str, tuple[str, ...]],
     section_type: type[_T],
     limit: int = 0,
+    rows: object = ...,
     /,
 ) -> list[_T]: ...
 def flat_setup(types: tuple[type, ...], /) -> None: ...
