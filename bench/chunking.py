@@ -641,6 +641,7 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
         None,
         lambda n: "".join(f'{{"id": {i:07d}, "ok": true}}\n' for i in range(n // 28)),  # leading zeros
     ),
+    "JavaScript, one chain of calls": ("code", "chain.js", lambda n: "a" + ".b()" * (n // 4) + ";\n"),
     "Markdown, setext headings": ("markdown", None, lambda n: "a\n=\n" * (n // 4)),
     "Markdown, one-letter paragraphs": ("markdown", None, lambda n: "a\n\n" * (n // 3)),
     "Markdown, a line of |": ("markdown", None, lambda n: "|" * n),
