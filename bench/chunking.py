@@ -644,7 +644,7 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
     "JavaScript, one chain of calls": ("code", "chain.js", lambda n: "a" + ".b()" * (n // 4) + ";\n"),
     "Markdown, setext headings": ("markdown", None, lambda n: "a\n=\n" * (n // 4)),
     "Markdown, one-letter paragraphs": ("markdown", None, lambda n: "a\n\n" * (n // 3)),
-    "Markdown, a line of |": ("markdown", None, lambda n: "|" * n),
+    "Markdown, a line of pipes": ("markdown", None, lambda n: "|" * n),
     "Markdown, empty fences": ("markdown", None, lambda n: "```\n" * (n // 4)),
     "Markdown, a list of one-letter items": ("markdown", None, lambda n: "- a\n\n" * (n // 5)),
 }
