@@ -473,7 +473,9 @@ class CodeSplitter:
             inner = [c for c in first.children if c.end_byte > c.start_byte]
             self.touched += len(inner)
             rests.append(children[1:])
-            children = inner if inner else rests.pop()
+            children = inner
+            while not children and rests:  # (a link of empty children: what follows it)
+                children = rests.pop()
             kind = first_kind
         for rest in reversed(rests):
             children += rest

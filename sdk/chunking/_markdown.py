@@ -197,7 +197,8 @@ class _BlockRun(NamedTuple):
 class _Subs(NamedTuple):
     """A run of sibling heading sections: the headings of level ``level`` among
     headings ``first`` to ``stop - 1`` (indices into the document's), under ``trail``;
-    with ``last``, the run holds the parent's last subsection. Flat: packed as if its
+    with ``last``, the run holds the parent's last subsection; ``front``, the part
+    before the first subsection, leads the first run. Flat: packed as if its
     sections stood in its place (a Section, a state and a trail per heading held about
     350 bytes a heading whatever its length)."""
 
@@ -206,6 +207,7 @@ class _Subs(NamedTuple):
     level: int
     trail: tuple[str, ...]
     last: bool
+    front: Section | None = None  # (the parent's blocks before its first subsection)
 
 
 class _Glued(NamedTuple):
@@ -337,54 +339,48 @@ class MarkdownSplitter:
         while i >= 0:
             subs.append(i)
             i = levels.find(top, i + 1, hi)
-        parts: list[Section] = []
+        pre: Section | None = None  # what comes before the first subsection
         if starts[subs[0]] > section.start:
-            parts.append(
-                Section(
-                    section.start,
-                    starts[subs[0]],
-                    self,
-                    _Blocks(sec.trail),
-                    "markdown",
-                    None,
-                    _path(sec.trail),
-                )
+            pre = Section(
+                section.start, starts[subs[0]], self, _Blocks(sec.trail), "markdown", None, _path(sec.trail)
             )
+            if own and self._only_heading(pre):
+                # A section holding only its heading before the subsections: the
+                # heading opens the chunk of the first subsection, it never ends a chunk.
+                pre = pre._replace(splitter=PROSE, state=2, sticky=True)
         count = len(subs)
         if count <= _RUN + 1:
-            parts += self._subsections(_Subs(subs[0], hi, top, sec.trail, True), section.end)
-        else:
-            # Runs of subsections, each cut into its sections only when it must be.
-            size = max(_RUN, -(-count // _RUN))
+            parts = self._subsections(_Subs(subs[0], hi, top, sec.trail, True, pre), section.end)
+            return parts if len(parts) > 1 else list(self.split(self.text, parts[0]))
+        # Runs of subsections, each cut into its sections only when it must be (the
+        # first with what comes before the first subsection).
+        size = max(_RUN, -(-count // _RUN))
 
-            def bare(k: int) -> bool:  # subsection k holds only its heading
-                return self._only_heading(Section(starts[subs[k]], starts[subs[k + 1]], self, None))
+        def bare(k: int) -> bool:  # subsection k holds only its heading
+            return self._only_heading(Section(starts[subs[k]], starts[subs[k + 1]], self, None))
 
-            r = 0
-            while r < count:
-                stop = min(r + size, count)
-                # A run does not end with a bare heading while another run follows (up
-                # to twice its size): the heading would end the chunk before it, where
-                # packed with its next section it opens that one's chunk.
-                while stop < count and stop < r + 2 * size and bare(stop - 1):
-                    stop += 1
-                if count - stop == 1:
-                    stop = count  # (no run of one)
-                run = _Subs(subs[r], subs[stop] if stop < count else hi, top, sec.trail, stop == count)
-                end = starts[run.stop] if stop < count else section.end
-                sticky = stop < count and bare(stop - 1)
-                # (whole, a run is its first section's chunk: it has that one's path)
-                path = _path((*sec.trail, headings.title(run.first)))
-                parts.append(
-                    Section(starts[run.first], end, self, run, "markdown", None, path, sticky=sticky)
-                )
-                r = stop
-        if own and parts[0].state == _Blocks(sec.trail) and self._only_heading(parts[0]):
-            # A section holding only its heading before the subsections: the heading
-            # opens the chunk of the first subsection, it never ends a chunk.
-            parts[0] = parts[0]._replace(splitter=PROSE, state=2, sticky=True)
-        if len(parts) == 1:
-            return list(self.split(self.text, parts[0]))
+        parts = []
+        r = 0
+        while r < count:
+            stop = min(r + size, count)
+            # A run neither ends nor starts with a bare heading (up to twice its size):
+            # the heading would end the chunk before it, where packed with its next
+            # section it opens that one's chunk.
+            while (
+                stop < count and stop < r + 2 * size and (bare(stop - 1) or (stop + 1 < count and bare(stop)))
+            ):
+                stop += 1
+            if count - stop == 1:
+                stop = count  # (no run of one)
+            front = pre if r == 0 else None
+            run = _Subs(subs[r], subs[stop] if stop < count else hi, top, sec.trail, stop == count, front)
+            end = starts[run.stop] if stop < count else section.end
+            sticky = stop < count and bare(stop - 1)
+            # (whole, a run is its first section's chunk: it has that one's path)
+            path = front.path if front is not None else _path((*sec.trail, headings.title(run.first)))
+            a = front.start if front is not None else starts[run.first]
+            parts.append(Section(a, end, self, run, "markdown", None, path, sticky=sticky))
+            r = stop
         return parts
 
     def _subsections(self, run: _Subs, end: int) -> list[Section]:
@@ -396,7 +392,7 @@ class MarkdownSplitter:
         while i >= 0:
             subs.append(i)
             i = levels.find(top, i + 1, run.stop)
-        parts: list[Section] = []
+        parts: list[Section] = [] if run.front is None else [run.front]
         for k, i in enumerate(subs):
             nxt = subs[k + 1] if k + 1 < len(subs) else -1
             trail = (*run.trail, headings.title(i))
@@ -480,7 +476,14 @@ class MarkdownSplitter:
         a = start
         while True:
             stop = found[-1].end if found else end
-            out.append(Section(a, stop, self, _BlockRun(trail), "markdown", None, path))
+            if stop >= end and len(found) <= 1 and out:
+                # (no run of one block: handed alone, it would be placed as that block,
+                # cut to fill the chunk before it where in place it starts its own)
+                out[-1] = out[-1]._replace(end=end)
+                return out
+            # (whole, a run is its first block's chunk: that one's kind and language)
+            kind, language = (found[0].kind, found[0].language) if found else ("markdown", None)
+            out.append(Section(a, stop, self, _BlockRun(trail), kind, language, path))
             if stop >= end:
                 return out
             a, first = stop, bisect_left(at, stop, first)

@@ -346,13 +346,15 @@ def test_many_sibling_sections_in_runs_chunk_as_one_level(
 def test_a_run_of_sections_does_not_end_with_a_bare_heading() -> None:
     # A heading with nothing under it opens the chunk of the section after it; a run's
     # boundary is moved past such headings, so the next run does not take it alone.
-    doc = "".join("# Bare\n" if i % 3 else f"# Part {i}\n\nText {i}.\n" for i in range(2000))
+    doc = "".join("# Bare\n" if i % 3 == 1 else f"# Part {i}\n\nText {i}.\n" for i in range(2000))
     splitter = _markdown.MarkdownSplitter(doc)
     parts = splitter.split(doc, splitter.root())
     assert len(parts) > 2 and all(isinstance(p.state, _markdown._Subs) for p in parts)
     for p in parts[:-1]:
         last = splitter.split(doc, p)[-1]
         assert not last.sticky and not doc[last.start : last.end].startswith("# Bare")
+    for p in parts[1:]:  # nor starts with one (it would end the chunk before it)
+        assert not doc[p.start : p.end].startswith("# Bare")
     for c in Chunker(64).chunk(doc, kind="markdown"):
         assert not c.text.rstrip().endswith("# Bare") or c.end == len(doc)
 
@@ -386,3 +388,41 @@ def test_a_section_of_many_blocks_in_runs_chunks_as_one_level(
     monkeypatch.setattr(_markdown, "_RUN", 10**9)
     one_level = Chunker(budget).chunk(doc, kind="markdown")
     assert runs == one_level
+
+
+class _Words:
+    """A tokenizer of one token a word (the budgets below count words)."""
+
+    def encode(self, text: str) -> list[str]:
+        return text.split()
+
+
+_BARE = [f"# h{i}\nw w w\n" for i in range(600)]
+_BARE[512] = "# bare\n"
+_RUN_EDGES = [
+    # the last run one block: placed as that block, it was cut to fill the chunk before
+    ("a\n\n" * 512 + " ".join(f"w{i}" for i in range(15)) + "\n", 20),
+    ("- a\n\n" * 700 + "- last item here\n", 9),
+    # a run that started with a bare heading left it at the end of the chunk before
+    ("".join(_BARE), 13),
+    ("intro w\n\n# first\n" + "".join(f"# h{i}\nw w w\n" for i in range(600)), 6),
+    ("# Top\n" + "".join(f"## s{i}\n" + ("w w\n" if i % 5 else "") for i in range(2000)), 7),
+    # a run whole took the run's metadata, not its first block's
+    ("```python\nx = 1\n```\n" + "a\n\n" * 600, 530),
+]
+
+
+@pytest.mark.parametrize(("doc", "budget"), _RUN_EDGES)
+@pytest.mark.parametrize("native", [True, False])
+def test_runs_chunk_as_their_parts_would_in_place(
+    doc: str, budget: int, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Cases a review found where runs of blocks or of sections packed differently.
+    from sdk.chunking import _accel
+
+    if not native:
+        monkeypatch.setattr(_accel, "native", None)
+    runs = Chunker(budget, encoding=_Words()).chunk(doc, kind="markdown")
+    monkeypatch.setattr(_markdown, "_RUN", 10**9)
+    in_place = Chunker(budget, encoding=_Words()).chunk(doc, kind="markdown")
+    assert runs == in_place
