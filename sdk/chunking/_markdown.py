@@ -16,7 +16,7 @@ import warnings
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple, TypeAlias, cast, overload
+from typing import Any, NamedTuple, TypeAlias, TypeVar, cast, overload
 
 from . import _accel
 from ._api import _ROOTS, register_kind
@@ -73,7 +73,37 @@ class _Heading(NamedTuple):
     title: str
 
 
-class _Headings(Sequence[_Heading]):
+_Item = TypeVar("_Item")
+
+
+class _Compact(Sequence[_Item]):
+    """A sequence held as arrays (one entry per item in ``starts``), its items made
+    when asked for."""
+
+    __slots__ = ()
+    starts: array[int]
+
+    def _item(self, i: int) -> _Item:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @overload
+    def __getitem__(self, i: int) -> _Item: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[_Item]: ...
+    def __getitem__(self, i: int | slice) -> _Item | list[_Item]:
+        if isinstance(i, slice):
+            return [self._item(k) for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._item(i)
+
+
+class _Headings(_Compact[_Heading]):
     """The document's headings in order, held compactly: a start, a level and the span
     of the title's text per heading (its end negated, less one, for a setext heading,
     whose title is its whole paragraph). A title is made from the text when asked (a
@@ -106,18 +136,7 @@ class _Headings(Sequence[_Heading]):
         # A setext heading's text is the whole paragraph above the underline.
         return " ".join(self.text[a : -1 - b].split())
 
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    @overload
-    def __getitem__(self, i: int) -> _Heading: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[_Heading]: ...
-    def __getitem__(self, i: int | slice) -> _Heading | list[_Heading]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
+    def _item(self, i: int) -> _Heading:
         return _Heading(self.starts[i], self.levels[i], self.title(i))
 
 
@@ -129,7 +148,7 @@ class _Fence(NamedTuple):
     info: str
 
 
-class _Fences(Sequence[_Fence]):
+class _Fences(_Compact[_Fence]):
     """The document's fences in order, held compactly: four offsets and the span of
     the info string per fence (a _Fence is made when asked for; one per fence held
     about 180 bytes, 26 a character of a run of empty fences)."""
@@ -153,18 +172,7 @@ class _Fences(Sequence[_Fence]):
         self.info_starts.append(info[0])
         self.info_ends.append(info[1])
 
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    @overload
-    def __getitem__(self, i: int) -> _Fence: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[_Fence]: ...
-    def __getitem__(self, i: int | slice) -> _Fence | list[_Fence]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
+    def _item(self, i: int) -> _Fence:
         info = self.text[self.info_starts[i] : self.info_ends[i]].strip()
         return _Fence(self.starts[i], self.bodies[i], self.closes[i], self.ends[i], info)
 
