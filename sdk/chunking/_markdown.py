@@ -76,6 +76,11 @@ class _Heading(NamedTuple):
 _Item = TypeVar("_Item")
 
 
+def _offset_code(text: str) -> str:
+    """The array type of offsets into ``text``: 4 bytes while they fit."""
+    return "i" if len(text) < 2**31 - 1 else "q"
+
+
 class _Compact(Sequence[_Item]):
     """A sequence held as arrays (one entry per item in ``starts``), its items made
     when asked for."""
@@ -113,21 +118,20 @@ class _Headings(_Compact[_Heading]):
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts: array[int] = array("q")
+        code = _offset_code(text)
+        self.starts: array[int] = array(code)
         self.levels = bytearray()
-        self.title_starts: array[int] = array("q")
-        self.title_ends: array[int] = array("q")
+        self.title_starts: array[int] = array(code)
+        self.title_ends: array[int] = array(code)
 
     def sort(self) -> None:
-        """In the order of their starts (they are found in it: checked)."""
-        starts = self.starts
-        if starts == array(starts.typecode, sorted(starts)):
-            return
+        """In the order of their starts (for a scan that did not find them in it)."""
+        starts, code = self.starts, self.starts.typecode
         order = sorted(range(len(starts)), key=starts.__getitem__)
-        self.starts = array("q", [starts[i] for i in order])
+        self.starts = array(code, [starts[i] for i in order])
         self.levels = bytearray(self.levels[i] for i in order)
-        self.title_starts = array("q", [self.title_starts[i] for i in order])
-        self.title_ends = array("q", [self.title_ends[i] for i in order])
+        self.title_starts = array(code, [self.title_starts[i] for i in order])
+        self.title_ends = array(code, [self.title_ends[i] for i in order])
 
     def title(self, i: int) -> str:
         a, b = self.title_starts[i], self.title_ends[i]
@@ -157,12 +161,13 @@ class _Fences(_Compact[_Fence]):
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts: array[int] = array("q")
-        self.bodies: array[int] = array("q")
-        self.closes: array[int] = array("q")
-        self.ends: array[int] = array("q")
-        self.info_starts: array[int] = array("q")
-        self.info_ends: array[int] = array("q")
+        code = _offset_code(text)
+        self.starts: array[int] = array(code)
+        self.bodies: array[int] = array(code)
+        self.closes: array[int] = array(code)
+        self.ends: array[int] = array(code)
+        self.info_starts: array[int] = array(code)
+        self.info_ends: array[int] = array(code)
 
     def add(self, start: int, body: int, close: int, end: int, info: tuple[int, int]) -> None:
         self.starts.append(start)
@@ -254,21 +259,23 @@ def _path(trail: tuple[str, ...]) -> str | None:
 
 class _Rows:
     """The splitter of a document's tables and lists (state ``("table" | "list",
-    trail)``): their rows or items as plain offsets, the engine's uniform parts. (Apart
-    from MarkdownSplitter, whose other sections the engine then never asks for edges.)"""
+    trail, the document's MarkdownSplitter)``): their rows or items as plain offsets,
+    the engine's uniform parts. (Apart from MarkdownSplitter, whose other sections the
+    engine then never asks for edges; one for every document, so that no document's
+    splitter is in a reference cycle that only the collector would free.)"""
 
-    __slots__ = ("md",)
-
-    def __init__(self, md: MarkdownSplitter) -> None:
-        self.md = md
+    __slots__ = ()
 
     def split_edges(self, text: str, section: Section) -> tuple[Sequence[int], Section]:
-        what, trail = cast("tuple[str, tuple[str, ...]]", section.state)
-        return self.md._row_edges(section, what, trail)
+        what, trail, md = cast("tuple[str, tuple[str, ...], MarkdownSplitter]", section.state)
+        return md._row_edges(section, what, trail)
 
     def split(self, text: str, section: Section) -> Sequence[Section]:
-        what, trail = cast("tuple[str, tuple[str, ...]]", section.state)
-        return self.md._split_rows(section, what, trail)
+        what, trail, md = cast("tuple[str, tuple[str, ...], MarkdownSplitter]", section.state)
+        return md._split_rows(section, what, trail)
+
+
+_ROWS = _Rows()
 
 
 class MarkdownSplitter:
@@ -278,7 +285,6 @@ class MarkdownSplitter:
         "_at",
         "_fence_starts",
         "_flags",
-        "_rows",
         "fences",
         "heading_starts",
         "headings",
@@ -300,7 +306,6 @@ class MarkdownSplitter:
         self._at, self._flags = at, flags
         # The fences' starts, walked forward with the lines by the block scanner.
         self._fence_starts = self.fences.starts
-        self._rows = _Rows(self)
 
     # -- the engine's entry point -------------------------------------------------
     def split(self, text: str, section: Section) -> Sequence[Section]:
@@ -317,7 +322,7 @@ class MarkdownSplitter:
             return self._split_shifted(section, state)
         if isinstance(state, _Fence):
             return self._split_fence(section, state)
-        if isinstance(state, tuple):  # ("table" | "list", trail)
+        if isinstance(state, tuple):  # ("table" | "list", trail, self)
             return self._split_rows(section, state[0], state[1])
         return ()
 
@@ -528,11 +533,11 @@ class MarkdownSplitter:
                 _fence_kind,
                 PROSE,
                 _path(trail),
-                ("table", trail),
-                ("list", trail),
+                ("table", trail, self),
+                ("list", trail, self),
                 Section,
                 limit,
-                self._rows,
+                _ROWS,
             )
             return found
         return self._blocks_python(at, flags, first, end, front_end, trail, limit)
@@ -614,10 +619,10 @@ class MarkdownSplitter:
             if f & _F_PIPE and i + 1 < n and flags[i + 1] & _F_DELIM:
                 while j < n and flags[j] & (_F_PIPE | _F_BLANK) == _F_PIPE:
                     j += 1
-                add(a, at[j], self._rows, ("table", trail))
+                add(a, at[j], _ROWS, ("table", trail, self))
             elif f & _F_LIST:
                 j = self._list_end(flags, i)
-                add(a, at[j], self._rows, ("list", trail))
+                add(a, at[j], _ROWS, ("list", trail, self))
             elif f & _F_QUOTE:
                 while j < n and not flags[j] & _F_BLANK:
                     j += 1
@@ -966,10 +971,14 @@ def _scan_headings(
     floor = skip_to
     starts, levels = found.starts, found.levels
     title_starts, title_ends = found.title_starts, found.title_ends
+    last = -1  # (the last start found: they come in order, checked)
+    ordered = True
     for a in _line_starts(at, flags, marks, _F_ATX | _F_SETEXT, skip_to):
         m = _ATX.match(text, a)
         if m is not None:
             if not inside(a):
+                ordered = ordered and a > last
+                last = a
                 starts.append(a)
                 levels.append(len(m.group(1)))
                 title_starts.append(max(m.start(2), 0))
@@ -992,12 +1001,15 @@ def _scan_headings(
             if not line.strip() or _not_paragraph(line) or inside(above):
                 break
             prev_start = above
+        ordered = ordered and prev_start > last
+        last = prev_start
         starts.append(prev_start)
         levels.append(1 if m.group(1)[0] == "=" else 2)
         title_starts.append(prev_start)
         title_ends.append(-1 - prev_end)
         floor = m.end()
-    found.sort()
+    if not ordered:
+        found.sort()
     return found
 
 
