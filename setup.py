@@ -1,8 +1,10 @@
-"""Build script for the one compiled part: the chunking engine's native passes.
+"""Build script for the compiled parts: the chunking engine's native passes, and a guard
+around tree-sitter grammars' external scanners (``_guard.c``).
 
-Everything else about the package is in pyproject.toml. The extension is optional: where
-no C compiler is found, the install goes on and ``sdk.chunking`` uses its pure-Python
-paths, which give the same results.
+Everything else about the package is in pyproject.toml. The extensions are optional:
+where no C compiler is found, the install goes on and ``sdk.chunking`` uses its
+pure-Python paths, which give the same results (without the guard, Ruby source whose
+heredocs could overflow the scanner's state is chunked with prose rules instead).
 """
 
 from setuptools import Extension, setup
@@ -10,5 +12,6 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("sdk.chunking._native", sources=["sdk/chunking/_native.c"], optional=True),
+        Extension("sdk.chunking._guard", sources=["sdk/chunking/_guard.c"], optional=True),
     ],
 )

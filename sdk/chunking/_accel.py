@@ -3,6 +3,7 @@
 ``native`` is the C module, or ``None`` where it could not be compiled: every caller
 then takes its pure-Python path, which gives the same results (the tests run both).
 Callers read ``_accel.native`` at each call, so a test can switch it off in one place.
+``guard`` is the guard around grammars' external scanners (``_guard.c``), or ``None``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,13 @@ except ImportError:  # pragma: no cover - built wherever a C compiler is found
     _native = None  # type: ignore[assignment]
 
 native = _native
+
+try:
+    from . import _guard
+except ImportError:  # pragma: no cover - built wherever a C compiler is found
+    _guard = None  # type: ignore[assignment]
+
+guard = _guard
 
 # A cache per classifier the native passes ask (one entry per code point, zero until the
 # classifier has been asked about it), made on first use: 1.1 MB for junction classes and
@@ -29,4 +37,4 @@ def cache(name: str, entry_bytes: int) -> bytearray:
     return found
 
 
-__all__ = ["cache", "native"]
+__all__ = ["cache", "guard", "native"]

@@ -26,6 +26,7 @@ table of bits indexed by ``kind_id`` rather than by comparing type names.
 from __future__ import annotations
 
 import itertools
+import threading
 import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -45,7 +46,7 @@ from ._languages import (
     normalize_language,
 )
 from ._prose import PROSE
-from ._types import ChunkingWarning, Section
+from ._types import ChunkingWarning, Section, caller_level
 
 __all__ = [
     "CodeSplitter",
@@ -174,6 +175,49 @@ _MAX_DEPTH = 120
 # window leaves loose tokens at the top level that do not look broken.)
 _WINDOW_BYTES = 128 * 1024
 _WINDOWED = frozenset({"python"})
+# A parse is given up past _PARSE_SLACK of tree-sitter's progress checks (it checks
+# once per 100 parser operations) more than one per _PARSE_BYTES bytes it has reached,
+# and the rest is chunked with prose rules. Code of every shape measured takes at most
+# one check per 10 bytes (C++ templates, deep brackets; ordinary code one per 100), as
+# does error recovery on random broken tokens; but some grammars' error recovery can
+# loop on a few bytes of junk (TypeScript: millions of checks, minutes, on 43 bytes).
+# The count is of operations, not a clock: the same input gives the same chunks.
+_PARSE_SLACK = 1024
+_PARSE_BYTES = 4
+_READ_BYTES = 64 * 1024  # bytes handed to the parser per read
+
+# py-tree-sitter 0.26 keeps a reference to every object a read callable returns, so each
+# would stay in memory for good: the parser reads from one buffer per thread, refilled
+# at each read (the parser has released the previous read by then).
+_buffers = threading.local()
+
+
+def _read_buffer() -> bytearray:
+    found: bytearray | None = getattr(_buffers, "buffer", None)
+    if found is None:
+        found = _buffers.buffer = bytearray()
+    return found
+
+
+# A Ruby heredoc opener and its word (quoted words run to the closing quote or the end).
+_RUBY_HEREDOC = regex.compile(r"""<<[-~]?(?:"[^"]*|'[^']*|`[^`]*|\w+)""")
+
+
+def _ruby_state_may_overflow(text: str) -> bool:
+    """Could tree-sitter-ruby's scanner state overflow its buffer on ``text`` (without
+    the guard of ``_guard.c``)? Only with a heredoc: one whose word has 255 characters
+    or more, or open heredocs (4 bytes and the word each) and literals (5 bytes each)
+    near 1024 bytes. Error recovery can leave literals open, so every opening quote,
+    slash or percent sign counts as one, and every heredoc as open at once: this errs
+    on the safe side, and chunks such Ruby with prose rules only when the guard is not
+    built."""
+    words = [len(m.group()) - 2 for m in _RUBY_HEREDOC.finditer(text)]
+    if not words:
+        return False
+    if max(words) >= 255:
+        return True
+    literals = sum(text.count(c) for c in "\"'`/%") + text.count("#{") + 1
+    return 2 + 5 * literals + sum(words) + 4 * len(words) >= 1000
 
 
 class _Nodes(NamedTuple):
@@ -255,7 +299,8 @@ class CodeSplitter:
     never parsed. ``touched`` counts the nodes looked at, so tests can check the walk
     stays lazy; ``parsed`` counts the bytes given to the parser and ``widest`` the
     longest stretch parsed at once (a syntax tree takes about 20 bytes of memory per
-    byte of source, so a long source is parsed a window at a time).
+    byte of source, so a long source is parsed a window at a time); ``checks`` counts
+    the parser's progress checks, and ``stopped`` is where it was stopped, if it was.
     """
 
     __slots__ = (
@@ -269,8 +314,11 @@ class CodeSplitter:
         "_row",
         "_text",
         "_tree",
+        "_why",
+        "checks",
         "language",
         "parsed",
+        "stopped",
         "touched",
         "widest",
     )
@@ -287,6 +335,9 @@ class CodeSplitter:
         self.touched = 0
         self.parsed = 0
         self.widest = 0
+        self.checks = 0  # the parser's progress checks (see _run)
+        self.stopped: int | None = None  # the byte the parser was stopped at
+        self._why = ""
         self._parser: tree_sitter.Parser | None = None
         self._live: list[list[Node]] | None = None  # node lists of the current window
         self._row = (0, 0)  # (byte, row) last passed by the windows
@@ -300,17 +351,69 @@ class CodeSplitter:
         return self._data
 
     @property
-    def tree(self) -> tree_sitter.Tree:
-        """The syntax tree of the whole source (parsed once, on first use)."""
-        if self._tree is None:
+    def tree(self) -> tree_sitter.Tree | None:
+        """The syntax tree of the whole source (parsed once, on first use); None where
+        the parser was stopped (see :meth:`_run`)."""
+        if self._tree is None and self.stopped is None:
             data = self._load()
-            self._tree = tree_sitter.Parser(self._grammar).parse(data)
+            if self.language == "ruby" and _accel.guard is None and _ruby_state_may_overflow(self._text):
+                self.stopped = 0  # tree-sitter-ruby could crash the process on this text
+                self._why = (
+                    "its scanner could overflow on these heredocs, and sdk.chunking._guard is not built"
+                )
+                return None
+            self._tree = self._run(tree_sitter.Parser(self._grammar), 0)
             self.parsed += len(data)
             self.widest = max(self.widest, len(data))
         return self._tree
 
-    def _parse(self, lo: int, hi: int) -> list[Node]:
-        """The non-empty top-level nodes of ``data[lo:hi]`` parsed alone (absolute offsets)."""
+    def _run(self, parser: tree_sitter.Parser, lo: int) -> tree_sitter.Tree | None:
+        """``parser``'s tree of the source (its included ranges starting at byte ``lo``),
+        or None, with ``stopped`` set to the byte it had reached, where it took more
+        operations than the source's length allows (``_PARSE_SLACK``)."""
+        data = self._data
+        view = memoryview(data)
+        buffer = _read_buffer()
+        calls = 0
+        reached = lo
+        parsing = True
+
+        def read(offset: int, _point: tree_sitter.Point) -> bytes | bytearray:
+            if not parsing:  # Node.text, which wants bytes (and releases them)
+                return data[offset : offset + _READ_BYTES]
+            buffer[:] = view[offset : offset + _READ_BYTES]
+            return buffer
+
+        def progress(offset: int, _has_error: bool) -> bool:
+            nonlocal calls, reached
+            calls += 1
+            reached = max(reached, offset)
+            return calls > _PARSE_SLACK + (reached - lo) // _PARSE_BYTES
+
+        try:
+            return parser.parse(read, progress_callback=progress)
+        except ValueError:  # stopped by progress()
+            parser.reset()
+            self.stopped = reached
+            self._why = "its error recovery ran past the work allowed for the source's length"
+            return None
+        finally:
+            parsing = False
+            self.checks += calls
+
+    def _given_up(self, text: str, section: Section) -> Sequence[Section]:
+        """The rest of the source with prose rules, once the parser was stopped."""
+        warnings.warn(
+            f"kind='code': the {self.language} parser was stopped near byte {self.stopped} "
+            f"({self._why}); the rest is chunked with prose rules",
+            ChunkingWarning,
+            stacklevel=caller_level(),
+        )
+        return self._prose(text, section)
+
+    def _parse(self, lo: int, hi: int) -> list[Node] | None:
+        """The non-empty top-level nodes of ``data[lo:hi]`` parsed alone (absolute
+        offsets); None where the parser was stopped."""
         data = self._data
         parser = self._parser
         if parser is None:
@@ -324,10 +427,12 @@ class CodeSplitter:
         start = tree_sitter.Point(row, lo - data.rfind(b"\n", 0, lo) - 1)
         end = tree_sitter.Point(end_row, hi - data.rfind(b"\n", 0, hi) - 1)
         parser.included_ranges = [tree_sitter.Range(start, end, lo, hi)]
-        root = parser.parse(data).root_node
+        tree = self._run(parser, lo)
         self.parsed += hi - lo
         self.widest = max(self.widest, hi - lo)
-        return [c for c in root.children if c.end_byte > c.start_byte]
+        if tree is None:
+            return None
+        return [c for c in tree.root_node.children if c.end_byte > c.start_byte]
 
     def _window(self, text: str, section: Section, lo: int) -> Sequence[Section]:
         """The top-level nodes from byte ``lo`` on, one window of the source at a time.
@@ -350,6 +455,8 @@ class CodeSplitter:
         hi = min(n, lo + max(_WINDOW_BYTES, lo // 32))
         while True:
             children = self._parse(lo, hi)
+            if children is None:
+                return self._given_up(text, section)
             keep = len(children) if hi == n else self._kept(children)
             if keep or hi == n:
                 break
@@ -402,7 +509,10 @@ class CodeSplitter:
             # The root: parse now.
             if len(self._load()) > _WINDOW_BYTES and self.language in _WINDOWED:
                 return self._window(text, section, 0)
-            state = _Nodes((self.tree.root_node,), (), 0, len(self._data))
+            tree = self.tree
+            if tree is None:
+                return self._given_up(text, section)
+            state = _Nodes((tree.root_node,), (), 0, len(self._data))
         if len(state.nodes) == 1 and state.depth >= _MAX_DEPTH:
             groups = self._lines_of_tokens(state.nodes[0])
             return self._tile(text, section, state, groups, state.chain, section.path)

@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
-import sys
 import warnings
 from array import array
 from bisect import bisect_left
@@ -62,7 +60,7 @@ from ._jsontok import (
     escape_pointer,
 )
 from ._prose import LEVELS, PROSE, allowed_cut
-from ._types import ChunkingWarning, Section
+from ._types import ChunkingWarning, Section, caller_level
 
 __all__ = [
     "JSONChunkError",
@@ -966,24 +964,13 @@ def _divisible(text: str, k: Child) -> bool:
     return c == "{" or c == "[" or (c == '"' and k.end - k.start > 2)
 
 
-def _caller_level() -> int:
-    """``stacklevel`` of the first frame outside this package (the caller of ``chunk``)."""
-    here = os.path.dirname(__file__)
-    frame = sys._getframe(1)
-    level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(here):
-        frame = frame.f_back
-        level += 1
-    return level
-
-
 def _root(text: str, lines: bool) -> Section:
     items, note = _lenient_items(text, lines)
     if note is not None:
         warnings.warn(
             f"malformed JSON: {note}; the unparseable part is chunked with prose rules",
             ChunkingWarning,
-            stacklevel=_caller_level(),
+            stacklevel=caller_level(),
         )
     splitter = JSONSplitter(Structure(text))
     n = len(text)

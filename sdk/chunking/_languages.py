@@ -199,7 +199,10 @@ def load_language(name: str) -> tree_sitter.Language:
     if make is None:
         raise GrammarUnavailable(f"the installed {g.package} has no {g.function}(); try another version")
     try:
-        return tree_sitter.Language(make())
+        capsule = make()
+        if _accel.guard is not None:  # a scanner's state cannot overflow (see _guard.c)
+            capsule = _accel.guard.guard(capsule, g.name)
+        return tree_sitter.Language(capsule)
     except ValueError as exc:  # built for an ABI this tree-sitter cannot load
         raise GrammarUnavailable(
             f"the installed {g.package} does not load with this tree-sitter: {exc}"

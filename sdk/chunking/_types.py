@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol
@@ -9,6 +11,17 @@ from typing import Literal, NamedTuple, Protocol
 __all__ = ["Chunk", "ChunkKind", "ChunkingWarning", "Section", "Splitter"]
 
 ChunkKind = Literal["auto", "text", "markdown", "code", "json", "jsonl"]
+
+
+def caller_level() -> int:
+    """``stacklevel`` of the first frame outside this package (the caller of ``chunk``)."""
+    here = os.path.dirname(__file__)
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(here):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 class ChunkingWarning(UserWarning):

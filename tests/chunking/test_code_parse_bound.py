@@ -1,0 +1,189 @@
+"""Guards around tree-sitter on hostile code.
+
+The parser's work is bounded by the source's length: a parse that runs past it is
+stopped, and the rest is chunked with prose rules (with a ChunkingWarning).
+tree-sitter's error recovery can loop on a few bytes of junk: the 43 characters below
+kept the TypeScript grammar busy for minutes. The bound counts the parser's progress
+checks (one per 100 operations), not a clock.
+
+A grammar's external scanner cannot write past tree-sitter's state buffer (_guard.c):
+tree-sitter-ruby's could, and crashed the process.
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import subprocess
+import sys
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import pytest
+import tree_sitter
+
+import sdk.chunking._code as code
+from sdk.chunking import Chunker, ChunkingWarning, _accel
+from sdk.chunking._code import CodeSplitter, code_root
+from sdk.chunking._languages import grammar, language_for_filename, languages, load_language
+from tests.chunking.test_code_windows import _module
+from tests.invariants import check_chunks
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "code"
+
+# Found by fuzzing broken tokens; TypeScript's and TSX's error recovery never finish it.
+JUNK = '""``({[``*/`/(}``i""``````/**/}/*[}}<:<`>*/'
+
+
+@pytest.mark.parametrize(("language", "copies"), [("typescript", 1), ("tsx", 1), ("typescript", 40)])
+def test_a_parse_that_does_not_finish_is_stopped(language: str, copies: int) -> None:
+    text = JUNK * copies
+    with pytest.warns(ChunkingWarning, match=f"the {language} parser was stopped"):
+        chunks = Chunker(max_tokens=8).chunk(text, language=language)
+    check_chunks(text, chunks, 8)
+
+
+def test_the_filename_path_is_bounded_too() -> None:
+    with pytest.warns(ChunkingWarning, match="parser was stopped"):
+        chunks = Chunker(max_tokens=8).chunk(JUNK, filename="broken.ts")
+    check_chunks(JUNK, chunks, 8)
+
+
+def _parse_checks(text: str, language: str) -> tuple[int, int | None]:
+    """Progress checks the whole parse of ``text`` took, and where it was stopped."""
+    splitter = code_root(text, language).splitter
+    assert isinstance(splitter, CodeSplitter)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ChunkingWarning)
+        splitter.tree  # noqa: B018
+    return splitter.checks, splitter.stopped
+
+
+# Dense but valid code: the most work per byte of every shape measured (about one
+# progress check per 10 bytes), well inside the bound of one per 4.
+DENSE = {
+    "cpp": "template<" * 800 + "class T" + ">" * 800 + " struct S;\n",
+    "python": "x = " + "[" * 4000 + "]" * 4000 + "\n",
+    "javascript": "x = [" + "1," * 8000 + "1];\n",
+    "rust": "fn f() " + "{" * 4000 + "}" * 4000 + "\n",
+}
+
+
+@pytest.mark.parametrize("language", sorted(DENSE))
+def test_dense_valid_code_is_never_stopped(language: str) -> None:
+    text = DENSE[language]
+    checks, stopped = _parse_checks(text, language)
+    assert stopped is None
+    assert 0 < checks <= code._PARSE_SLACK + len(text.encode()) // code._PARSE_BYTES
+    assert checks * 8 < len(text.encode())  # the bound leaves a margin of 2x and more
+
+
+def test_the_junk_is_stopped_within_the_bound() -> None:
+    checks, stopped = _parse_checks(JUNK, "typescript")
+    assert stopped is not None and 0 <= stopped <= len(JUNK)
+    assert checks == code._PARSE_SLACK + stopped // code._PARSE_BYTES + 1
+
+
+def test_a_stopped_window_leaves_the_rest_to_prose(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _module(300)  # about 200 KB of Python: parsed a window at a time
+    assert len(text) > code._WINDOW_BYTES and text.isascii()
+    whole = Chunker(max_tokens=64).chunk(text, language="python")
+    starts: list[int] = []
+    run = CodeSplitter._run
+
+    def second_window_stops(self: CodeSplitter, parser: object, lo: int) -> object:
+        starts.append(lo)
+        if len(starts) == 2:
+            monkeypatch.setattr(code, "_PARSE_SLACK", 0)  # stopped at its first check
+            monkeypatch.setattr(code, "_PARSE_BYTES", 1 << 40)
+        return run(self, parser, lo)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(CodeSplitter, "_run", second_window_stops)
+    with pytest.warns(ChunkingWarning, match="the python parser was stopped"):
+        chunks = Chunker(max_tokens=64).chunk(text, language="python")
+    check_chunks(text, chunks, 64)
+    assert len(starts) == 2  # no window after the stopped one was parsed
+    # The first window's statements were cut as code, as they are in a full parse.
+    head = [c for c in chunks if c.end < starts[1]][:-1]
+    assert len(head) > 100
+    assert set(head) <= set(whole)
+    assert [c for c in chunks if c.start >= starts[1]] != [c for c in whole if c.start >= starts[1]]
+
+
+# tree-sitter-ruby 0.23.1's scanner writes one byte past tree-sitter's state buffer on
+# this (broken tokens and open heredocs, found by fuzzing), which crashed the process
+# (run alone, the parse gets a segmentation fault every time). _guard.c drops such a state.
+RUBY_OVERFLOW = base64.b64decode(
+    "YGAqLy8nJzw8RU9GCiN7JyciIjw8RU9GIiI8PEVPRicnIiI8PEVPRmRlZis8PEVPRjs8PEVPRmBgJydgYCIiJyc8PEVPRis8PEVPRicnPDxFT0YiIjw8RU9GOzw8RU9GIiJgYGk8PEVPRns8PEVPRicnPDxFT0Z7aWY8PEVPRicnPDxgJCgjaWZ9LCh9KCg8PEVPRjwrXT46Ki8sLyooKyAqL2RlZjw8RU9GPiQoaWZbLyoKKi8kKCsoXQoiIiNgJycnJzw8RU9GCjw8RU9GLyo8PEVPRi8qPDxFT0YnJyIiPDxFT0ZpZns8PEVPRmZuaWY9Pjw8RU9GIiJgYCcnLD0+PDxFT0ZgYCw8PEVPRi8qKC8qLyo8PEVPRmZuIiJ9PC8qCi8qKCcnCi8qCi8qPDxFT0YrPDxFT0ZgICIsJCgqL2AkKH0sImRlZiQoCixbYCovPDxFT0ZkZWZ4JCg+I1soIgojJ2AnJCggfWZueF14WyMqLzs9PmZuPT54KTwgPT4sKF19CjooZm4sZGVmOzw8RU9GJChgZm47PT5kZWZ9YCg6LCMvKiJ4KCNpZiovOi8qLyp9Wzx7Kyl7PT4+Oig8LCAnCi8qKHs7e31gJChgfSt7KGlmKi8iKy8qW2lmJyc6YDopKi94IDw8RU9GWyB4KSs8PEVPRgpmbjorPihdKi9kZWZmbmAiPT48e3hgeyg9PiovJChkZWYjLCMieHtpZn06Ki99Pik8KSc9PiBpZjo8PEVPRj0+IiovLDtdKi86aWY+Zm4qL2B4aWYrezorIyddOi8qPjokKHhmbjxdJyJpZn06ZGVmPT57PDxFT0YnJCg6PT48ZGVmeyAvKj5mbl14PDxFT0ZkZWYrPHtgLyovKj48PEVPRilpZih7PiMgZGVmIiQoJzw8RU9GYCBmbjxkZWYnPC8qIGlmZGVmOjpbKCQoIH0qLygvKlt4PDxFT0Z9Oz0+Iz0+LyorfTs8PEVPRid7JydgYC88PEVPRiIiPDxFT0ZbJyc8PEVPRmBgRTw8RU9GLDw8RU9GKzw8RU9GYGArPDxFT0YnJyIiPDxFT0YvPDxFT0YvPDxFT0YnJzw8RU9GIiI8PEVPRid7Jzw8RU9GLzw8RU9GWzw8RU9GPjw8RU9GaWY+LyN7PDxFT0ZpZis8PEVPRicnPDxFT0ZgYHs8PEVPRj48PEVPRj1pZjw8RU9GeCIiYGAqLy8rPDxFT0ZpZgo8PEVPRmAjezw8RU9GIiInJz4oZGVmPCs8PEVPRns9PiddXXtkZWYnIycoeHhdCig8PEVPRj0+Ciw9PmlmXT4KOylmbn0KeDw8RU9GJz0+KCk9Pj0+WykKeD0+ICsjZm4qLyd7CilmOi8vKjw8RU9GZm5gYChbIiInJzw8RU9GYGApPi8vJycoPi8vKjw8RU9GKCIiYGB9KDxFW3t7YCpgOyh4Jyd9JycpaWkkKDt9JCgiJyInJycnImAiJyAvIiJgJ2AiYCcnYCcnImAiYGAnIiciYGAiYGAnJyInIiciJyIiIiciIicnYCcnJyInIidgYCJgYCJgIC8iIiIiIiciImAiJyIiJyIKLyIiYGAnImBgJ2Ai"
+).decode()
+
+
+def test_ruby_whose_scanner_state_overflows_does_not_crash() -> None:
+    script = (
+        "import sys\n"
+        "from sdk.chunking import _accel, Chunker\n"
+        "from sdk.chunking._code import CodeSplitter, code_root\n"
+        "text = sys.stdin.read()\n"
+        "chunks = Chunker(max_tokens=32).chunk(text, language='ruby')\n"
+        "assert ''.join(c.text for c in chunks) == text\n"
+        "print(_accel.guard.stats()[0] if _accel.guard is not None else 'no guard')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], input=RUBY_OVERFLOW, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    if _accel.guard is not None:
+        assert int(done.stdout) >= 1  # the guard dropped the state that would overflow
+
+
+def test_without_the_guard_such_ruby_is_chunked_as_prose(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_accel, "guard", None)
+    with pytest.warns(ChunkingWarning, match="scanner could overflow"):
+        chunks = Chunker(max_tokens=32).chunk(RUBY_OVERFLOW, language="ruby")
+    check_chunks(RUBY_OVERFLOW, chunks, 32)
+    ordinary = (CORPUS / "tasks.rb").read_text(encoding="utf-8") + "x = <<~EOF\n  body\nEOF\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ChunkingWarning)
+        check_chunks(ordinary, Chunker(max_tokens=32).chunk(ordinary, language="ruby"), 32)
+
+
+@pytest.mark.parametrize("language", languages())
+def test_guarded_grammars_parse_as_their_own(language: str) -> None:
+    """The guard changes only states that do not fit: every corpus file of every
+    language parses to the same tree with and without it."""
+    g = grammar(language)
+    module = pytest.importorskip(g.module)
+    own = tree_sitter.Language(getattr(module, g.function)())
+    guarded = load_language(language)
+    texts = [
+        p.read_bytes()
+        for p in sorted(CORPUS.iterdir())
+        if p.is_file() and language_for_filename(p.name) == language
+    ] or [b"x = 1\n"]
+    for data in texts:
+        ours = tree_sitter.Parser(guarded).parse(data).root_node
+        theirs = tree_sitter.Parser(own).parse(data).root_node
+        assert str(ours) == str(theirs)
+
+
+def test_parsing_keeps_nothing_once_the_tree_is_gone() -> None:
+    """py-tree-sitter keeps a reference to every object a read callable returns: the
+    splitter reads through one buffer, so parses do not pile up copies of the source."""
+    text = "value = compute(1, 2)\n" * 20_000  # 440 KB
+    tracemalloc.start()
+    try:
+        code_root(text, "python").splitter.tree  # type: ignore[union-attr]  # noqa: B018
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(3):
+            splitter = code_root(text, "javascript").splitter
+            assert isinstance(splitter, CodeSplitter)
+            assert splitter.tree is not None
+            assert splitter.tree.root_node.children[0].text == b"value = compute(1, 2)"
+            del splitter
+            gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < len(text) // 4
