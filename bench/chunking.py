@@ -642,6 +642,7 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
         lambda n: "".join(f'{{"id": {i:07d}, "ok": true}}\n' for i in range(n // 28)),  # leading zeros
     ),
     "JavaScript, one chain of calls": ("code", "chain.js", lambda n: "a" + ".b()" * (n // 4) + ";\n"),
+    "Bash, heredocs on one line": ("code", "heredocs.sh", lambda n: "a <<EOF b " * (n // 10)),
     "Markdown, setext headings": ("markdown", None, lambda n: "a\n=\n" * (n // 4)),
     "Markdown, one-letter paragraphs": ("markdown", None, lambda n: "a\n\n" * (n // 3)),
     "Markdown, a line of pipes": ("markdown", None, lambda n: "|" * n),

@@ -15,13 +15,20 @@
  * state too big to keep, and the token is re-lexed from an empty state. Only such
  * states change; every other parse is the grammar's own.
  *
+ * The copy also gives the scanner a new instance where tree-sitter restores an empty
+ * state (a scanner as new, by tree-sitter's contract): tree-sitter-bash 0.25 only
+ * resets the heredocs it holds, keeps them all, and walks them on every reset, so
+ * heredocs piling up took quadratic time (see renewed).
+ *
  * The copy is made of the language structure of ABI 14 and 15 (the versions this
  * tree-sitter loads); a language of another version, or one without an external
  * scanner, comes back as it is.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define BUFFER_SIZE 1024 /* TREE_SITTER_SERIALIZATION_BUFFER_SIZE */
@@ -30,6 +37,8 @@
 
 typedef void (*function)(void);
 typedef unsigned (*serialize_fn)(void *, char *);
+typedef bool (*scan_fn)(void *, void *, const bool *);
+typedef void (*deserialize_fn)(void *, const char *, unsigned);
 
 /* struct TSLanguage of ABI 14, then the fields ABI 15 adds (from tree_sitter/parser.h);
  * pointers to tables are opaque here, function pointers keep their types' sizes. */
@@ -63,11 +72,11 @@ typedef struct {
     struct {
         const void *states;
         const void *symbol_map;
-        function create;
-        function destroy;
-        function scan;
+        void *(*create)(void);
+        void (*destroy)(void *);
+        scan_fn scan;
         serialize_fn serialize;
-        function deserialize;
+        deserialize_fn deserialize;
     } external_scanner;
     const void *primary_state_ids;
 } Language14;
@@ -90,18 +99,29 @@ typedef struct {
 
 typedef struct {
     const void *source; /* the grammar's own language */
+    void *(*create)(void);
+    void (*destroy)(void *);
+    scan_fn scan;
     serialize_fn serialize;
+    deserialize_fn deserialize;
     int ruby;
     Language15 copy;
 } Slot;
 
-/* One slot per guarded language; serialize has no argument saying which language it
- * serves, so each slot has a function of its own. */
+/* The scanner tree-sitter holds is a box around the grammar's own, so that an empty
+ * state can be given a new one (see renewed). */
+typedef struct {
+    void *inner;
+} Box;
+
+/* One slot per guarded language; the scanner's functions have no argument saying which
+ * language they serve, so each slot has functions of its own. */
 #define SLOTS 32
 static Slot slots[SLOTS];
 static int used;
 static unsigned long long dropped; /* states dropped, for tests (not thread-exact) */
 static unsigned largest;           /* the largest state a guarded scanner wrote */
+static unsigned long long renewals; /* scanners made new for an empty state */
 
 /* Does ``state`` read back as tree-sitter-ruby's deserialize reads it: a count of
  * literals of 5 bytes each, a count of heredocs, then per heredoc 3 flags, a length
@@ -141,19 +161,75 @@ guarded(Slot *slot, void *payload, char *buffer)
     return size;
 }
 
-#define SLOT(i) \
-    static unsigned serialize_##i(void *payload, char *buffer) { return guarded(&slots[i], payload, buffer); }
+static void *
+boxed(Slot *slot)
+{
+    Box *box = malloc(sizeof *box);
+    if (box == NULL)
+        abort(); /* as tree-sitter's own allocator does */
+    box->inner = slot->create();
+    return box;
+}
+
+static void
+unboxed(Slot *slot, void *payload)
+{
+    Box *box = payload;
+    slot->destroy(box->inner);
+    free(box);
+}
+
+/* tree-sitter deserializes an empty state to mean a scanner as new. Some scanners only
+ * reset what they hold: tree-sitter-bash 0.25 keeps every heredoc it has seen and
+ * walks them all on each reset, so a line of many heredocs took quadratic time (128 KB
+ * of "a <<EOF b " took 6 s, 1 MB would take minutes). An empty state gets a new
+ * scanner instead. */
+static void
+renewed(Slot *slot, void *payload, const char *buffer, unsigned length)
+{
+    Box *box = payload;
+    if (length == 0) {
+        renewals++;
+        slot->destroy(box->inner);
+        box->inner = slot->create();
+    }
+    slot->deserialize(box->inner, buffer, length);
+}
+
+#define SLOT(i)                                                                                \
+    static void *create_##i(void) { return boxed(&slots[i]); }                                 \
+    static void destroy_##i(void *payload) { unboxed(&slots[i], payload); }                    \
+    static bool scan_##i(void *payload, void *lexer, const bool *valid)                        \
+    {                                                                                          \
+        return slots[i].scan(((Box *)payload)->inner, lexer, valid);                           \
+    }                                                                                          \
+    static unsigned serialize_##i(void *payload, char *buffer)                                 \
+    {                                                                                          \
+        return guarded(&slots[i], ((Box *)payload)->inner, buffer);                            \
+    }                                                                                          \
+    static void deserialize_##i(void *payload, const char *buffer, unsigned length)            \
+    {                                                                                          \
+        renewed(&slots[i], payload, buffer, length);                                           \
+    }
 SLOT(0) SLOT(1) SLOT(2) SLOT(3) SLOT(4) SLOT(5) SLOT(6) SLOT(7)
 SLOT(8) SLOT(9) SLOT(10) SLOT(11) SLOT(12) SLOT(13) SLOT(14) SLOT(15)
 SLOT(16) SLOT(17) SLOT(18) SLOT(19) SLOT(20) SLOT(21) SLOT(22) SLOT(23)
 SLOT(24) SLOT(25) SLOT(26) SLOT(27) SLOT(28) SLOT(29) SLOT(30) SLOT(31)
 
-static const serialize_fn wrappers[SLOTS] = {
-    serialize_0, serialize_1, serialize_2, serialize_3, serialize_4, serialize_5, serialize_6,
-    serialize_7, serialize_8, serialize_9, serialize_10, serialize_11, serialize_12, serialize_13,
-    serialize_14, serialize_15, serialize_16, serialize_17, serialize_18, serialize_19, serialize_20,
-    serialize_21, serialize_22, serialize_23, serialize_24, serialize_25, serialize_26, serialize_27,
-    serialize_28, serialize_29, serialize_30, serialize_31,
+#define FUNCTIONS(i) {create_##i, destroy_##i, scan_##i, serialize_##i, deserialize_##i}
+static const struct {
+    void *(*create)(void);
+    void (*destroy)(void *);
+    scan_fn scan;
+    serialize_fn serialize;
+    deserialize_fn deserialize;
+} functions[SLOTS] = {
+    FUNCTIONS(0), FUNCTIONS(1), FUNCTIONS(2), FUNCTIONS(3), FUNCTIONS(4), FUNCTIONS(5),
+    FUNCTIONS(6), FUNCTIONS(7), FUNCTIONS(8), FUNCTIONS(9), FUNCTIONS(10), FUNCTIONS(11),
+    FUNCTIONS(12), FUNCTIONS(13), FUNCTIONS(14), FUNCTIONS(15), FUNCTIONS(16), FUNCTIONS(17),
+    FUNCTIONS(18), FUNCTIONS(19), FUNCTIONS(20), FUNCTIONS(21), FUNCTIONS(22), FUNCTIONS(23),
+    FUNCTIONS(24), FUNCTIONS(25), FUNCTIONS(26), FUNCTIONS(27), FUNCTIONS(28), FUNCTIONS(29),
+    FUNCTIONS(30), FUNCTIONS(31),
 };
 
 PyDoc_STRVAR(guard_doc,
@@ -172,7 +248,9 @@ guard(PyObject *self, PyObject *args)
     const Language14 *source = PyCapsule_GetPointer(capsule, CAPSULE);
     if (source == NULL)
         return NULL;
-    if ((source->version != 14 && source->version != 15) || source->external_scanner.serialize == NULL) {
+    if ((source->version != 14 && source->version != 15) || source->external_scanner.create == NULL ||
+        source->external_scanner.destroy == NULL || source->external_scanner.scan == NULL ||
+        source->external_scanner.serialize == NULL || source->external_scanner.deserialize == NULL) {
         Py_INCREF(capsule);
         return capsule;
     }
@@ -190,21 +268,30 @@ guard(PyObject *self, PyObject *args)
         memset(slot, 0, sizeof *slot);
         memcpy(&slot->copy, source, source->version == 15 ? sizeof(Language15) : sizeof(Language14));
         slot->source = source;
+        slot->create = source->external_scanner.create;
+        slot->destroy = source->external_scanner.destroy;
+        slot->scan = source->external_scanner.scan;
         slot->serialize = source->external_scanner.serialize;
+        slot->deserialize = source->external_scanner.deserialize;
         slot->ruby = strcmp(check, "ruby") == 0;
-        slot->copy.base.external_scanner.serialize = wrappers[used];
+        slot->copy.base.external_scanner.create = functions[used].create;
+        slot->copy.base.external_scanner.destroy = functions[used].destroy;
+        slot->copy.base.external_scanner.scan = functions[used].scan;
+        slot->copy.base.external_scanner.serialize = functions[used].serialize;
+        slot->copy.base.external_scanner.deserialize = functions[used].deserialize;
         found = used++;
     }
     return PyCapsule_New(&slots[found].copy, CAPSULE, NULL);
 }
 
-PyDoc_STRVAR(stats_doc, "stats() -> (dropped, largest)\n\n"
-                        "States dropped so far, and the largest state a guarded scanner wrote.");
+PyDoc_STRVAR(stats_doc, "stats() -> (dropped, largest, renewals)\n\n"
+                        "States dropped so far, the largest state a guarded scanner wrote, and\n"
+                        "the scanners made new for an empty state (for tests; not thread-exact).");
 
 static PyObject *
 stats(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("(KI)", dropped, largest);
+    return Py_BuildValue("(KIK)", dropped, largest, renewals);
 }
 
 static PyMethodDef guard_methods[] = {

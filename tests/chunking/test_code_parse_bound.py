@@ -187,3 +187,19 @@ def test_parsing_keeps_nothing_once_the_tree_is_gone() -> None:
     finally:
         tracemalloc.stop()
     assert grown < len(text) // 4
+
+
+@pytest.mark.skipif(_accel.guard is None, reason="the guard is not built")
+def test_an_empty_scanner_state_gets_a_new_scanner() -> None:
+    """tree-sitter-bash kept every heredoc it had seen and walked them all on each reset
+    of its state: 128 KB of one line of heredocs took 6 s to parse, 1 MB would take
+    minutes (the bench's "Bash, heredocs on one line" row measures it). A reset now
+    gives the scanner a new instance, whose reset has nothing to walk."""
+    assert _accel.guard is not None
+    text = "a <<EOF b " * 2_000
+    before = _accel.guard.stats()[2]
+    _, stopped = _parse_checks(text, "bash")
+    assert stopped is None
+    assert _accel.guard.stats()[2] - before > 100  # states too big to keep: many resets
+    chunks = Chunker(max_tokens=32).chunk(text, language="bash")
+    check_chunks(text, chunks, 32)
