@@ -452,7 +452,8 @@ class CodeSplitter:
         self._live = []
         data = self._data
         n = len(data)
-        hi = min(n, lo + max(_WINDOW_BYTES, lo // 32))
+        size = max(_WINDOW_BYTES, lo // 32)
+        hi = self._window_end(lo + size, size)
         while True:
             children = self._parse(lo, hi)
             if children is None:
@@ -463,7 +464,8 @@ class CodeSplitter:
             # Nothing whole to keep (a node longer than the window, or broken code at
             # its start): a window twice as long, so the parses add up to at most
             # twice the final one.
-            hi = min(n, lo + 2 * (hi - lo))
+            size *= 2
+            hi = self._window_end(lo + size, size)
         if not children:
             return self._prose(text, section)
         nxt = children[keep].start_byte if keep < len(children) else n
@@ -479,18 +481,35 @@ class CodeSplitter:
             return only.splitter.split(text, only) if only.splitter is not None else ()
         return parts
 
+    def _window_end(self, at: int, size: int) -> int:
+        """A window's end near byte ``at``: the end of that line, so the window's last
+        line is whole (cut inside ``elif``, a window's ``eli`` parsed as a statement of
+        its own and the ``if`` before it as whole), unless the line runs on for more
+        than another window."""
+        n = len(self._data)
+        if at >= n:
+            return n
+        i = self._data.find(b"\n", at, at + size)
+        return at if i < 0 else i + 1
+
     def _kept(self, children: list[Node]) -> int:
         """How many of a window's top-level nodes to keep: those before the last node
-        and before anything broken (and the node before that, which error recovery may
-        have cut short), less the comments and decorators that lead into what is left
-        out."""
+        that is not a comment (a clause such as ``else:`` may follow it past the
+        window, with comments between) and before anything broken (and the node
+        before that, which error recovery may have cut short), less the comments and
+        decorators that lead into what is left out."""
         flags = self._flags
         keep = len(children)
         for i, child in enumerate(children):
             if child.has_error or not flags.get(child.kind_id, 0) & _NAMED:
                 keep = max(0, i - 1)
                 break
-        keep = min(keep, len(children) - 1)
+        last = len(children) - 1
+        while last > 0 and flags.get(children[last].kind_id, 0) & _COMMENT:
+            last -= 1
+        if last == 0 and flags.get(children[0].kind_id, 0) & _COMMENT:
+            last = len(children) - 1  # comments only: all but the last
+        keep = min(keep, last)
         while keep > 0 and flags.get(children[keep - 1].kind_id, 0) & (_COMMENT | _FORWARD):
             keep -= 1
         return max(keep, 0)

@@ -85,3 +85,41 @@ def test_broken_code_in_a_long_source_still_chunks(monkeypatch: pytest.MonkeyPat
     for budget in (16, 64):
         got = Chunker(budget).chunk(text, kind="code", language="python")
         check_chunks(text, got, budget)
+
+
+def _clauses(n: int) -> str:
+    """Statements whose clauses follow them at the top level, some after a comment."""
+    parts = []
+    for i in range(n):
+        parts.append(
+            f"if value == {i}:\n    handle({i})\n"
+            + "".join(f"elif value == {i}.{k}:\n    handle({i}, {k})\n" for k in range(40))
+            + f"# otherwise, item {i}\nelse:\n    fallback({i})\n"
+            f"try:\n    risky({i})\n# when it fails\nexcept ValueError:\n    recover({i})\n"
+            f"finally:\n    done({i})\n"
+            f"for item in items_{i}:\n    visit(item)\nelse:\n    nothing({i})\n\n"
+        )
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("window", [1_000, 3_000])
+def test_clauses_that_follow_a_window_stay_with_their_statement(
+    monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """A window ends at a line's end, and its last statement other than comments is left
+    to the next window: cut inside ``elif``, a window parsed ``eli`` as a statement and
+    kept the ``if`` before it as whole; then every window from the bare ``elif`` on was
+    broken, its windows doubled to the end of the source, and the rest was prose."""
+    text = _clauses(12)
+    monkeypatch.setattr(code, "_WINDOWED", frozenset())
+    whole = Chunker(64).chunk(text, kind="code", language="python")
+    monkeypatch.setattr(code, "_WINDOWED", frozenset({"python"}))
+    monkeypatch.setattr(code, "_WINDOW_BYTES", window)
+    splitter = code_root(text, "python").splitter
+    assert isinstance(splitter, CodeSplitter)
+    got = Chunker(64).chunk(text, kind="code", language="python")
+    check_chunks(text, got, 64)
+    # Every chunk starts where the whole parse's chunks start, but at a window's end.
+    theirs = {c.start for c in whole}
+    assert sum(c.start not in theirs for c in got) <= len(text) // window + 1
+    assert {c.path for c in got} == {c.path for c in whole}
