@@ -8,13 +8,15 @@ parsed at once. They are operation counts, not clocks.
 
 from __future__ import annotations
 
+import bisect
 import itertools
+from pathlib import Path
 
 import pytest
 
 import sdk.chunking._code as code
 from sdk import count_tokens
-from sdk.chunking import Chunker
+from sdk.chunking import Chunk, Chunker
 from sdk.chunking._code import CodeSplitter, code_root
 from sdk.chunking._engine import Engine, Sizer
 from tests.invariants import check_chunks
@@ -123,3 +125,74 @@ def test_clauses_that_follow_a_window_stay_with_their_statement(
     theirs = {c.start for c in whole}
     assert sum(c.start not in theirs for c in got) <= len(text) // window + 1
     assert {c.path for c in got} == {c.path for c in whole}
+
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "code"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["hashmap.c", "matrix.cpp", "app.js", "service.ts", "server.go", "lib.rs", "tasks.rb", "deploy.sh"],
+)
+@pytest.mark.parametrize("budget", [16, 256])
+def test_every_language_windows_cut_only_between_top_level_statements(
+    monkeypatch: pytest.MonkeyPatch, name: str, budget: int
+) -> None:
+    """Windows of 1,500 bytes (cut inside functions, blocks, strings and comments):
+    every chunk starts where one parse of the whole starts a chunk, or at one of its
+    top-level statements (a window's end is a seam between two)."""
+    unit = (CORPUS / name).read_text(encoding="utf-8")
+    language = code.language_for_filename(name, unit)
+    assert language is not None
+    text = (unit + "\n") * (40_000 // len(unit))
+    root = code_root(text, language)
+    assert isinstance(root.splitter, CodeSplitter) and root.splitter.tree is not None
+    data = text.encode()
+    tops = {len(data[: c.start_byte].decode()) for c in root.splitter.tree.root_node.children}
+    monkeypatch.setattr(code, "_WINDOWED", frozenset())
+    whole = {c.start for c in Chunker(budget).chunk(text, language=language)}
+    monkeypatch.setattr(code, "_WINDOWED", frozenset({language}))
+    monkeypatch.setattr(code, "_WINDOW_BYTES", 1_500)
+    monkeypatch.setattr(code, "_WINDOW_LINES", 1)
+    splitter = code_root(text, language).splitter
+    assert isinstance(splitter, CodeSplitter)
+    got = Chunker(budget).chunk(text, language=language)
+    check_chunks(text, got, budget)
+    assert [c.start for c in got if c.start not in whole and c.start not in tops] == []
+
+
+def test_a_minified_source_is_parsed_whole() -> None:
+    """Its first statement is likely all of it: windows would double until it is whole,
+    parsing it about twice over."""
+    text = "var a=[" + ",".join(f'{{"k{i}":{i}}}' for i in range(20_000)) + "];" + "f();" * 20_000
+    n = len(text)
+    assert n > code._WINDOW_BYTES and text.count("\n") == 0
+    root = code_root(text, "javascript")
+    splitter = root.splitter
+    assert isinstance(splitter, CodeSplitter)
+    raw = Engine(text, 64, Sizer("o200k_base")).run(root)
+    assert raw[0].start == 0 and raw[-1].end == n
+    assert splitter.parsed == splitter.widest == n
+
+
+def test_windows_whose_parse_failed_as_a_whole_keep_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut inside a function, a C window can fail as a whole (its root an ERROR): its
+    top-level nodes are then the function's statements and loose tokens, which do not
+    look broken. Such a window keeps nothing and grows instead. On this project's own
+    C (6,000 lines, windows of 3,000 bytes), chunks then carry the definition they are
+    in, as in one parse of the whole; keeping those nodes gave 14 chunks another."""
+    path = Path(code.__file__).with_name("_native.c")
+    text = path.read_text(encoding="utf-8")
+    monkeypatch.setattr(code, "_WINDOWED", frozenset())
+    whole = Chunker(64).chunk(text, language="c")
+    monkeypatch.setattr(code, "_WINDOWED", frozenset({"c"}))
+    monkeypatch.setattr(code, "_WINDOW_BYTES", 3_000)
+    got = Chunker(64).chunk(text, language="c")
+    check_chunks(text, got, 64)
+    starts = [c.start for c in whole]
+
+    def differs(c: Chunk) -> bool:
+        theirs = whole[bisect.bisect_right(starts, c.start) - 1].path
+        return c.path != theirs and not (c.path or "").startswith(theirs or "\0")
+
+    assert sum(map(differs, got)) <= 2
