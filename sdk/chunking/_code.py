@@ -190,6 +190,26 @@ _PARSE_SLACK = 1024
 _PARSE_BYTES = 4
 _READ_BYTES = 64 * 1024  # bytes handed to the parser per read
 
+
+class _Budget:
+    """A bounded parse's progress callback: it answers True (stop) once its calls pass
+    ``slack`` plus one per ``step`` bytes the parser has reached from ``lo``."""
+
+    __slots__ = ("calls", "lo", "reached", "slack", "step")
+
+    def __init__(self, lo: int, slack: int, step: int) -> None:
+        self.lo = self.reached = lo
+        self.slack = slack
+        self.step = step
+        self.calls = 0
+
+    def __call__(self, offset: int, _has_error: bool) -> bool:
+        self.calls += 1
+        if offset > self.reached:
+            self.reached = offset
+        return self.calls > self.slack + (self.reached - self.lo) // self.step
+
+
 # py-tree-sitter 0.26 keeps a reference to every object a read callable returns, so each
 # would stay in memory for good: the parser reads from one buffer per thread, refilled
 # at each read (the parser has released the previous read by then).
@@ -380,8 +400,7 @@ class CodeSplitter:
         data = self._data
         view = memoryview(data)
         buffer = _read_buffer()
-        calls = 0
-        reached = lo
+        budget = _Budget(lo, _PARSE_SLACK, _PARSE_BYTES)
         parsing = True
 
         def read(offset: int, _point: tree_sitter.Point) -> bytes | bytearray:
@@ -390,22 +409,16 @@ class CodeSplitter:
             buffer[:] = view[offset : offset + _READ_BYTES]
             return buffer
 
-        def progress(offset: int, _has_error: bool) -> bool:
-            nonlocal calls, reached
-            calls += 1
-            reached = max(reached, offset)
-            return calls > _PARSE_SLACK + (reached - lo) // _PARSE_BYTES
-
         try:
-            return parser.parse(read, progress_callback=progress)
-        except ValueError:  # stopped by progress()
+            return parser.parse(read, progress_callback=budget)
+        except ValueError:  # stopped by the budget
             parser.reset()
-            self.stopped = reached
+            self.stopped = budget.reached
             self._why = "its error recovery ran past the work allowed for the source's length"
             return None
         finally:
             parsing = False
-            self.checks += calls
+            self.checks += budget.calls
 
     def _given_up(self, text: str, section: Section) -> Sequence[Section]:
         """The rest of the source with prose rules, once the parser was stopped."""

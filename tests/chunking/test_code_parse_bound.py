@@ -203,3 +203,37 @@ def test_an_empty_scanner_state_gets_a_new_scanner() -> None:
     assert _accel.guard.stats()[2] - before > 100  # states too big to keep: many resets
     chunks = Chunker(max_tokens=32).chunk(text, language="bash")
     check_chunks(text, chunks, 32)
+
+
+def test_the_budget_stops_past_its_bound() -> None:
+    budget = code._Budget(2, 1024, 4)
+    steps = [(5, False), (3, True), (400, False), (400, False)] + [(401, True)] * 1_200
+    answers = [budget(offset, error) for offset, error in steps]
+    assert answers.index(True) == 1024 + (401 - 2) // 4  # the reach, not the last offset
+    assert budget.calls == len(steps) and budget.reached == 401
+
+
+def test_an_interrupt_during_a_parse_is_raised_not_a_crash() -> None:
+    """A KeyboardInterrupt that arrives while tree-sitter calls back into Python (to
+    read, or to count its progress) comes out of chunk() as itself."""
+    script = (
+        "import signal, sys\n"
+        "from sdk.chunking import Chunker\n"
+        "text = 'def f(x):\\n    return [x, (x + 1) * 2, {x: x}]\\n' * 40_000\n"
+        "fired = []\n"
+        "def interrupt(*args):\n"
+        "    if not fired:\n"
+        "        fired.append(1)\n"
+        "        raise KeyboardInterrupt\n"
+        "signal.signal(signal.SIGALRM, interrupt)\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0.05, 0.002)\n"
+        "try:\n"
+        "    for _ in range(50):\n"
+        "        Chunker(max_tokens=64).chunk(text, language='python')\n"
+        "except KeyboardInterrupt:\n"
+        "    signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "    print('interrupted')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "interrupted"
