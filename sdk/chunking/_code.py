@@ -36,6 +36,7 @@ import tree_sitter
 
 from . import _accel
 from ._api import register_kind
+from ._engine import flat_state
 from ._languages import (
     GrammarUnavailable,
     UnknownLanguage,
@@ -310,6 +311,24 @@ def _kind_flags(language: str, grammar: tree_sitter.Language) -> dict[int, int]:
     return table
 
 
+# A level of more than 2 * _RUN groups is handed to the engine as flat runs of about
+# _RUN groups each, made into sections only when one must be cut (a Section and its
+# state per group took 160 bytes and more per byte of a long array of small numbers).
+_RUN = 512
+
+
+@flat_state
+class _Run(NamedTuple):
+    """State of a run of sibling groups: placed as if they stood in its place."""
+
+    groups: list[list[Node]]
+    chain: tuple[str, ...]
+    start: int
+    end: int
+    depth: int
+    path: str | None  # the level's path (the run's own is its first group's)
+
+
 class _Tail(NamedTuple):
     """State of the unparsed rest of a long source, from byte ``start`` on."""
 
@@ -545,6 +564,9 @@ class CodeSplitter:
         state = section.state
         if isinstance(state, _Tail):
             return self._window(text, section, state.start)
+        if isinstance(state, _Run):
+            level = _Nodes((), state.chain, state.start, state.end, state.depth)
+            return self._tile(text, section, level, state.groups, state.chain, state.path)
         if not isinstance(state, _Nodes):
             return ()
         if not state.nodes:
@@ -757,6 +779,8 @@ class CodeSplitter:
         sticky: list[bool] | None = None,
     ) -> list[Section]:
         """Sections for ``groups`` and the whitespace between them; ``path`` is the default."""
+        if len(groups) > 2 * _RUN and sticky is None:
+            return self._runs(text, section, state, groups, chain, path)
         native = _accel.native
         if native is not None:
             # In C, with _part and _snap's common case: this walk per syntax node was
@@ -767,6 +791,68 @@ class CodeSplitter:
             if found is not None:
                 return found
         return self._tile_python(text, section, state, groups, chain, path, sticky)
+
+    def _runs(
+        self,
+        text: str,
+        section: Section,
+        state: _Nodes,
+        groups: list[list[Node]],
+        chain: tuple[str, ...],
+        path: str | None,
+    ) -> list[Section]:
+        """``groups`` as flat runs of ``_RUN`` (the last up to 1.5 times that), from a
+        run's first group to its last, with the whitespace between two runs a section
+        of its own, as ``_tile`` has it between two groups."""
+        lo, hi = state.start, state.end
+        data = self._data
+        linear = self._ascii or text[section.start : section.end].isascii()
+        language = self.language
+        n = len(groups)
+        parts: list[Section] = []
+        pos_b, pos_c = lo, section.start
+
+        def char(b: int) -> int:
+            return section.start + (b - lo) if linear else pos_c + len(data[pos_b:b].decode("utf-8"))
+
+        k = 0
+        while k < n:
+            j = k + _RUN if n - k >= _RUN + _RUN // 2 else n
+            gs = min(hi, max(pos_b, groups[k][0].start_byte))
+            ge = min(hi, max(gs, groups[j - 1][-1].end_byte))
+            if gs > pos_b:
+                c = char(gs)
+                parts.append(Section(pos_c, c, PROSE, 0, "code", language, path))
+                pos_b, pos_c = gs, c
+            c = char(ge)
+            run = _Run(groups[k:j], chain, gs, ge, state.depth, path)
+            parts.append(
+                Section(pos_c, c, self, run, "code", language, self._group_path(groups[k], chain, path))
+            )
+            pos_b, pos_c = ge, c
+            k = j
+        if pos_b < hi:
+            parts.append(Section(pos_c, section.end, PROSE, 0, "code", language, path))
+        if self._plain:
+            return parts
+        return _snap(text, parts)
+
+    def _group_path(self, group: list[Node], chain: tuple[str, ...], path: str | None) -> str | None:
+        """The path the section of ``group`` would carry (see ``_part``)."""
+        flags = self._flags
+        principal = group[0]
+        if len(group) > 1:
+            for node in group:
+                if not flags.get(node.kind_id, 0) & (_COMMENT | _FORWARD):
+                    principal = node
+                    break
+        elif principal.child_count == 0 or flags.get(principal.kind_id, 0) & _ERROR:
+            return path
+        if flags.get(principal.kind_id, 0) & _LABEL:
+            label = _label(self._data, principal, self.language)
+            if label is not None:
+                return ".".join((*chain, label))
+        return path
 
     def _tile_python(
         self,
