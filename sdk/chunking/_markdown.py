@@ -687,7 +687,7 @@ class MarkdownSplitter:
         # The lines from the document's index (a list of spans per line held 48 bytes
         # a character of a list of one-character items).
         at, flags = self._lines(start, end)
-        edges = array("q", [start])
+        edges = array(at.typecode if isinstance(at, array) else "q", [start])
         if what == "table":
             # Header and delimiter rows stay together; then one part per row.
             edges.extend(at[2:-1])
@@ -893,8 +893,9 @@ def _lines_of(text: str, start: int, end: int, heading_starts: Sequence[int]) ->
         # In C: a Python step and up to a dozen regex matches per line were most of
         # the Markdown splitter's own time.
         heads = heading_starts if isinstance(heading_starts, array) else array("q", heading_starts)
-        spans, classes, marked = native.md_lines(text, start, end, heads)
-        at: array[int] = array("q")
+        code = _offset_code(text)
+        spans, classes, marked = native.md_lines(text, start, end, heads, 4 if code == "i" else 8)
+        at: array[int] = array(code)  # 4 bytes a line while offsets fit
         flags: array[int] = array("H")
         marks: array[int] = array("q")
         at.frombytes(spans)
@@ -910,7 +911,7 @@ def _document_lines(text: str) -> _Lines:
 
 def _line_flags_python(text: str, start: int, end: int, headings: frozenset[int]) -> _Lines:
     """``native.md_lines`` in Python (its reference)."""
-    at: array[int] = array("q")
+    at: array[int] = array(_offset_code(text))
     flags: array[int] = array("H")
     for m in _LINE.finditer(text, start, end):
         at.append(m.start())

@@ -5198,12 +5198,17 @@ md_lines(PyObject *self, PyObject *args)
 {
     PyObject *text, *headings;
     Py_ssize_t start, end;
-    if (!PyArg_ParseTuple(args, "UnnO:md_lines", &text, &start, &end, &headings)) {
+    int width = 8;
+    if (!PyArg_ParseTuple(args, "UnnO|i:md_lines", &text, &start, &end, &headings, &width)) {
         return NULL;
     }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     if (start < 0 || end > n || start > end) {
         PyErr_SetString(PyExc_IndexError, "md_lines: a range outside the text");
+        return NULL;
+    }
+    if (width != 8 && (width != 4 || end > INT32_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "md_lines: width is 8, or 4 for offsets that fit");
         return NULL;
     }
     Ints heads;
@@ -5307,7 +5312,13 @@ md_lines(PyObject *self, PyObject *args)
             marks[marked++] = i;
         }
     }
-    PyObject *spans = PyBytes_FromStringAndSize((const char *)at, (Py_ssize_t)sizeof(int64_t) * (count + 1));
+    if (width == 4) { /* narrowed in place: entry i moves from byte 8i to 4i, read before written */
+        int32_t *narrow = (int32_t *)at;
+        for (Py_ssize_t i = 0; i <= count; i++) {
+            narrow[i] = (int32_t)at[i];
+        }
+    }
+    PyObject *spans = PyBytes_FromStringAndSize((const char *)at, (Py_ssize_t)width * (count + 1));
     PyObject *classes = spans == NULL ? NULL : PyBytes_FromStringAndSize((const char *)flags, (Py_ssize_t)sizeof(uint16_t) * count);
     PyObject *found = classes == NULL ? NULL : PyBytes_FromStringAndSize((const char *)marks, (Py_ssize_t)sizeof(int64_t) * marked);
     PyMem_Free(marks);
