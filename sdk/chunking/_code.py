@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import regex
@@ -189,26 +189,44 @@ _WINDOW_LINES = 32
 # The count is of operations, not a clock: the same input gives the same chunks.
 _PARSE_SLACK = 1024
 _PARSE_BYTES = 4
+# And past _LEX_SLACK steps of the lexer more than _LEX_PER_BYTE per byte reached (with
+# the guard of _guard.c, which counts them): some grammars lex an unclosed raw string,
+# comment or literal to the end of the source again at every token, in time that grows
+# with the square of its length (32 KB of ")" took 4 s in bash, 1 MB would take over an
+# hour) with few parser operations. Every code shape and real file measured took at
+# most 5.3 steps per byte; those took 1,000 and more at 4 KB.
+_LEX_SLACK = 64 * 1024
+_LEX_PER_BYTE = 64
 _READ_BYTES = 64 * 1024  # bytes handed to the parser per read
 
 
 class _Budget:
     """A bounded parse's progress callback: it answers True (stop) once its calls pass
-    ``slack`` plus one per ``step`` bytes the parser has reached from ``lo``."""
+    ``slack`` plus one per ``step`` bytes the parser has reached from ``lo``, or, with
+    ``meter`` (the guard's count of the lexer's steps), once they pass ``_LEX_SLACK``
+    plus ``_LEX_PER_BYTE`` per byte reached. ``lexed`` says which."""
 
-    __slots__ = ("calls", "lo", "reached", "slack", "step")
+    __slots__ = ("calls", "lexed", "lo", "meter", "reached", "slack", "step")
 
-    def __init__(self, lo: int, slack: int, step: int) -> None:
+    def __init__(self, lo: int, slack: int, step: int, meter: Callable[[], int] | None = None) -> None:
         self.lo = self.reached = lo
         self.slack = slack
         self.step = step
         self.calls = 0
+        self.meter = meter
+        self.lexed = False
 
     def __call__(self, offset: int, _has_error: bool) -> bool:
         self.calls += 1
         if offset > self.reached:
             self.reached = offset
-        return self.calls > self.slack + (self.reached - self.lo) // self.step
+        done = self.reached - self.lo
+        if self.calls > self.slack + done // self.step:
+            return True
+        if self.meter is not None and self.meter() > _LEX_SLACK + done * _LEX_PER_BYTE:
+            self.lexed = True
+            return True
+        return False
 
 
 # py-tree-sitter 0.26 keeps a reference to every object a read callable returns, so each
@@ -361,6 +379,7 @@ class CodeSplitter:
         "_why",
         "checks",
         "language",
+        "lexed",
         "parsed",
         "stopped",
         "touched",
@@ -380,6 +399,7 @@ class CodeSplitter:
         self.parsed = 0
         self.widest = 0
         self.checks = 0  # the parser's progress checks (see _run)
+        self.lexed = 0  # the lexer's steps, where the guard counts them
         self.stopped: int | None = None  # the byte the parser was stopped at
         self._why = ""
         self._whole = 0  # how many of the last window's nodes may be whole
@@ -415,11 +435,18 @@ class CodeSplitter:
     def _run(self, parser: tree_sitter.Parser, lo: int) -> tree_sitter.Tree | None:
         """``parser``'s tree of the source (its included ranges starting at byte ``lo``),
         or None, with ``stopped`` set to the byte it had reached, where it took more
-        operations than the source's length allows (``_PARSE_SLACK``)."""
+        operations or lexer steps than the source's length allows (``_PARSE_SLACK``,
+        ``_LEX_SLACK``)."""
         data = self._data
         view = memoryview(data)
         buffer = _read_buffer()
-        budget = _Budget(lo, _PARSE_SLACK, _PARSE_BYTES)
+        guard = _accel.guard
+        budget = _Budget(lo, _PARSE_SLACK, _PARSE_BYTES, None if guard is None else guard.meter_count)
+        if guard is not None:
+            # Past these (the whole window's allowance), lexing stops at once: some lex
+            # loops make no parser operation, so the budget is not asked.
+            size = len(data) - lo
+            guard.meter_start(_LEX_SLACK + size * _LEX_PER_BYTE)
         parsing = True
 
         def read(offset: int, _point: tree_sitter.Point) -> bytes | bytearray:
@@ -428,16 +455,30 @@ class CodeSplitter:
             buffer[:] = view[offset : offset + _READ_BYTES]
             return buffer
 
+        steps = 0
         try:
-            return parser.parse(read, progress_callback=budget)
+            tree: tree_sitter.Tree | None = parser.parse(read, progress_callback=budget)
         except ValueError:  # stopped by the budget
             parser.reset()
-            self.stopped = budget.reached
-            self._why = "its error recovery ran past the work allowed for the source's length"
-            return None
+            tree = None
         finally:
             parsing = False
             self.checks += budget.calls
+            if guard is not None:
+                steps = guard.meter_stop()
+                self.lexed += steps
+        # (Past the whole window's allowance, the guard stopped lexing: the tree is
+        # whatever tree-sitter made of the rest without tokens.)
+        over = guard is not None and steps > _LEX_SLACK + (len(data) - lo) * _LEX_PER_BYTE
+        if tree is not None and not over:
+            return tree
+        self.stopped = budget.reached
+        self._why = (
+            "its lexer ran past the work allowed for the source's length"
+            if budget.lexed or over
+            else "its error recovery ran past the work allowed for the source's length"
+        )
+        return None
 
     def _given_up(self, text: str, section: Section) -> Sequence[Section]:
         """The rest of the source with prose rules, once the parser was stopped."""
@@ -995,10 +1036,10 @@ def _snap(text: str, parts: list[Section]) -> list[Section]:
 def _resized(text: str, section: Section, start: int, end: int) -> Section:
     """``section`` with its edges moved forward to ``start`` and ``end``."""
     state = section.state
-    if isinstance(state, _Nodes):
+    if isinstance(state, (_Nodes, _Run)):
         lo = state.start + len(text[section.start : start].encode("utf-8"))
         hi = state.end + len(text[section.end : end].encode("utf-8"))
-        state = _Nodes(state.nodes, state.chain, lo, hi, state.depth)
+        state = state._replace(start=lo, end=hi)
     return section._replace(start=start, end=end, state=state)
 
 

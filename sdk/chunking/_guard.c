@@ -36,6 +36,7 @@
 #define CAPSULE "tree_sitter.Language"
 
 typedef void (*function)(void);
+typedef bool (*lex_fn_t)(void *, uint16_t);
 typedef unsigned (*serialize_fn)(void *, char *);
 typedef bool (*scan_fn)(void *, void *, const bool *);
 typedef void (*deserialize_fn)(void *, const char *, unsigned);
@@ -66,8 +67,8 @@ typedef struct {
     const void *alias_map;
     const void *alias_sequences;
     const void *lex_modes;
-    function lex_fn;
-    function keyword_lex_fn;
+    lex_fn_t lex_fn;
+    lex_fn_t keyword_lex_fn;
     uint16_t keyword_capture_token;
     struct {
         const void *states;
@@ -99,6 +100,8 @@ typedef struct {
 
 typedef struct {
     const void *source; /* the grammar's own language */
+    lex_fn_t lex;
+    lex_fn_t keyword_lex;
     void *(*create)(void);
     void (*destroy)(void *);
     scan_fn scan;
@@ -196,12 +199,75 @@ renewed(Slot *slot, void *payload, const char *buffer, unsigned length)
     slot->deserialize(box->inner, buffer, length);
 }
 
+/* The lexer's work, metered per thread while a parse asks for it (meter_start): every
+ * step a lex function or an external scanner takes through TSLexer.advance is counted.
+ * Some grammars lex in time that grows with the square of the input (an unclosed raw
+ * string, comment or literal is scanned to the end again at every token: 32 KB of
+ * r#" took 1.2 s in Rust, of %( 3.2 s in Ruby, of ) 4.1 s in bash, with few parser
+ * operations); the parse's progress callback reads the count (meter_count) and stops
+ * the parse past a bound proportional to the source's length.
+ *
+ * TSLexer's first fields (tree_sitter/parser.h): a lex function and a scanner get the
+ * lexer and call its advance; the guard puts its own advance in for the call and
+ * restores the runtime's after it. */
+typedef struct {
+    int32_t lookahead;
+    uint16_t result_symbol;
+    void (*advance)(void *, bool);
+} Lexer;
+
+typedef struct {
+    int active;
+    unsigned long long count; /* the lexer's steps */
+    unsigned long long steps; /* past this many, lex functions and scanners find nothing */
+    void (*advance)(void *, bool);
+} Meter;
+
+static _Thread_local Meter meter;
+
+static int
+exhausted(void)
+{
+    return meter.count > meter.steps;
+}
+
+static void
+metered_advance(void *lexer, bool skip)
+{
+    meter.count++;
+    meter.advance(lexer, skip);
+}
+
+/* Once past its bounds, a lex function or scanner finds no token without looking:
+ * tree-sitter then skips the rest a character at a time, as it skips what no token
+ * matches, and the parse ends soon (some lex loops make no parser operation, so the
+ * progress callback is not called to stop them). */
+#define METERED(call, lexer)                                                                   \
+    do {                                                                                       \
+        Lexer *lx = (Lexer *)(lexer);                                                          \
+        if (!meter.active || lx->advance == metered_advance)                                   \
+            return call;                                                                       \
+        if (exhausted())                                                                       \
+            return false;                                                                      \
+        void (*own)(void *, bool) = lx->advance;                                               \
+        meter.advance = own;                                                                   \
+        lx->advance = metered_advance;                                                         \
+        bool result = call;                                                                    \
+        lx->advance = own;                                                                     \
+        return result;                                                                         \
+    } while (0)
+
 #define SLOT(i)                                                                                \
+    static bool lex_##i(void *lexer, uint16_t state) { METERED(slots[i].lex(lexer, state), lexer); } \
+    static bool keyword_lex_##i(void *lexer, uint16_t state)                                   \
+    {                                                                                          \
+        METERED(slots[i].keyword_lex(lexer, state), lexer);                                    \
+    }                                                                                          \
     static void *create_##i(void) { return boxed(&slots[i]); }                                 \
     static void destroy_##i(void *payload) { unboxed(&slots[i], payload); }                    \
     static bool scan_##i(void *payload, void *lexer, const bool *valid)                        \
     {                                                                                          \
-        return slots[i].scan(((Box *)payload)->inner, lexer, valid);                           \
+        METERED(slots[i].scan(((Box *)payload)->inner, lexer, valid), lexer);                  \
     }                                                                                          \
     static unsigned serialize_##i(void *payload, char *buffer)                                 \
     {                                                                                          \
@@ -216,8 +282,10 @@ SLOT(8) SLOT(9) SLOT(10) SLOT(11) SLOT(12) SLOT(13) SLOT(14) SLOT(15)
 SLOT(16) SLOT(17) SLOT(18) SLOT(19) SLOT(20) SLOT(21) SLOT(22) SLOT(23)
 SLOT(24) SLOT(25) SLOT(26) SLOT(27) SLOT(28) SLOT(29) SLOT(30) SLOT(31)
 
-#define FUNCTIONS(i) {create_##i, destroy_##i, scan_##i, serialize_##i, deserialize_##i}
+#define FUNCTIONS(i) {lex_##i, keyword_lex_##i, create_##i, destroy_##i, scan_##i, serialize_##i, deserialize_##i}
 static const struct {
+    lex_fn_t lex;
+    lex_fn_t keyword_lex;
     void *(*create)(void);
     void (*destroy)(void *);
     scan_fn scan;
@@ -234,9 +302,10 @@ static const struct {
 
 PyDoc_STRVAR(guard_doc,
              "guard(language, check) -> language\n\n"
-             "A copy of ``language`` (a tree-sitter language capsule) whose external scanner's\n"
-             "serialize cannot write past tree-sitter's buffer; ``check`` 'ruby' also drops states\n"
-             "Ruby's scanner would read back wrong. Other languages come back unchanged.");
+             "A copy of ``language`` (a tree-sitter language capsule) whose lexer is metered and\n"
+             "whose external scanner's serialize cannot write past tree-sitter's buffer; ``check``\n"
+             "'ruby' also drops states Ruby's scanner would read back wrong. A language of another\n"
+             "ABI comes back unchanged.");
 
 static PyObject *
 guard(PyObject *self, PyObject *args)
@@ -248,12 +317,13 @@ guard(PyObject *self, PyObject *args)
     const Language14 *source = PyCapsule_GetPointer(capsule, CAPSULE);
     if (source == NULL)
         return NULL;
-    if ((source->version != 14 && source->version != 15) || source->external_scanner.create == NULL ||
-        source->external_scanner.destroy == NULL || source->external_scanner.scan == NULL ||
-        source->external_scanner.serialize == NULL || source->external_scanner.deserialize == NULL) {
+    if ((source->version != 14 && source->version != 15) || source->lex_fn == NULL) {
         Py_INCREF(capsule);
         return capsule;
     }
+    int scanner = source->external_scanner.create != NULL && source->external_scanner.destroy != NULL &&
+                  source->external_scanner.scan != NULL && source->external_scanner.serialize != NULL &&
+                  source->external_scanner.deserialize != NULL;
     int found = -1;
     for (int i = 0; i < used; i++) {
         if (slots[i].source == source)
@@ -268,17 +338,25 @@ guard(PyObject *self, PyObject *args)
         memset(slot, 0, sizeof *slot);
         memcpy(&slot->copy, source, source->version == 15 ? sizeof(Language15) : sizeof(Language14));
         slot->source = source;
-        slot->create = source->external_scanner.create;
-        slot->destroy = source->external_scanner.destroy;
-        slot->scan = source->external_scanner.scan;
-        slot->serialize = source->external_scanner.serialize;
-        slot->deserialize = source->external_scanner.deserialize;
-        slot->ruby = strcmp(check, "ruby") == 0;
-        slot->copy.base.external_scanner.create = functions[used].create;
-        slot->copy.base.external_scanner.destroy = functions[used].destroy;
-        slot->copy.base.external_scanner.scan = functions[used].scan;
-        slot->copy.base.external_scanner.serialize = functions[used].serialize;
-        slot->copy.base.external_scanner.deserialize = functions[used].deserialize;
+        slot->lex = source->lex_fn;
+        slot->copy.base.lex_fn = functions[used].lex;
+        if (source->keyword_lex_fn != NULL) {
+            slot->keyword_lex = source->keyword_lex_fn;
+            slot->copy.base.keyword_lex_fn = functions[used].keyword_lex;
+        }
+        if (scanner) {
+            slot->create = source->external_scanner.create;
+            slot->destroy = source->external_scanner.destroy;
+            slot->scan = source->external_scanner.scan;
+            slot->serialize = source->external_scanner.serialize;
+            slot->deserialize = source->external_scanner.deserialize;
+            slot->ruby = strcmp(check, "ruby") == 0;
+            slot->copy.base.external_scanner.create = functions[used].create;
+            slot->copy.base.external_scanner.destroy = functions[used].destroy;
+            slot->copy.base.external_scanner.scan = functions[used].scan;
+            slot->copy.base.external_scanner.serialize = functions[used].serialize;
+            slot->copy.base.external_scanner.deserialize = functions[used].deserialize;
+        }
         found = used++;
     }
     return PyCapsule_New(&slots[found].copy, CAPSULE, NULL);
@@ -294,9 +372,46 @@ stats(PyObject *self, PyObject *unused)
     return Py_BuildValue("(KIK)", dropped, largest, renewals);
 }
 
+PyDoc_STRVAR(meter_start_doc,
+             "meter_start(steps)\n\n"
+             "Count the lexer's steps in this thread, from 0; past ``steps``, lex functions and\n"
+             "scanners find nothing.");
+
+static PyObject *
+meter_start(PyObject *self, PyObject *args)
+{
+    unsigned long long steps;
+    if (!PyArg_ParseTuple(args, "K:meter_start", &steps))
+        return NULL;
+    meter.active = 1;
+    meter.count = 0;
+    meter.steps = steps;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(meter_count_doc, "meter_count() -> int\n\nThe lexer's steps in this thread since meter_start().");
+
+static PyObject *
+meter_count(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromUnsignedLongLong(meter.count);
+}
+
+PyDoc_STRVAR(meter_stop_doc, "meter_stop() -> int\n\nStop counting; the lexer's steps counted.");
+
+static PyObject *
+meter_stop(PyObject *self, PyObject *unused)
+{
+    meter.active = 0;
+    return PyLong_FromUnsignedLongLong(meter.count);
+}
+
 static PyMethodDef guard_methods[] = {
     {"guard", guard, METH_VARARGS, guard_doc},
     {"stats", stats, METH_NOARGS, stats_doc},
+    {"meter_start", meter_start, METH_VARARGS, meter_start_doc},
+    {"meter_count", meter_count, METH_NOARGS, meter_count_doc},
+    {"meter_stop", meter_stop, METH_NOARGS, meter_stop_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,11 +6,12 @@ and more per byte of a long array of small numbers."""
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import pytest
 
 import sdk.chunking._code as code
-from sdk.chunking import Chunk, Chunker, _accel
+from sdk.chunking import Chunk, Chunker, ChunkingWarning, _accel
 from sdk.chunking._code import CodeSplitter, code_root
 from tests.invariants import check_chunks
 
@@ -83,3 +84,22 @@ def test_runs_keep_a_wide_level_light(monkeypatch: pytest.MonkeyPatch) -> None:
     # (About 480 bytes a byte without runs, 320 with: the rest is tree-sitter's tree,
     # 180 bytes a byte here, and a node object per child.)
     assert with_runs < 0.75 * without
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_runs_snapped_to_a_cluster_keep_every_character(
+    monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    """A run whose end fell inside a CRLF was moved to the cluster's end while its own
+    offsets were not: the character moved in was in no chunk ("\\r\\n/*" repeated lost
+    one "\\n" a run)."""
+    if not native:
+        monkeypatch.setattr(_accel, "native", None)
+    monkeypatch.setattr(code, "_LEX_PER_BYTE", 1 << 40)  # parsed, however slowly it lexes
+    monkeypatch.setattr(code, "_RUN", 8)
+    for text, language in (("\r\n/*" * 1_025, "typescript"), ("x;\r\n" * 3_000, "javascript")):
+        for budget in (16, 64):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ChunkingWarning)
+                chunks = Chunker(budget).chunk(text, language=language)
+            check_chunks(text, chunks, budget)
