@@ -1,4 +1,6 @@
-/* A guard around tree-sitter grammars' external scanners (optional, like _native).
+/* A guard around tree-sitter grammars' lexers and external scanners (optional, like
+ * _native). It meters the lexer's steps (see Meter below), and it keeps a scanner's
+ * state within tree-sitter's buffer:
  *
  * tree-sitter asks a grammar's external scanner to serialize its state into a buffer of
  * TREE_SITTER_SERIALIZATION_BUFFER_SIZE (1024) bytes, which sits just before the
@@ -418,7 +420,7 @@ static PyMethodDef guard_methods[] = {
 static struct PyModuleDef guard_module = {
     PyModuleDef_HEAD_INIT,
     "sdk.chunking._guard",
-    "A guard around tree-sitter grammars' external scanners (see _guard.c).",
+    "A guard around tree-sitter grammars' lexers and external scanners (see _guard.c).",
     0,
     guard_methods,
     NULL,
