@@ -333,3 +333,84 @@ def test_a_feature_past_many_spurious_needles_is_found() -> None:
     # a match that starts on the line before its needle's
     brace = re.compile(r"\{\s*get;\s*(private\s+)?set;\s*\}")
     assert _fires(("get;",), brace, "class A\n{\n    get; set; }\n")
+
+
+def _detect_texts() -> list[str]:
+    from pathlib import Path
+
+    texts = [f.path.read_text(encoding="utf-8") for f in corpus_files()]
+    texts += [p.read_text(encoding="utf-8") for p in Path(__file__).parents[2].joinpath("sdk").rglob("*.py")]
+    return texts + [text for text, _ in CODE.values()] + [PY]
+
+
+def test_every_prefilter_passes_where_its_pattern_matches() -> None:
+    """A feature's prefilter runs first and its False is taken as the pattern's: it must
+    pass on every text and every line where the pattern matches (and it says no to
+    most texts where the pattern does not, or it would only cost time)."""
+    from sdk.chunking._languages import _FEATURES, _PREFILTERS
+
+    patterns = {p for features in _FEATURES.values() for _w, _n, p in features}
+    assert _PREFILTERS and set(_PREFILTERS) <= patterns
+    texts = _detect_texts()
+    pieces = [ln for text in texts for ln in text.splitlines()] + texts
+    pieces += [piece.replace("\n", "\r\n") for piece in texts] + ["  " + t for t in texts]
+    rejected = 0
+    for pattern, test in _PREFILTERS.items():
+        for piece in pieces:
+            if pattern.search(piece) is not None:
+                assert test(piece), (pattern.pattern, piece[:200])
+            elif not test(piece):
+                rejected += 1
+    assert rejected > 0.5 * len(pieces) * len(_PREFILTERS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*_LINES, "\tfi  ", " \f end", "package main", "f() {", "x = 1  "]), max_size=30)
+)
+def test_prefilters_on_mixed_lines(lines: list[str]) -> None:
+    from sdk.chunking._languages import _PREFILTERS
+
+    for sep in ("\n", "\n\n  ", "\r\n"):
+        prefix = sep.join(lines)
+        for pattern, test in _PREFILTERS.items():
+            if pattern.search(prefix) is not None:
+                assert test(prefix), (pattern.pattern, prefix)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "# h",
+                "   ## h",
+                "    # no",
+                "```py",
+                " ~~~",
+                "- a",
+                "1. b",
+                "> q",
+                "|a|b|",
+                "[x]:",
+                "[x",
+                "y]: z",
+                "",
+                "text",
+            ]
+        ),
+        max_size=30,
+    )
+)
+def test_markdown_marks_are_counted_as_at_line_starts(lines: list[str]) -> None:
+    """The marks are searched from the newline before them (a faster search); the
+    counts are those of the same patterns anchored with ``^`` in multi-line mode."""
+    from sdk.chunking import _detect
+
+    prefix = "\n".join(lines)
+    anchored = [
+        re.compile("^" + p.pattern.removeprefix("\\n"), re.M)
+        for p in (_detect._MD_HEADING, _detect._MD_FENCE, _detect._MD_OTHER)
+    ]
+    heading, fence, other = (len(p.findall(prefix)) for p in anchored)
+    assert _detect._markdown_signals("\n" + prefix) == 2 * heading + 3 * fence + min(other, 6)
