@@ -13,7 +13,7 @@ REDIS_SERVER := /usr/bin/redis-server
 
 .PHONY: demo test lint typecheck bench clean
 
-$(STAMP): pyproject.toml setup.py sdk/chunking/_native.c
+$(STAMP): pyproject.toml setup.py sdk/chunking/_native.c sdk/chunking/_guard.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,server,serve,cli,redis]'

@@ -235,6 +235,17 @@ class _Budget:
 _buffers = threading.local()
 
 
+def _raised_in_callback(error: SystemError) -> BaseException:
+    """What was raised inside a parse's read callable: py-tree-sitter 0.26 goes on
+    parsing after it, calls the progress callback with the exception still set, and
+    raises ``SystemError`` ("returned a result with an exception set") chained to it,
+    so a KeyboardInterrupt while reading came out as a SystemError."""
+    cause: BaseException = error
+    while isinstance(cause, SystemError) and cause.__cause__ is not None:
+        cause = cause.__cause__
+    return cause
+
+
 def _read_buffer() -> bytearray:
     found: bytearray | None = getattr(_buffers, "buffer", None)
     if found is None:
@@ -461,6 +472,9 @@ class CodeSplitter:
         except ValueError:  # stopped by the budget
             parser.reset()
             tree = None
+        except SystemError as exc:
+            parser.reset()
+            raise _raised_in_callback(exc) from None
         finally:
             parsing = False
             self.checks += budget.calls

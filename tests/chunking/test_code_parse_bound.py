@@ -286,3 +286,50 @@ def test_ordinary_code_lexes_in_a_few_steps_a_byte() -> None:
         assert isinstance(splitter, CodeSplitter)
         assert splitter.tree is not None and splitter.stopped is None
         assert 0 < splitter.lexed <= 8 * len(text.encode()), path.name
+
+
+@pytest.mark.skipif(_accel.guard is None, reason="the guard is not built")
+def test_a_parse_past_the_lexers_allowance_ends_without_a_progress_callback() -> None:
+    """Past its allowance the guard's lexer finds nothing, but the end of the input is
+    still found: without it, error recovery pushed an empty token at the last byte
+    forever (memory growing by hundreds of MB a second), and only a progress callback
+    that read the meter could stop it (a parse of bytes takes none)."""
+    script = (
+        "import resource, tree_sitter\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+        "from sdk.chunking import _accel\n"
+        "from sdk.chunking._languages import load_language\n"
+        "for language, source in [('python', b'x = 1\\ny = 2\\n' * 50), ('bash', b'echo a | b\\n' * 50),\n"
+        "        ('ruby', b'x = %(abc\\n' * 20), ('javascript', b'let x = `a${b}`;\\n' * 30)]:\n"
+        "    parser = tree_sitter.Parser(load_language(language))\n"
+        "    _accel.guard.meter_start(10)\n"
+        "    tree = parser.parse(source)\n"
+        "    _accel.guard.meter_stop()\n"
+        "    print(language, tree.root_node.end_byte == len(source))\n"
+    )
+    run = [sys.executable, "-c", script]
+    done = subprocess.run(run, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["python", "True", "bash", "True", "ruby", "True", "javascript", "True"]
+
+
+def test_an_interrupt_while_the_parser_reads_comes_out_as_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """py-tree-sitter goes on parsing after its read callable raised, and raises a
+    SystemError chained to what was raised: chunk() raises the original."""
+
+    class Interrupting(bytearray):
+        reads = 0
+
+        def __setitem__(self, key: object, value: object) -> None:
+            type(self).reads += 1
+            if type(self).reads == 3:
+                raise KeyboardInterrupt
+            super().__setitem__(key, value)  # type: ignore[index]
+
+    monkeypatch.setattr(code._buffers, "buffer", Interrupting(), raising=False)
+    monkeypatch.setattr(code, "_READ_BYTES", 64)
+    with pytest.raises(KeyboardInterrupt):
+        Chunker(max_tokens=64).chunk("def f(x):\n    return x\n" * 200, language="python")
+    monkeypatch.undo()
+    text = "def f(x):\n    return x\n" * 200
+    check_chunks(text, Chunker(max_tokens=64).chunk(text, language="python"), 64)
