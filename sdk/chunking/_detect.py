@@ -116,6 +116,50 @@ _DENSE_LINE = 160
 _SYNTAX_START = re.compile(
     rf"(?:{_STATEMENT.pattern})|(?:{_KEYWORD_LINE.pattern})|[ \t]*[}}\])]+[;,)]*[ \t]*$"
 )
+# What a line must hold for _SYNTAX_START to match it: "=" (an assignment), "(" and ")"
+# (a call), or, after spaces and tabs, a keyword of _KEYWORD_LINE or a closing bracket.
+# Tested first (str methods in C), it spares most prose lines the pattern's four tries.
+_SYNTAX_LEADS = (
+    "import",
+    "from",
+    "#",
+    "package",
+    "use",
+    "using",
+    "end",
+    "fi",
+    "done",
+    "esac",
+    "else",
+    "begin",
+    "BEGIN",
+    "END",
+    "def",
+    "class",
+    "if",
+    "elif",
+    "for",
+    "while",
+    "with",
+    "try",
+    "except",
+    "switch",
+    "fn",
+    "func",
+    "function",
+    "struct",
+    "impl",
+    "return",
+    "yield",
+    "raise",
+    "throw",
+    "break",
+    "continue",
+    "pass",
+    "}",
+    "]",
+    ")",
+)
 _WEAK_START = re.compile(r"(?:[ \t]{2,}|\t)\S|\s*(?:#|//|/\*|\*|--|@)")
 _CODE_ENDS = frozenset(";{}()[],:\\")
 
@@ -142,7 +186,14 @@ def _code_evidence(prefix: str) -> tuple[float, float]:
     syntactic = 0
     for ln in lines:
         end = ln.rstrip(" \t")
-        syntax = _SYNTAX_START.match(ln) is not None or end.endswith("{") or _dense(ln)
+        syntax = (
+            (
+                ("=" in ln or ("(" in ln and ")" in ln) or ln.lstrip(" \t").startswith(_SYNTAX_LEADS))
+                and _SYNTAX_START.match(ln) is not None
+            )
+            or end.endswith("{")
+            or _dense(ln)
+        )
         if syntax or ln.rstrip()[-1:] in _CODE_ENDS or _WEAK_START.match(ln):
             code += len(ln)
         syntactic += syntax
@@ -168,7 +219,10 @@ def _looks_like_config(prefix: str) -> bool:
     """Most non-comment lines are ``key: value``, ``key = value`` or ``[section]``
     (at least three), so its ``#`` lines are comments, not Markdown headings."""
     keyed = other = 0
-    for ln in prefix.splitlines()[:200]:
+    lines = prefix.splitlines()[:200]
+    rest = len(lines)
+    for ln in lines:
+        rest -= 1
         if not ln.strip():
             continue
         # (A key has its ":" or "=", a section its "[": most prose lines have neither,
@@ -177,6 +231,8 @@ def _looks_like_config(prefix: str) -> bool:
             keyed += 1
         elif not _CONFIG_NEUTRAL.match(ln):
             other += 1
+            if keyed + rest < _CONFIG_SHARE * (keyed + rest + other):
+                return False  # not even if every line left were a key
     return keyed >= _CONFIG_MIN_LINES and keyed >= _CONFIG_SHARE * (keyed + other)
 
 

@@ -414,3 +414,44 @@ def test_markdown_marks_are_counted_as_at_line_starts(lines: list[str]) -> None:
     ]
     heading, fence, other = (len(p.findall(prefix)) for p in anchored)
     assert _detect._markdown_signals("\n" + prefix) == 2 * heading + 3 * fence + min(other, 6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=" \t=(){}[]#;:.abcdefiklmnoprstuyz_$-+*/<>?!\"'", max_size=60))
+def test_a_line_with_syntax_holds_what_the_cheap_test_looks_for(line: str) -> None:
+    """_code_evidence runs _SYNTAX_START only on lines that hold "=", "(" and ")", or a
+    keyword or closing bracket first (_SYNTAX_LEADS): every line it matches does."""
+    from sdk.chunking import _detect
+
+    samples = [line, *(ln for text in _detect_texts()[:40] for ln in text.splitlines())]
+    for ln in samples:
+        if _detect._SYNTAX_START.match(ln) is not None:
+            assert (
+                "=" in ln or ("(" in ln and ")" in ln) or ln.lstrip(" \t").startswith(_detect._SYNTAX_LEADS)
+            )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["key: value", "a = 1", "[server]", "# note", "- item", "---", "", "plain words here", "x"]
+        ),
+        max_size=260,
+    )
+)
+def test_configuration_is_judged_as_by_every_line(lines: list[str]) -> None:
+    """_looks_like_config stops once the lines left could not make it configuration:
+    the same answer as counting all 200 lines."""
+    from sdk.chunking import _detect
+
+    keyed = other = 0
+    for ln in lines[:200]:
+        if not ln.strip():
+            continue
+        if _detect._CONFIG_LINE.match(ln):
+            keyed += 1
+        elif not _detect._CONFIG_NEUTRAL.match(ln):
+            other += 1
+    expected = keyed >= _detect._CONFIG_MIN_LINES and keyed >= _detect._CONFIG_SHARE * (keyed + other)
+    assert _detect._looks_like_config("\n".join(lines)) == expected
