@@ -455,3 +455,55 @@ def test_configuration_is_judged_as_by_every_line(lines: list[str]) -> None:
             other += 1
     expected = keyed >= _detect._CONFIG_MIN_LINES and keyed >= _detect._CONFIG_SHARE * (keyed + other)
     assert _detect._looks_like_config("\n".join(lines)) == expected
+
+
+_EXACT_BITS = [
+    "def f(",
+    "def g(x",
+    ")",
+    ") -> ",
+    ":",
+    " # c",
+    "  ",
+    "\t",
+    "x",
+    "\n",
+    "import ",
+    "import a",
+    " from '",
+    ' from "x',
+    "from ",
+    "require('",
+    '_require("',
+    "module.exports",
+    "export default",
+    "é",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_EXACT_BITS), max_size=40))
+def test_a_linear_test_answers_as_its_pattern(bits: list[str]) -> None:
+    """The tests that stand in for a feature's pattern (_EXACT) give the pattern's own
+    answer: on generated lines of the pieces they look for, and on every text and line
+    of the corpus and this package."""
+    from sdk.chunking._languages import _EXACT
+
+    assert _EXACT
+    text = "".join(bits)
+    for pattern, test in _EXACT.items():
+        assert test(text) == (pattern.search(text) is not None), (pattern.pattern, text)
+
+
+def test_the_linear_tests_on_real_text() -> None:
+    from sdk.chunking._languages import _EXACT
+
+    texts = _detect_texts()
+    pieces = [ln for text in texts for ln in text.splitlines()] + texts
+    for pattern, test in _EXACT.items():
+        for piece in pieces:
+            assert test(piece) == (pattern.search(piece) is not None), (pattern.pattern, piece[:200])
+    # the shapes that made the patterns backtrack: still their answers
+    for text in ["def f(" + ") -> " * 1600 + "x", "import a from " * 600, "def f(" + "):" * 4000 + "x"]:
+        for pattern, test in _EXACT.items():
+            assert test(text) == (pattern.search(text) is not None)
