@@ -183,7 +183,8 @@ static void
 unboxed(Slot *slot, void *payload)
 {
     Box *box = payload;
-    slot->destroy(box->inner);
+    if (box->inner != NULL) /* tree-sitter destroys no scanner its create left NULL */
+        slot->destroy(box->inner);
     free(box);
 }
 
@@ -198,7 +199,8 @@ renewed(Slot *slot, void *payload, const char *buffer, unsigned length)
     Box *box = payload;
     if (length == 0) {
         renewals++;
-        slot->destroy(box->inner);
+        if (box->inner != NULL)
+            slot->destroy(box->inner);
         box->inner = slot->create();
     }
     slot->deserialize(box->inner, buffer, length);
