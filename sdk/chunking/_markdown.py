@@ -707,7 +707,7 @@ class MarkdownSplitter:
     def _split_fence(self, section: Section, fence: _Fence) -> list[Section]:
         body_start, body_end = fence.body, min(fence.close, section.end)
         if body_end <= body_start:
-            return []
+            return self._fence_as_lines(section)
         body = self.text[body_start:body_end]
         kind, language = section.kind, section.language
         shifted = self._shift(
@@ -721,11 +721,18 @@ class MarkdownSplitter:
                 for p in PROSE.split(body, lines)
             ]
         if len(parts) < 2:
-            return []
+            return self._fence_as_lines(section)
         # The opening line goes with the first part, the closing line with the last.
         parts[0] = self._glue(parts[0], start=section.start)
         parts[-1] = self._glue(parts[-1], end=section.end)
         return parts
+
+    def _fence_as_lines(self, section: Section) -> list[Section]:
+        """A fence with no body to cut (empty, or one line that does not fit), with its
+        fence lines: by prose rules, from lines down to graphemes, as any text that
+        does not fit (a line of 101 backticks was one oversize chunk)."""
+        whole = Section(section.start, section.end, PROSE, 1, section.kind, section.language, section.path)
+        return list(PROSE.split(self.text, whole))
 
     def _shift(
         self, inner: Section, body: str, base: int, path: str | None, kind: str, language: str | None

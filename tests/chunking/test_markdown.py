@@ -426,3 +426,27 @@ def test_runs_chunk_as_their_parts_would_in_place(
     monkeypatch.setattr(_markdown, "_RUN", 10**9)
     in_place = Chunker(budget, encoding=_Words()).chunk(doc, kind="markdown")
     assert runs == in_place
+
+
+@pytest.mark.parametrize(
+    ("text", "budget"),
+    [
+        ("`" * 101, 8),  # an opening line alone: an unclosed fence with no body
+        ("`" * 20 + "\n" + "`" * 20, 2),  # an empty fence
+        ("```" + "a b " * 100 + "\n```", 4),  # a long info string, no body
+        ("`" * 60 + "\nx", 4),  # a body of one line that cannot be cut
+        ("# T\n\n" + "`" * 200, 16),
+        ("```py\n```\n", 2),
+        ("text\n\n~~~\n" + "x" * 300 + "\n~~~\nmore\n", 8),
+    ],
+)
+def test_a_fence_that_cannot_be_cut_inside_is_cut_by_prose_rules(text: str, budget: int) -> None:
+    """A fence whose body gives no parts (empty, or one indivisible piece) was one chunk,
+    oversize: it is cut like any text, fence lines included, down to graphemes."""
+    import regex
+
+    for kind in ("markdown", "auto"):
+        chunks = chunk(text, max_tokens=budget, kind=kind)
+        check_chunks(text, chunks, budget)
+        for c in chunks:
+            assert c.tokens <= budget or len(regex.findall(r"\X", c.text)) == 1, (kind, c)
