@@ -960,8 +960,11 @@ def _soft(text: str, a: int, b: int) -> int:
 
 
 def _divisible(text: str, k: Child) -> bool:
+    """Whether a child can be cut when it does not fit: a container, a string with
+    something in it, or a member, between its key and its value and inside the key (a
+    member with a long key and a number was one oversize chunk)."""
     c = text[k.start]
-    return c == "{" or c == "[" or (c == '"' and k.end - k.start > 2)
+    return c == "{" or c == "[" or (c == '"' and k.end - k.start > 2) or k.key_end > k.key_start
 
 
 def _root(text: str, lines: bool) -> Section:

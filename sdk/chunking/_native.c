@@ -750,7 +750,9 @@ members_of(PyObject *text, const Py_ssize_t *spans, Py_ssize_t count, Py_ssize_t
             goto fail;
         }
         Py_UCS4 c = PyUnicode_READ(kind, data, k[3]);
-        int divisible = c == '{' || c == '[' || (c == '"' && k[4] - k[3] > 2);
+        /* (A member with a scalar value is cut between its key and value, and inside a
+         * long key: see _divisible.) */
+        int divisible = c == '{' || c == '[' || (c == '"' && k[4] - k[3] > 2) || k[2] > k[1];
         Py_ssize_t vfields[6] = {k[3], k[4], depth, 0, k[1], k[2]};
         PyObject *value = value_type->tp_alloc(value_type, 8);
         int failed = value == NULL;
