@@ -659,11 +659,8 @@ class CodeSplitter:
                     chain = (*chain, name)
                     path = ".".join(chain)
             children = self._children(node)
-            if not children:
-                ns = node.start_byte
-                if bits & _TEXT or hi > node.end_byte or lo > ns or self._multiline(node):
-                    return self._prose(text, section)
-                return ()
+            if not children:  # a token that does not fit (see _part)
+                return self._prose(text, section)
             only = children[0]
             if len(children) == 1 and only.start_byte <= lo and only.end_byte >= hi:
                 node = only  # a node that is all one child: look through it
@@ -977,10 +974,11 @@ class CodeSplitter:
         if len(group) == 1:
             node = group[0]
             bits = flags.get(node.kind_id, 0)
-            if node.child_count == 0:  # a token: whole, unless it is free text
-                if bits & (_ERROR | _TEXT) or self._multiline(node):
-                    return Section(start, end, PROSE, 1, "code", language, path, False, sticky)
-                return Section(start, end, None, None, "code", language, path, False, sticky)
+            if node.child_count == 0:
+                # A token: whole wherever it fits (as every part is), cut by prose rules,
+                # down to graphemes, where it does not: free text, and an identifier or
+                # number longer than the budget (one oversize chunk before).
+                return Section(start, end, PROSE, 1, "code", language, path, False, sticky)
             elif bits & _ERROR:
                 return Section(start, end, PROSE, 1, "code", language, path, False, sticky)
             principal = node

@@ -1912,21 +1912,8 @@ code_part(const CodeSelf *S, PyObject *group, Py_ssize_t start, Py_ssize_t end, 
         if (node_bits(node, S->flags, &bits) < 0 || get_ssize(node, C.n_child_count, &children) < 0) {
             return NULL;
         }
-        if (children == 0) { /* a token: whole, unless it is free text */
-            int free_text = (bits & (C.error | C.text)) != 0;
-            if (!free_text) {
-                Py_ssize_t a, b;
-                if (get_ssize(node, C.n_start_byte, &a) < 0 || get_ssize(node, C.n_end_byte, &b) < 0) {
-                    return NULL;
-                }
-                a = a < 0 ? 0 : a;
-                b = b > S->len ? S->len : b;
-                free_text = a < b && memchr(S->bytes + a, '\n', (size_t)(b - a)) != NULL;
-            }
-            if (free_text) {
-                return code_section(start, end, C.prose, C.one, S->language, path, sticky);
-            }
-            return code_section(start, end, Py_None, Py_None, S->language, path, sticky);
+        if (children == 0) { /* a token: cut by prose rules only where it does not fit */
+            return code_section(start, end, C.prose, C.one, S->language, path, sticky);
         }
         if (bits & C.error) {
             return code_section(start, end, C.prose, C.one, S->language, path, sticky);

@@ -214,12 +214,27 @@ def test_paths_in_other_languages(language: str, text: str, needle: str, path: s
     assert {c.language for c in got} == {language}
 
 
-def test_cjk_identifiers_are_never_cut() -> None:
+def test_cjk_identifiers_are_never_cut_where_they_fit() -> None:
+    """An identifier is cut only where it does not fit the budget alone (then by prose
+    rules, never inside a grapheme: an oversize chunk is one grapheme)."""
     text = 'ユーザー名 = get_user()\n表示名 = ユーザー名 + "さん"  # 敬称を付ける\n'
     idents = [(m.start(), m.end()) for m in re.finditer(r"ユーザー名|表示名|get_user", text)]
     for budget in range(1, 12):
-        for b in boundaries(chunks_of(text, budget)):
-            assert not any(s < b < e for s, e in idents), (budget, b)
+        chunks = chunks_of(text, budget)
+        check_chunks(text, chunks, budget)
+        for b in boundaries(chunks):
+            assert not any(s < b < e and count_tokens(text[s:e]) <= budget for s, e in idents), (budget, b)
+        assert all(c.tokens <= budget or len(c.text) == 1 for c in chunks)
+
+
+@pytest.mark.parametrize("language", ["python", "javascript", "go", "c", "java", "ruby", "rust", "cpp"])
+def test_a_token_longer_than_the_budget_is_cut_by_prose_rules(language: str) -> None:
+    """An identifier or a number over the budget was one oversize chunk (10,000 "a"s:
+    1,250 tokens at budget 64); it is cut as prose cuts it, at graphemes."""
+    for text in ("a" * 10_000, "x = " + "1" * 20_000 + "\n", "y = " + "привет" * 500 + "\n"):
+        chunks = Chunker(max_tokens=64).chunk(text, language=language)
+        check_chunks(text, chunks, 64)
+        assert all(c.tokens <= 64 for c in chunks), (language, text[:10])
 
 
 def test_broken_code_still_chunks_and_error_regions_cut_at_lines() -> None:
