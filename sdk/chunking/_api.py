@@ -209,15 +209,18 @@ class Chunker:
         The source parts are packed to a budget lowered by what the longest trail
         needs; if a prefixed chunk still comes out over (counts need not add up
         across the join), the budget is lowered by the excess and packing redone.
-        An indivisible unit the trail would push over ``max_tokens`` goes without it.
+        An indivisible unit the trail would push over ``max_tokens`` goes without it,
+        and so does a chunk whose trail would need more than half of ``max_tokens``
+        (a heading of a hundred words at budget 64 raised ValueError for the whole
+        document): the budget is lowered by half at most.
         """
         reserve = 0
+        most = self.max_tokens // 2
         # Each round lowers the budget by at least one token; a unit that only a
         # sentence-level cut can shorten may take several (seen with small BPE vocabularies).
-        for _ in range(16):
-            budget = self.max_tokens - reserve
-            if budget < 1:
-                break
+        for attempt in range(16):
+            last = reserve >= most or attempt == 15  # trails that do not fit now are left off
+            budget = self.max_tokens - min(reserve, most)
             out: list[Chunk] = []
             excess = 0
             raw = Engine(text, budget, sizer).run(root)
@@ -228,9 +231,9 @@ class Chunker:
                     continue
                 n = sizer.count(context + c.text)
                 if n > self.max_tokens:
-                    if r.oversize:
-                        # An indivisible unit over the lowered budget: the trail would
-                        # push it over max_tokens, so it is left off.
+                    if r.oversize or last:
+                        # An indivisible unit over the lowered budget, or a trail too
+                        # long for any budget left: the trail is left off.
                         out.append(c)
                         continue
                     excess = max(excess, n - self.max_tokens)
@@ -238,7 +241,7 @@ class Chunker:
             if not excess:
                 return out
             reserve += excess
-        raise ValueError(f"heading trails leave no room for text within max_tokens={self.max_tokens}")
+        raise AssertionError("unreachable: the last round leaves every trail that does not fit off")
 
     def chunk_file(
         self, path: str | os.PathLike[str], *, kind: str | None = None, errors: str = "strict"

@@ -92,9 +92,25 @@ def test_oversize_is_exactly_over_max_tokens(
         if c.oversize:
             assert c.start >= prev.end  # an oversize unit carries no overlap
     if kind[0] == "markdown" and not overlap:
-        try:
-            chunks = Chunker(max_tokens).chunk(text, kind="markdown", heading_context=True)
-        except ValueError as exc:  # a budget too small for any trail says so
-            assert "heading trails leave no room" in str(exc)
-            return
+        # (A trail that does not fit is left off: no budget is too small for them.)
+        chunks = Chunker(max_tokens).chunk(text, kind="markdown", heading_context=True)
         check_budget(chunks, max_tokens)
+
+
+@pytest.mark.parametrize("budget", [1, 2, 8, 64])
+def test_a_heading_trail_too_long_for_the_budget_is_left_off(budget: int) -> None:
+    """A trail that would leave less than half the budget for text goes off the chunks
+    it does not fit (the whole document raised ValueError: a heading of a hundred words
+    at budget 64, or six nested headings of a dozen tokens each)."""
+    long_heading = "# " + "word " * 100 + "\n\nbody text here.\n\n## sub\n\nmore text.\n"
+    nested = (
+        "".join("#" * i + " " + "heading words here and more " * 2 + "\n\n" for i in range(1, 7)) + "body\n"
+    )
+    for text in (long_heading, nested):
+        chunks = Chunker(budget).chunk(text, kind="markdown", heading_context=True)
+        assert "".join(c.text[len(c.context) :] for c in chunks) == text
+        check_budget(chunks, budget)
+    # a trail that fits is still carried
+    short = "# Title\n\n" + "Some words of text. " * 40
+    chunks = Chunker(64).chunk(short, kind="markdown", heading_context=True)
+    assert all(c.text.startswith("Title\n\n") for c in chunks[1:])
