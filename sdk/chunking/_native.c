@@ -1239,6 +1239,37 @@ json_run(PyObject *splitter, PyObject *text, PyObject *section, PyObject *run)
 }
 
 /* JSONSplitter.split: value nodes here, any other state by ``splitter._split``. */
+/* Is a JSON section's state a string to cut (JSONSplitter.split_edges gives its cuts as
+ * offsets): a piece of one (a state that is no value, run or key prefix: the top too,
+ * for which split_edges gives None and split is asked), or a string value with no key
+ * left to peel off first? */
+static int
+json_string_state(PyObject *text, PyObject *node)
+{
+    if (Py_IS_TYPE(node, J.run_type)) {
+        return 0;
+    }
+    if (!Py_IS_TYPE(node, J.value_type)) {
+        return !Py_IS_TYPE(node, J.prefix_type); /* a _Text, or the top (split_edges: None) */
+    }
+    if (PyTuple_GET_SIZE(node) != 8) {
+        return 0;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(PyTuple_GET_ITEM(node, 0));
+    Py_ssize_t depth = PyLong_AsSsize_t(PyTuple_GET_ITEM(node, 2));
+    Py_ssize_t key_start = PyLong_AsSsize_t(PyTuple_GET_ITEM(node, 4));
+    Py_ssize_t key_end = PyLong_AsSsize_t(PyTuple_GET_ITEM(node, 5));
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (start < 0 || start >= PyUnicode_GET_LENGTH(text) || PyUnicode_READ_CHAR(text, start) != '"') {
+        return 0;
+    }
+    int peeled = PyTuple_GET_ITEM(node, 7) == Py_True;
+    return !(key_end > key_start && !peeled && depth < FLAT_DEPTH);
+}
+
 static PyObject *
 json_split_impl(PyObject *splitter, PyObject *text, PyObject *section)
 {
@@ -4280,9 +4311,10 @@ split_section(Packer *P, PyObject *section, const Tmpl *t, Level *L, PyObject **
         return 0;
     }
     PyObject *got = NULL;
-    if (J.splitter_type != NULL && Py_IS_TYPE(t->splitter, J.splitter_type)) {
+    if (J.splitter_type != NULL && Py_IS_TYPE(t->splitter, J.splitter_type) && !json_string_state(P->text, t->state)) {
         /* JSONSplitter.split is native.json_split: called here without its Python
-         * frame (so a JSONSplitter.split patched on the class is not asked). */
+         * frame (so a JSONSplitter.split patched on the class is not asked). A string
+         * and its pieces go to JSONSplitter.split_edges below: their cuts as offsets. */
         got = json_split_impl(t->splitter, P->text, section);
         if (got == NULL) {
             return -1;

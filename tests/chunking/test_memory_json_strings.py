@@ -1,0 +1,49 @@
+"""A long JSON string is cut as offsets: its cuts are the engine's uniform parts, and
+its escapes are kept as arrays, not a Section per cut and a set of every position
+inside an escape."""
+
+from __future__ import annotations
+
+import tracemalloc
+import warnings
+
+import pytest
+
+from sdk.chunking import Chunker, _accel
+from tests.invariants import check_chunks
+
+
+def _peak_per_byte(text: str) -> float:
+    chunker = Chunker(64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # (the caches of the level scans are made at their first use: not measured)
+        chunker.chunk('["' + "Words here. " * 60 + "line\\n" * 60 + "\\u0000" * 60 + '"]', kind="json")
+    tracemalloc.start()
+    try:
+        chunks = chunker.chunk(text, kind="json")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    check_chunks(text, chunks, 64)
+    return peak / len(text.encode("utf-8"))
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize(
+    ("unit", "before", "bound"),
+    [
+        # bytes of Python a byte at 300 KB: before (native path), and the bound on both
+        # paths (the pure-Python engine holds more for the packing, 22.5 for the last two)
+        ("word ", 37, 14),  # a Section per word
+        ("line\\n", 44, 26),  # a tuple per escape, a set of the positions inside one
+        ("\\u0000", 108, 26),
+    ],
+)
+def test_a_long_string_peaks_at_a_few_bytes_a_byte(
+    unit: str, before: int, bound: int, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not native:
+        monkeypatch.setattr(_accel, "native", None)
+    text = '["' + unit * (300_000 // len(unit)) + '"]'
+    assert _peak_per_byte(text) < bound < before
