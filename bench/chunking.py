@@ -648,6 +648,10 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
     "Markdown, a line of pipes": ("markdown", None, lambda n: "|" * n),
     "Markdown, empty fences": ("markdown", None, lambda n: "```\n" * (n // 4)),
     "Markdown, a list of one-letter items": ("markdown", None, lambda n: "- a\n\n" * (n // 5)),
+    "Markdown, a line of backticks": ("markdown", None, lambda n: "`" * n),
+    "JSON, one string of words": ("json", None, lambda n: '["' + "word " * (n // 5) + '"]'),
+    "JSON, one string of escaped line breaks": ("json", None, lambda n: '["' + "line\\n" * (n // 6) + '"]'),
+    "Python, one long identifier": ("code", "ident.py", lambda n: "a" * n),
 }
 SCALE_BUDGET = 64
 ORDINARY = ("prose", "markdown", "json", "python source")
