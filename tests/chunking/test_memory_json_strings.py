@@ -4,29 +4,12 @@ inside an escape."""
 
 from __future__ import annotations
 
-import tracemalloc
-import warnings
-
 import pytest
 
-from sdk.chunking import Chunker, _accel
-from tests.invariants import check_chunks
+from sdk.chunking import _accel
+from tests.chunking.test_memory_markdown import peak_per_byte
 
-
-def _peak_per_byte(text: str) -> float:
-    chunker = Chunker(64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        # (the caches of the level scans are made at their first use: not measured)
-        chunker.chunk('["' + "Words here. " * 60 + "line\\n" * 60 + "\\u0000" * 60 + '"]', kind="json")
-    tracemalloc.start()
-    try:
-        chunks = chunker.chunk(text, kind="json")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    check_chunks(text, chunks, 64)
-    return peak / len(text.encode("utf-8"))
+_WARM = '["' + "Words here. " * 60 + "line\\n" * 60 + "\\u0000" * 60 + '"]'
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -46,4 +29,4 @@ def test_a_long_string_peaks_at_a_few_bytes_a_byte(
     if not native:
         monkeypatch.setattr(_accel, "native", None)
     text = '["' + unit * (300_000 // len(unit)) + '"]'
-    assert _peak_per_byte(text) < bound < before
+    assert peak_per_byte(text, _WARM, kind="json") < bound < before
