@@ -289,12 +289,19 @@ class Chunker:
         ``on_progress`` is called after each file, in input order."""
         if workers < 1:
             raise ValueError("workers must be >= 1")
+        if isinstance(paths, (str, bytes, os.PathLike)):
+            # (A str is an iterable too: its characters were taken for paths.)
+            raise TypeError("chunk_many takes an iterable of paths, not one path: use chunk_file")
 
         def one(path: str | os.PathLike[str]) -> FileChunks:
             try:
-                return FileChunks(os.fspath(path), self.chunk_file(path, kind=kind, errors=errors), None)
+                name = os.fsdecode(path)
+            except TypeError as e:  # not a path (an int, None): its entry says so
+                return FileChunks(repr(path), [], e)
+            try:
+                return FileChunks(name, self.chunk_file(name, kind=kind, errors=errors), None)
             except (OSError, ValueError) as e:
-                return FileChunks(os.fspath(path), [], e)
+                return FileChunks(name, [], e)
 
         if workers == 1:
             results: Iterator[FileChunks] = map(one, paths)

@@ -3,7 +3,9 @@ files reported clearly, many files chunked in order with their errors as results
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +77,18 @@ def test_many_files_in_order_with_errors_as_results(tmp_path: Path) -> None:
     ]
     assert isinstance(one[5].error, BinaryFileError) and isinstance(one[7].error, FileNotFoundError)
     assert all(r.ok and r.chunks for i, r in enumerate(one) if i not in (5, 7))
+
+
+def test_an_item_that_is_not_a_path_is_an_error_result_and_one_path_is_refused(tmp_path: Path) -> None:
+    """A non-path item (an int, None) ended the run with a TypeError; a bytes path is a
+    path. A single str was iterated a character at a time, each taken for a path."""
+    good = tmp_path / "a.py"
+    good.write_text("def f(x):\n    return x\n")
+    items: list[Any] = [good, 5, None, os.fsencode(good)]
+    results = list(Chunker(32).chunk_many(items))
+    assert [r.ok for r in results] == [True, False, False, True]
+    assert isinstance(results[1].error, TypeError) and results[1].path == "5"
+    assert results[3].path == str(good) and results[3].chunks == results[0].chunks
+    for one in (str(good), good, os.fsencode(good)):
+        with pytest.raises(TypeError, match="not one path"):
+            list(Chunker(32).chunk_many(one))  # type: ignore[arg-type]
