@@ -571,10 +571,21 @@ class GenericEncoder:
         self.name = name
 
     def encode(self, text: str) -> list[int]:
-        return list(self._encode(text))
+        got = self._encode(text)
+        try:
+            return list(got)
+        except TypeError:
+            raise self._not_ids(got) from None
 
     def count(self, text: str) -> int:
-        return len(self._encode(text))
+        got = self._encode(text)
+        try:
+            return len(got)
+        except TypeError:
+            raise self._not_ids(got) from None
+
+    def _not_ids(self, got: object) -> TypeError:
+        return TypeError(f"{self.name}: encode() returned {type(got).__name__}, not a sequence of token ids")
 
     def encode_ends(self, text: str, start_byte: int) -> list[int]:
         return even_ends(len(text.encode("utf-8")), self.count(text), start_byte)

@@ -171,3 +171,16 @@ def test_a_panic_in_the_native_encoder_becomes_a_typed_error() -> None:
     enc._native = interrupted
     with pytest.raises(KeyboardInterrupt):
         enc.encode("hello")
+
+
+def test_an_encoder_that_returns_no_ids_is_named_in_a_clear_error() -> None:
+    """A custom encoder's encode() returning None was a bare "object of type 'NoneType'
+    has no len()"."""
+    from sdk.chunking import Chunker
+
+    class NoIds:
+        def encode(self, text: str) -> None:
+            return None
+
+    with pytest.raises(TypeError, match="encode\\(\\) returned NoneType, not a sequence of token ids"):
+        Chunker(64, encoding=NoIds()).chunk("hello world")  # type: ignore[arg-type]
