@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sdk._errors import SDKError
 from sdk._tokens import DEFAULT_ENCODING, EncodingSpec
 
 from ._engine import Engine, Sizer
@@ -47,8 +48,9 @@ class JSONPiece:
     embedded: tuple[str, ...] = ()
 
 
-class _TooSmall(ValueError):
-    pass
+class _TooSmall(SDKError, ValueError):
+    """The budget cannot hold one indivisible value with its path (a ``ValueError``, as
+    documented, and an ``SDKError`` like every error the SDK raises on purpose)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +140,7 @@ class _PieceMaker:
         n = self._count(piece)
         if n > self.budget:
             need = "an empty container" if c in "{[" else f"the value {st.text[start:end][:40]!r}"
-            raise self._too_small(where, need)
+            raise self._too_small(where, f"{need} with its path ({where.path()[:60]})")
         self._emit(piece, n, where, where.pointer)
 
     def group(self, st: Structure, kids: Sequence[Child], is_array: bool, where: _Where) -> _Job:
