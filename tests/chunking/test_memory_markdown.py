@@ -70,3 +70,9 @@ def test_a_run_of_empty_fences_peaks_a_bounded_multiple_of_its_size() -> None:
     # a _Fence and its opening line's tuple per fence held 26 bytes a character.
     assert peak_per_byte("```\n" * 50_000) < 25
     assert peak_per_byte("~~~ py\nx\n~~~\n" * 15_000) < 25
+
+
+def test_a_fence_cut_by_prose_rules_is_cut_as_offsets() -> None:
+    # A line of backticks is a fence with no body: the fence seen as prose is placed in
+    # its stead, so its cuts stay offsets (a Section per backtick: 196 bytes a byte).
+    assert peak_per_byte("`" * 200_000) < 30
