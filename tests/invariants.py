@@ -8,6 +8,7 @@ from sdk import count_tokens
 from sdk.chunking import Chunk
 
 _GRAPHEME = regex.compile(r"\X")
+_JSON_NUMBER = regex.compile(r"\s*[\[{,:]?\s*-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\s*[\]},]*\s*")
 
 
 def grapheme_starts(text: str) -> set[int]:
@@ -32,6 +33,14 @@ def check_chunks(text: str, chunks: list[Chunk], max_tokens: int, encoding: str 
             assert c.tokens <= max_tokens, (c.text, c.tokens)
         else:
             assert c.tokens > max_tokens
+            # One indivisible unit: a grapheme, or graphemes glued by kinsoku (cut every
+            # 32), or a JSON number or escape with what is glued to it (never cut).
+            units = len(_GRAPHEME.findall(c.text))
+            assert units <= 33 or _JSON_NUMBER.fullmatch(c.text) is not None, (
+                "an oversize chunk of many units",
+                c.text[:80],
+                units,
+            )
         assert c.start in starts, ("cut inside a grapheme", c.start, text[max(0, c.start - 3) : c.start + 3])
         assert c.byte_start == byte
         byte += len(c.text.encode("utf-8"))
