@@ -571,21 +571,17 @@ class GenericEncoder:
         self.name = name
 
     def encode(self, text: str) -> list[int]:
-        got = self._encode(text)
-        try:
-            return list(got)
-        except TypeError:
-            raise self._not_ids(got) from None
+        return list(self._ids(text))
 
     def count(self, text: str) -> int:
-        got = self._encode(text)
-        try:
-            return len(got)
-        except TypeError:
-            raise self._not_ids(got) from None
+        return len(self._ids(text))
 
-    def _not_ids(self, got: object) -> TypeError:
-        return TypeError(f"{self.name}: encode() returned {type(got).__name__}, not a sequence of token ids")
+    def _ids(self, text: str) -> Sequence[int]:
+        got = self._encode(text)
+        if not (hasattr(got, "__len__") and hasattr(got, "__iter__")):
+            kind = type(got).__name__
+            raise TypeError(f"{self.name}: encode() returned {kind}, not a sequence of token ids")
+        return got
 
     def encode_ends(self, text: str, start_byte: int) -> list[int]:
         return even_ends(len(text.encode("utf-8")), self.count(text), start_byte)
