@@ -68,8 +68,6 @@ _ATTACHED_FORWARD = frozenset(
 # Unnamed tokens that end what precedes them, or open what follows.
 _CLOSERS = frozenset({",", ";", ")", "]", "}", ":", ">", "?>"})
 _OPENERS = frozenset({"(", "[", "{"})
-# Leaf kinds holding free text: cut with prose rules when they alone are over budget.
-_TEXTLIKE = ("comment", "string", "content", "fragment", "heredoc", "text", "regex", "preproc_arg", "word")
 
 _DEFINITIONS = frozenset(
     {
@@ -294,7 +292,6 @@ _COMMENT = 1
 _FORWARD = 2  # describes the definition below it (_ATTACHED_FORWARD)
 _CLOSER = 4  # unnamed token ending what precedes it
 _OPENER = 8  # unnamed token opening what follows
-_TEXT = 16  # free text (_TEXTLIKE)
 _LABEL = 32  # names a definition (_LABELLED)
 _DEFINITION = 64  # named definition (_DEFINITIONS)
 _CHAIN = 128  # left-nested chain (_CHAINS)
@@ -325,8 +322,6 @@ def _kind_flags(language: str, grammar: tree_sitter.Language) -> dict[int, int]:
             bits |= _CLOSER
         if not named and kind in _OPENERS:
             bits |= _OPENER
-        if any(word in kind.lower() for word in _TEXTLIKE):
-            bits |= _TEXT
         if kind in _LABELLED:
             bits |= _LABEL
         if named and kind in _DEFINITIONS:
@@ -673,9 +668,6 @@ class CodeSplitter:
             return parts
 
     # -- helpers -----------------------------------------------------------------------
-
-    def _multiline(self, node: Node) -> bool:
-        return self._data.find(b"\n", node.start_byte, node.end_byte) >= 0
 
     def _children(self, node: Node) -> list[Node]:
         """Non-empty children; a one-line left-recursive chain (``a + b + c``, ``x.f().g()``,
@@ -1055,11 +1047,6 @@ def _resized(text: str, section: Section, start: int, end: int) -> Section:
     return section._replace(start=start, end=end, state=state)
 
 
-def _textlike(node: Node) -> bool:
-    kind = node.type.lower()
-    return any(word in kind for word in _TEXTLIKE) or node.start_point.row != node.end_point.row
-
-
 def _node_text(data: bytes, node: Node) -> str:
     raw = data[node.start_byte : min(node.end_byte, node.start_byte + _NAME_MAX)]
     return " ".join(raw.decode("utf-8", "ignore").split())
@@ -1164,5 +1151,5 @@ register_kind("code", _root_factory)
 
 if _accel.native is not None:
     _accel.native.code_setup(
-        PROSE, Section, _Nodes, _label, _snap, (_COMMENT, _FORWARD, _CLOSER, _OPENER, _TEXT, _LABEL, _ERROR)
+        PROSE, Section, _Nodes, _label, _snap, (_COMMENT, _FORWARD, _CLOSER, _OPENER, _LABEL, _ERROR)
     )

@@ -1238,7 +1238,6 @@ json_run(PyObject *splitter, PyObject *text, PyObject *section, PyObject *run)
     return members;
 }
 
-/* JSONSplitter.split: value nodes here, any other state by ``splitter._split``. */
 /* Is a JSON section's state a string to cut (JSONSplitter.split_edges gives its cuts as
  * offsets): a piece of one (a state that is no value, run or key prefix: the top too,
  * for which split_edges gives None and split is asked), or a string value with no key
@@ -1270,6 +1269,7 @@ json_string_state(PyObject *text, PyObject *node)
     return !(key_end > key_start && !peeled && depth < FLAT_DEPTH);
 }
 
+/* JSONSplitter.split: value nodes here, any other state by ``splitter._split``. */
 static PyObject *
 json_split_impl(PyObject *splitter, PyObject *text, PyObject *section)
 {
@@ -1664,7 +1664,7 @@ json_values(PyObject *self, PyObject *args)
 static struct {
     PyObject *prose, *label, *snap, *kind_code, *dot, *zero, *one;
     PyTypeObject *section_type, *nodes_type;
-    long comment, forward, closer, opener, text, labelled, error;
+    long comment, forward, closer, opener, labelled, error;
     PyObject *n_kind_id, *n_start_byte, *n_end_byte, *n_child_count;
     PyObject *n_data, *n_ascii, *n_language, *n_flags, *n_plain, *n_live;
 } C;
@@ -1672,17 +1672,17 @@ static struct {
 PyDoc_STRVAR(code_setup_doc,
 "code_setup(prose, section_type, nodes_type, label, snap, bits)\n\n"
 "What code_glue, code_group and code_tile use of _code: PROSE, Section, _Nodes,\n"
-"_label, _snap, and the kind bits (_COMMENT, _FORWARD, _CLOSER, _OPENER, _TEXT,\n"
-"_LABEL, _ERROR).");
+"_label, _snap, and the kind bits (_COMMENT, _FORWARD, _CLOSER, _OPENER, _LABEL,\n"
+"_ERROR).");
 
 static PyObject *
 code_setup(PyObject *self, PyObject *args)
 {
     PyObject *prose, *label, *snap;
     PyTypeObject *section_type, *nodes_type;
-    long b[7];
-    if (!PyArg_ParseTuple(args, "OO!O!OO(lllllll):code_setup", &prose, &PyType_Type, &section_type, &PyType_Type,
-                          &nodes_type, &label, &snap, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6])) {
+    long b[6];
+    if (!PyArg_ParseTuple(args, "OO!O!OO(llllll):code_setup", &prose, &PyType_Type, &section_type, &PyType_Type,
+                          &nodes_type, &label, &snap, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5])) {
         return NULL;
     }
     if (!PyType_IsSubtype(section_type, &PyTuple_Type) || !PyType_IsSubtype(nodes_type, &PyTuple_Type)) {
@@ -1723,9 +1723,8 @@ code_setup(PyObject *self, PyObject *args)
     C.forward = b[1];
     C.closer = b[2];
     C.opener = b[3];
-    C.text = b[4];
-    C.labelled = b[5];
-    C.error = b[6];
+    C.labelled = b[4];
+    C.error = b[5];
     Py_RETURN_NONE;
 }
 

@@ -102,7 +102,7 @@ def code_setup(
     nodes_type: type,
     label: Callable[..., str | None],
     snap: Callable[..., Any],
-    bits: tuple[int, int, int, int, int, int, int],
+    bits: tuple[int, int, int, int, int, int],
     /,
 ) -> None: ...
 def code_glue(
