@@ -669,21 +669,24 @@ class JSONSplitter:
         words cut at words held a Section per word: 39 bytes a byte of input."""
         state = section.state
         if isinstance(state, _Value):
-            if text[state.start] != '"' or (
-                state.key_end > state.key_start and not state.peeled and state.depth < _FLAT_DEPTH
-            ):
+            if text[state.start] != '"' or _peels(state):
                 return None
             state = _Text(state.start + 1, state.end - 1, 0)
         elif not isinstance(state, _Text):
             return None
-        lo, hi = max(section.start, state.start), min(section.end, state.end)
-        level, cuts = string_cuts(text, lo, hi, state.level)
+        return self._text_edges(text, section, state)
+
+    def _text_edges(self, text: str, section: Section, span: _Text) -> tuple[Sequence[int], Section]:
+        """The edges of ``span``'s pieces within ``section`` (none where it cannot be
+        cut) and a section each piece is like but for its span."""
+        lo, hi = max(section.start, span.start), min(section.end, span.end)
+        level, cuts = string_cuts(text, lo, hi, span.level)
         if not cuts:
             return (), section
         edges = array("q", cuts)
         edges.insert(0, section.start)
         edges.append(section.end)
-        nxt = _Text(state.start, state.end, level + 1)
+        nxt = _Text(span.start, span.end, level + 1)
         s = section
         return edges, Section(s.start, s.end, self, nxt, "json", None, s.path, True)
 
@@ -701,7 +704,7 @@ class JSONSplitter:
         if not isinstance(state, _Value):
             return ()
         c = text[state.start]
-        if state.key_end > state.key_start and not state.peeled and state.depth < _FLAT_DEPTH:
+        if _peels(state):
             return self._peel(text, section, state)
         if c == '"':
             return self._split_text(text, section, _Text(state.start + 1, state.end - 1, 0))
@@ -728,13 +731,8 @@ class JSONSplitter:
         ]
 
     def _split_text(self, text: str, section: Section, span: _Text) -> Sequence[Section]:
-        lo, hi = max(section.start, span.start), min(section.end, span.end)
-        level, cuts = string_cuts(text, lo, hi, span.level)
-        if not cuts:
-            return ()
-        nxt = _Text(span.start, span.end, level + 1)
-        edges = [section.start, *cuts, section.end]
-        path = section.path
+        edges, t = self._text_edges(text, section, span)
+        nxt, path = t.state, t.path
         return [Section(a, b, self, nxt, "json", None, path, True) for a, b in itertools.pairwise(edges)]
 
     def _split_prefix(self, text: str, section: Section, prefix: _Prefix) -> Sequence[Section]:
@@ -1010,6 +1008,12 @@ def _soft(text: str, a: int, b: int) -> int:
     if i < 0:
         i = text.find("\r", a, b)
     return b if i < 0 else i + 1
+
+
+def _peels(node: _Value) -> bool:
+    """Whether a member is cut into its key and its value before anything else (a
+    member not yet peeled, above the depth where levels are flattened)."""
+    return node.key_end > node.key_start and not node.peeled and node.depth < _FLAT_DEPTH
 
 
 def _divisible(text: str, k: Child) -> bool:
