@@ -14,7 +14,7 @@ import functools
 import importlib
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import tree_sitter
@@ -472,6 +472,13 @@ class _AtLineStart:
     def __call__(self, text: str) -> bool:
         return self._after.search(text) is not None or self._first.match(text) is not None
 
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """Every line that starts with ``body``, in order (the first line's included)."""
+        first = self._first.match(text)
+        if first is not None:
+            yield first
+        yield from self._after.finditer(text)
+
 
 def _anywhere(pattern: str) -> Callable[[str], bool]:
     compiled = re.compile(pattern)
@@ -494,7 +501,6 @@ def _prefilter(language: str, index: int, test: Callable[[str], bool]) -> None:
     _PREFILTERS[_FEATURES[language][index][2]] = test
 
 
-_prefilter("python", 0, _AtLineStart(r"def \w+\("))
 _prefilter("python", 4, _AtLineStart(r"(?:elif |else|try|except|finally)[^\n]*:[ \t]*(?:\n|\Z)", r"[ \t]*"))
 _prefilter("javascript", 1, _anywhere(r"(?:const|let|var)\s+[\w$]+\s*="))
 _prefilter("typescript", 1, _anywhere(r":\s*(?:string|number|boolean|any|unknown|void|never)\b"))
@@ -525,8 +531,7 @@ _prefilter("c", 3, _anywhere(r"struct\s+\w+\s*[{*]"))
 # package and generated lines).
 _EXACT: dict[re.Pattern[str], Callable[[str], bool]] = {}
 
-_PY_DEF = re.compile(r"\n[ \t]*def \w+\(([^\n]*)")
-_PY_DEF_FIRST = re.compile(r"[ \t]*def \w+\(([^\n]*)")
+_PY_DEF = _AtLineStart(r"def \w+\(([^\n]*)", r"[ \t]*")
 _CLOSE_COLON = re.compile(r"\):[ \t]*(?:#|$)")
 _COLON = re.compile(r":[ \t]*(?:#|$)")
 
@@ -535,9 +540,7 @@ def _python_def(text: str) -> bool:
     """``^[ \\t]*def \\w+\\(.*\\)( -> .+)?:[ \\t]*(#.*)?$`` (multi-line) anywhere: after
     ``def name(``, a ":" followed by blanks then the line's end or a comment, with ")"
     just before it or with ") -> " and a character between."""
-    first = _PY_DEF_FIRST.match(text)
-    found = [first] if first is not None else []
-    for m in (*found, *_PY_DEF.finditer(text)):
+    for m in _PY_DEF.finditer(text):
         rest = m.group(1)
         if _CLOSE_COLON.search(rest) is not None:
             return True
@@ -584,8 +587,6 @@ def _javascript_module(text: str) -> bool:
 _EXACT[_FEATURES["python"][0][2]] = _python_def
 _EXACT[_FEATURES["javascript"][4][2]] = _javascript_module
 _EXACT[_FEATURES["typescript"][5][2]] = functools.partial(_import_from, bounded=True)
-for _pattern in _EXACT:
-    _PREFILTERS.pop(_pattern, None)
 
 
 # Every needle of every feature, found in one pass over the prefix (see first_found).

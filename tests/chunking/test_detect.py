@@ -347,10 +347,11 @@ def test_every_prefilter_passes_where_its_pattern_matches() -> None:
     """A feature's prefilter runs first and its False is taken as the pattern's: it must
     pass on every text and every line where the pattern matches (and it says no to
     most texts where the pattern does not, or it would only cost time)."""
-    from sdk.chunking._languages import _FEATURES, _PREFILTERS
+    from sdk.chunking._languages import _EXACT, _FEATURES, _PREFILTERS
 
     patterns = {p for features in _FEATURES.values() for _w, _n, p in features}
     assert _PREFILTERS and set(_PREFILTERS) <= patterns
+    assert not set(_PREFILTERS) & set(_EXACT)  # an exact test is not filtered first
     texts = _detect_texts()
     pieces = [ln for text in texts for ln in text.splitlines()] + texts
     pieces += [piece.replace("\n", "\r\n") for piece in texts] + ["  " + t for t in texts]
