@@ -417,6 +417,15 @@ def test_markdown_marks_are_counted_as_at_line_starts(lines: list[str]) -> None:
     assert _detect._markdown_signals("\n" + prefix) == 2 * heading + 3 * fence + min(other, 6)
 
 
+def test_every_keyword_of_a_keyword_line_is_a_syntax_lead() -> None:
+    """_SYNTAX_LEADS is written out apart from _KEYWORD_LINE: a keyword added to the
+    pattern must be added to the leads, or its lines would never be matched."""
+    from sdk.chunking import _detect
+
+    keywords = re.findall(r"(?:\(\?:|\|)([A-Za-z]+)", _detect._KEYWORD_LINE.pattern)
+    assert len(keywords) > 30 and all(k.startswith(_detect._SYNTAX_LEADS) for k in keywords)
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=" \t=(){}[]#;:.abcdefiklmnoprstuyz_$-+*/<>?!\"'", max_size=60))
 def test_a_line_with_syntax_holds_what_the_cheap_test_looks_for(line: str) -> None:
