@@ -8,7 +8,10 @@ from sdk import count_tokens
 from sdk.chunking import Chunk
 
 _GRAPHEME = regex.compile(r"\X")
-_JSON_NUMBER = regex.compile(r"\s*[\[{,:]?\s*-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\s*[\]},]*\s*")
+# (whitespace next to it at most 32 characters a side: longer runs are cut, see _json._Gaps)
+_JSON_NUMBER = regex.compile(
+    r"\s{0,32}[\[{,:]?\s{0,32}-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\s{0,32}[\]},]*\s{0,32}"
+)
 
 
 def grapheme_starts(text: str) -> set[int]:

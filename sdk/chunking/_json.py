@@ -645,6 +645,81 @@ def _inside(starts: array[int], ends: array[int], p: int) -> bool:
     return i >= 0 and p < ends[i] and p > starts[i]
 
 
+# Whitespace after a value is cut apart from it only when it is longer than this.
+_SHORT_GAP = 32
+# A run of JSON's whitespace, or a string (passed over whole: its spaces are no gap).
+_GAP = re.compile(r'[ \t\n\r]+|"(?:[^"\\]|\\.)*"?', re.S)
+
+
+class _Gaps:
+    """The splitter of a JSON section that no value edge cuts: a scalar with the white
+    space around it, an empty container, brackets and separators, a key's colon. When
+    one does not fit, it is cut before each stretch of what is not whitespace (outside
+    strings), a stretch keeping the whitespace after it; then, where that does not fit
+    either and the whitespace is long, between the stretch and its whitespace
+    (``Section.state``: where that whitespace starts), which prose rules cut further
+    (lines, then characters). Values,
+    strings and punctuation stay whole: ``[1``, a megabyte of spaces and ``]`` was one
+    chunk of thousands of tokens."""
+
+    __slots__ = ()
+
+    def split(self, text: str, section: Section) -> Sequence[Section]:
+        ws = section.state
+        if isinstance(ws, int):
+            s = section
+            return [
+                Section(s.start, ws, None, None, "json", None, s.path, s.partial, s.sticky),
+                Section(ws, s.end, PROSE, 0, "json", None, s.path),
+            ]
+        return _gap_parts(text, section)
+
+
+_GAPS = _Gaps()
+
+
+def _gap_parts(text: str, section: Section, inside: _Text | None = None) -> list[Section]:
+    """``section`` cut before each stretch that is not whitespace outside strings (nor
+    inside ``inside``, the string it holds a piece of), the whitespace before the first
+    a part of its own; none where it has no such cut, and for whitespace alone, the
+    same span cut by prose rules. The splitter's second level is :class:`_Gaps`'s."""
+    a, b = section.start, section.end
+    spans = [(a, b)]
+    if inside is not None:  # the string's content and quotes are no gap
+        lo, hi = max(a, inside.start - 1), min(b, inside.end + 1)
+        if lo < hi:
+            spans = [(a, lo), (hi, b)]
+    runs: list[tuple[int, int]] = []
+    for lo, hi in spans:
+        for m in _GAP.finditer(text, lo, hi):
+            if m.group()[0] != '"':
+                runs.append(m.span())
+    if not runs:
+        return []
+    path, sticky = section.path, section.sticky
+    if runs == [(a, b)]:  # all whitespace: prose rules, in the section's stead
+        return [Section(a, b, PROSE, 0, "json", None, path)]
+    string = inside if section.partial else None
+    parts: list[Section] = []
+    if runs[0][0] == a:  # whitespace first
+        parts.append(Section(a, runs[0][1], PROSE, 0, "json", None, path))
+        runs = runs[1:]
+    pos = parts[-1].end if parts else a
+    runs.append((b, b))
+    for lo, hi in runs:
+        if pos >= b:
+            break
+        held = string is not None and pos < string.end and lo > string.start
+        # (Short whitespace stays with what it follows: cut off, it would open the next
+        # member's chunk under this member's pointer.)
+        state = lo if hi - lo > _SHORT_GAP else None
+        parts.append(Section(pos, hi, _GAPS if state else None, state, "json", None, path, held, sticky))
+        pos = hi
+    if len(parts) == 1:  # one stretch and its whitespace: cut between them
+        return list(_GAPS.split(text, parts[0])) if parts[0].state is not None else []
+    return parts
+
+
 class JSONSplitter:
     """Splitter for one JSON text; ``Section.state`` is a value node, a string span or the top."""
 
@@ -674,7 +749,9 @@ class JSONSplitter:
             state = _Text(state.start + 1, state.end - 1, 0)
         elif not isinstance(state, _Text):
             return None
-        return self._text_edges(text, section, state)
+        found = self._text_edges(text, section, state)
+        # Where the string cannot be cut, ``split`` cuts the whitespace around it.
+        return found if found[0] else None
 
     def _text_edges(self, text: str, section: Section, span: _Text) -> tuple[Sequence[int], Section]:
         """The edges of ``span``'s pieces within ``section`` (none where it cannot be
@@ -710,7 +787,7 @@ class JSONSplitter:
             return self._split_text(text, section, _Text(state.start + 1, state.end - 1, 0))
         if c == "{" or c == "[":
             return self._split_container(text, section, state)
-        return ()
+        return _gap_parts(text, section)
 
     def _peel(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
         """A member apart: its key (to the colon), then its value with the separator.
@@ -732,6 +809,8 @@ class JSONSplitter:
 
     def _split_text(self, text: str, section: Section, span: _Text) -> Sequence[Section]:
         edges, t = self._text_edges(text, section, span)
+        if not edges:
+            return _gap_parts(text, section, span)
         nxt, path = t.state, t.path
         return [Section(a, b, self, nxt, "json", None, path, True) for a, b in itertools.pairwise(edges)]
 
@@ -741,11 +820,11 @@ class JSONSplitter:
         for cut in (prefix.value_start, prefix.key_end):
             if start < cut < end:
                 head = Section(start, cut, self, prefix, "json", None, path)
-                return [head, Section(cut, end, None, None, "json", None, path)]
+                return [head, Section(cut, end, _GAPS, None, "json", None, path)]
         key = _Text(prefix.key_start + 1, prefix.key_end - 1, 0)
         if start < prefix.key_start < end:  # indentation before the key
             tail = Section(prefix.key_start, end, self, key, "json", None, path)
-            return [Section(start, prefix.key_start, None, None, "json", None, path), tail]
+            return [Section(start, prefix.key_start, _GAPS, None, "json", None, path), tail]
         return self._split_text(text, section, key)
 
     def _split_top(self, text: str, section: Section, top: _Top) -> Sequence[Section]:
@@ -811,8 +890,8 @@ class JSONSplitter:
             kids, close, runs = self._scan_members(text, node)
             if runs is not None:
                 return self._container_parts(section, node, *runs)
-        if not kids:
-            return ()
+        if not kids:  # (an empty container: white space inside it may be cut)
+            return _gap_parts(text, section)
         native = _accel.native
         edges: list[int]
         members: list[Section]
@@ -901,10 +980,10 @@ class JSONSplitter:
             prefix = _Prefix(node.key_start, node.key_end, node.start)
             out = [Section(section.start, edges[0], self, prefix, "json", None, pointer, False, True)]
         else:
-            out = [Section(section.start, edges[0], None, None, "json", None, pointer, False, True)]
+            out = [Section(section.start, edges[0], _GAPS, None, "json", None, pointer, False, True)]
         out += members
         if edges[-1] < section.end:
-            out.append(Section(edges[-1], section.end, None, None, "json", None, node.pointer))
+            out.append(Section(edges[-1], section.end, _GAPS, None, "json", None, node.pointer))
         return out
 
     def _split_run(self, text: str, section: Section, run: _Run) -> Sequence[Section]:
@@ -943,7 +1022,7 @@ class JSONSplitter:
             child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end)
             if node.open and k.start in node.open:
                 child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end, node.open)
-            splitter = self if _divisible(text, k) else None
+            splitter = self if _divisible(text, k) else _GAPS
             out.append(Section(edges[i], edges[i + 1], splitter, child, "json", None, pointer))
         return edges, out
 
@@ -983,12 +1062,12 @@ class JSONSplitter:
         out = []
         for a, b in itertools.pairwise(edges):
             span = strings.get(a)
-            out.append(Section(a, b, self if span else None, span, "json", None, node.pointer))
+            out.append(Section(a, b, self if span else _GAPS, span, "json", None, node.pointer))
         return out
 
 
 if _accel.native is not None:
-    _accel.native.json_setup(JSONSplitter, _Value, _Prefix, _Run, Section, decode_key, _NO_OPEN, _RUN)
+    _accel.native.json_setup(JSONSplitter, _Value, _Prefix, _Run, Section, decode_key, _NO_OPEN, _RUN, _GAPS)
 
 
 def _runs(count: int, size: int | None = None) -> list[tuple[int, int]]:

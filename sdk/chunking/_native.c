@@ -679,6 +679,11 @@ json_section(PyTypeObject *section_type, PyObject *kind_json, PyObject *a, PyObj
     return section_of(section_type, a, b, splitter, state, kind_json, Py_None, path, partial, sticky);
 }
 
+/* _json._GAPS, the splitter of the sections no value edge cuts (brackets, scalars, the
+ * white space around them), from json_setup; None before it. */
+static PyObject *json_gaps = NULL;
+#define GAPS (json_gaps != NULL ? json_gaps : Py_None)
+
 /* The JSON Pointer of a member: ``base`` and its key (``is_object``), else its index. */
 static PyObject *
 member_pointer(PyObject *text, PyObject *base, int is_object, Py_ssize_t key_start, Py_ssize_t key_end,
@@ -768,7 +773,7 @@ members_of(PyObject *text, const Py_ssize_t *spans, Py_ssize_t count, Py_ssize_t
             PyTuple_SET_ITEM(value, 6, Py_NewRef(no_open));
             PyTuple_SET_ITEM(value, 7, Py_NewRef(Py_False));
             section = json_section(section_type, kind_json, PyList_GET_ITEM(*edges, i), PyList_GET_ITEM(*edges, i + 1),
-                                   divisible ? splitter : Py_None, value, pointer, 0, 0);
+                                   divisible ? splitter : GAPS, value, pointer, 0, 0);
         }
         Py_XDECREF(value);
         Py_DECREF(pointer);
@@ -859,20 +864,21 @@ static struct {
 } J;
 
 PyDoc_STRVAR(json_setup_doc,
-"json_setup(splitter_type, value_type, prefix_type, run_type, section_type, decode, no_open, run)\n\n"
+"json_setup(splitter_type, value_type, prefix_type, run_type, section_type, decode, no_open, run, gaps)\n\n"
 "The classes and helpers of _json that json_split makes and reads: JSONSplitter (its\n"
 "``structure._close`` dict of closes and its ``_split`` fallback), _Value, _Prefix,\n"
-"_Run, Section, decode_key, _Value's default ``open``, and _RUN.");
+"_Run, Section, decode_key, _Value's default ``open``, _RUN, and _GAPS (the splitter\n"
+"of the sections no value edge cuts: brackets, scalars, the whitespace around them).");
 
 static PyObject *
 json_setup(PyObject *self, PyObject *args)
 {
     PyTypeObject *types[5];
-    PyObject *decode, *no_open;
+    PyObject *decode, *no_open, *gaps;
     Py_ssize_t run;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OOn:json_setup", &PyType_Type, &types[0], &PyType_Type, &types[1],
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OOnO:json_setup", &PyType_Type, &types[0], &PyType_Type, &types[1],
                           &PyType_Type, &types[2], &PyType_Type, &types[3], &PyType_Type, &types[4], &decode,
-                          &no_open, &run)) {
+                          &no_open, &run, &gaps)) {
         return NULL;
     }
     for (int i = 1; i < 5; i++) {
@@ -903,6 +909,7 @@ json_setup(PyObject *self, PyObject *args)
     J.run = run;
     Py_XSETREF(J.decode, Py_NewRef(decode));
     Py_XSETREF(J.no_open, Py_NewRef(no_open));
+    Py_XSETREF(json_gaps, Py_NewRef(gaps));
     Py_XSETREF(J.kind_json, names[0]);
     Py_XSETREF(J.n_structure, names[1]);
     Py_XSETREF(J.n_close, names[2]);
@@ -1097,9 +1104,9 @@ json_container(PyObject *splitter, PyObject *text, PyObject *section, PyObject *
         pos = spans[6 * count + 5];
         count++;
     }
-    if (count == 0) {
+    if (count == 0) { /* an empty container: the white space inside it, in Python */
         PyMem_Free(spans);
-        return PyTuple_New(0);
+        return PyObject_CallMethodObjArgs(splitter, J.n_fallback, text, section, NULL);
     }
     PyObject *pointer = PyTuple_GET_ITEM(node, 3);
     PyObject *base = PyUnicode_Check(pointer) ? PyUnicode_FromFormat("%U/", pointer) : NULL;
@@ -1148,12 +1155,12 @@ json_container(PyObject *splitter, PyObject *text, PyObject *section, PyObject *
         Py_XDECREF(prefix);
     }
     else {
-        head = json_section(J.section_type, J.kind_json, PyTuple_GET_ITEM(section, SECTION_START), first, Py_None,
+        head = json_section(J.section_type, J.kind_json, PyTuple_GET_ITEM(section, SECTION_START), first, GAPS,
                             Py_None, pointer, 0, 1);
     }
     PyObject *tail = NULL;
     if (head != NULL && last_at < s_end) {
-        tail = json_section(J.section_type, J.kind_json, last, PyTuple_GET_ITEM(section, SECTION_END), Py_None, Py_None,
+        tail = json_section(J.section_type, J.kind_json, last, PyTuple_GET_ITEM(section, SECTION_END), GAPS, Py_None,
                             pointer, 0, 0);
         if (tail == NULL) {
             Py_CLEAR(head);
@@ -1312,8 +1319,8 @@ json_split_impl(PyObject *splitter, PyObject *text, PyObject *section)
     if (c == '"') {
         goto fallback;
     }
-    if (c != '{' && c != '[') {
-        return PyTuple_New(0);
+    if (c != '{' && c != '[') { /* a scalar: the white space around it, in Python */
+        goto fallback;
     }
     int open = PyObject_IsTrue(PyTuple_GET_ITEM(node, 6));
     if (open != 0 || depth >= FLAT_DEPTH) { /* cut short, or flattened: in Python */

@@ -68,6 +68,7 @@ def json_setup(
     decode: Callable[[str], str],
     no_open: frozenset[int],
     run: int,
+    gaps: object,
     /,
 ) -> None: ...
 def json_split(splitter: object, text: str, section: tuple[object, ...], /) -> Sequence[Any]: ...

@@ -247,7 +247,8 @@ def test_jsonl_bad_line_only() -> None:
         chunks = chunk(text, 1, kind="jsonl")
     check_chunks(text, chunks, 1)
     kinds = {c.text: (c.kind, c.path) for c in chunks}
-    assert kinds['"c"'] == kinds[" 3"] == ("json", "/2/c")  # the bad line keeps its number
+    # (" 3" is two tokens: its space is cut off, and both keep the member's pointer)
+    assert kinds['"c"'] == kinds[" "] == kinds["3"] == ("json", "/2/c")  # the bad line keeps its number
     assert all(c.kind == "text" for c in chunks if "oops" in c.text)
 
 
@@ -363,3 +364,64 @@ def test_a_member_with_a_scalar_value_is_cut_when_it_does_not_fit(
         chunks = chunk(text, budget, kind=kind)
         check_chunks(text, chunks, budget)
         assert all(c.tokens <= budget for c in chunks), [(c.text[:40], c.tokens) for c in chunks]
+
+
+_GAP_DOCS = [
+    "[1{ws}]",
+    "[{ws}1]",
+    "[1,{ws}2]",
+    "[1{ws},2]",
+    '{{"a"{ws}:1}}',
+    '{{"a":{ws}1}}',
+    '{{{ws}"a":1}}',
+    '{{"a":1{ws}}}',
+    '{ws}{{"a":1}}',
+    '{{"a":1}}{ws}',
+    '["abc"{ws}]',
+    '["a b c d"{ws},"e f"]',
+    "[true{ws}]",
+    "[[1{ws}],[2]]",
+    "[{ws}]",
+    '{{"k": [{ws}]}}',
+    "{ws}7{ws}",
+]
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("ws", [" ", "\n", "\r\n", "\t", " \n"])
+@pytest.mark.parametrize("budget", [1, 8, 64])
+def test_long_whitespace_between_values_is_cut(native: bool, ws: str, budget: int) -> None:
+    """Whitespace is no value: a long run of it is cut wherever it stands (a number and
+    the megabyte of spaces after it was one chunk of thousands of tokens), and no value
+    is cut for it."""
+    from sdk.chunking import _accel
+
+    saved = _accel.native
+    _accel.native = saved if native else None
+    try:
+        for shape in _GAP_DOCS:
+            text = shape.format(ws=ws * (4000 // len(ws)))
+            for kind in ("json", "jsonl"):
+                if kind == "jsonl" and "\n" in ws:
+                    continue  # (a line break ends a JSON Lines value)
+                chunks = Chunker(budget).chunk(text, kind=kind)
+                check_chunks(text, chunks, budget)
+                assert max(c.tokens for c in chunks if not c.oversize) <= budget
+                for c in chunks:
+                    if c.oversize:  # a value and what is glued to it: never much whitespace
+                        assert len(c.text) - len(c.text.strip()) <= 2 * 32, (shape, c.text[:20])
+                cuts = {c.start for c in chunks}
+                for e in scan_events(text):
+                    if e.type in ("number", "literal") or (e.type == "string" and e.end - e.start <= 3):
+                        assert not any(e.start < p < e.end for p in cuts), (shape, e.type)
+    finally:
+        _accel.native = saved
+
+
+def test_short_whitespace_stays_with_its_value() -> None:
+    """A member cut only for its whitespace keeps short whitespace with what it follows,
+    so the next member's chunk does not open with it under this member's pointer."""
+    text = '{"0000": 0, "": null}'
+    chunks = chunk(text, 3, kind="json")
+    check_json(text, chunks, 3)
+    assert [c.text for c in chunks][-1].startswith('""')
