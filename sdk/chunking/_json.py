@@ -244,7 +244,9 @@ def _deep_value_end(text: str, pos: int) -> tuple[int | None, int, str]:
             for e in events:
                 if e.depth == 0 and e.type not in ("start_object", "start_array", "key"):
                     return pos + e.end, 0, ""
-            at, size = hi, 2 * size
+            # (windows of at most 64K: a window's events, paths included, are held at
+            # once, and doubling to the end held those of half the text)
+            at, size = hi, min(2 * size, 1 << 16)
         tok.close()
     except JSONChunkError as exc:
         return None, pos + exc.offset, exc.reason
@@ -645,6 +647,68 @@ def _inside(starts: array[int], ends: array[int], p: int) -> bool:
     return i >= 0 and p < ends[i] and p > starts[i]
 
 
+class _Flat(NamedTuple):
+    """State of the pieces of a container flattened below ``_FLAT_DEPTH``: the offsets
+    where the pieces that hold a string value of some length begin (sorted), and that
+    string's content, a start and an end each in ``spans``."""
+
+    begins: array[int]
+    spans: array[int]
+
+
+# What the scan of a flattened container steps on: a bracket, a comma or a string.
+_FLAT_TOKEN = re.compile(r'[\[\]{},]|"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+
+def _flat_cuts(
+    text: str, start: int, stop: int, lo: int, hi: int
+) -> tuple[array[int], array[int], array[int]]:
+    """``lo`` and the value edges inside ``(lo, hi)`` of the container opening at
+    ``start`` (valid JSON up to ``stop``): where each child begins (after an opening
+    bracket or a comma and the whitespace after it) and where each container with
+    children closes; and, as in :class:`_Flat`, the pieces holding a string value.
+    The open containers are a byte each (whether they hold a child), and the edges
+    4-byte integers where they fit (a cut every byte or two of ``[[[...]]]``)."""
+    cuts: array[int] = array("i" if hi < 2**31 else "q", [lo])
+    begins: array[int] = array("q")
+    spans: array[int] = array("q")
+    holds = bytearray()
+    skip = _WS.match
+    search = _FLAT_TOKEN.search
+    pos = start
+    begin = start
+    while True:
+        m = search(text, pos, stop)
+        if m is None:
+            break
+        p, pos = m.span()
+        c = text[p]
+        if c == '"':
+            after = skip(text, pos, stop).end()  # type: ignore[union-attr]
+            if pos - p > 2 and (after >= stop or text[after] != ":"):  # a value, not a key
+                begins.append(begin)
+                spans.append(p + 1)
+                spans.append(pos - 1)
+        elif c == "[" or c == "{":
+            b = skip(text, pos, stop).end()  # type: ignore[union-attr]
+            full = b < stop and text[b] not in "]}"
+            holds.append(full)
+            if full:
+                begin = b
+                if cuts[-1] < b < hi:
+                    cuts.append(b)
+        elif c == ",":
+            begin = skip(text, pos, stop).end()  # type: ignore[union-attr]
+            if cuts[-1] < begin < hi:
+                cuts.append(begin)
+        else:  # a closing bracket
+            if holds.pop() and cuts[-1] < p < hi:
+                cuts.append(p)
+            if not holds:
+                break
+    return cuts, begins, spans
+
+
 # Whitespace after a value is cut apart from it only when it is longer than this.
 _SHORT_GAP = 32
 # A run of JSON's whitespace, or a string (passed over whole: its spaces are no gap).
@@ -739,12 +803,16 @@ class JSONSplitter:
 
     def split_edges(self, text: str, section: Section) -> tuple[Sequence[int], Section] | None:
         """A string's cuts as plain offsets (the engine's uniform parts: a Section is
-        made only for a part that must descend), for a string value and its pieces;
+        made only for a part that must descend), for a string value and its pieces, and
+        every value edge of a container at depth ``_FLAT_DEPTH`` or more (see ``_flat``);
         None for every other state (``split`` gives those parts). A string of 200,000
         words cut at words held a Section per word: 39 bytes a byte of input."""
         state = section.state
         if isinstance(state, _Value):
-            if text[state.start] != '"' or _peels(state):
+            c = text[state.start]
+            if (c == "[" or c == "{") and state.depth >= _FLAT_DEPTH:
+                return self._flat(text, section, state)
+            if c != '"' or _peels(state):
                 return None
             state = _Text(state.start + 1, state.end - 1, 0)
         elif not isinstance(state, _Text):
@@ -778,6 +846,12 @@ class JSONSplitter:
             return self._split_prefix(text, section, state)
         if isinstance(state, _Run):
             return self._split_run(text, section, state)
+        if isinstance(state, _Flat):  # a piece of a flattened container
+            i = bisect_left(state.begins, section.start)
+            if i < len(state.begins) and state.begins[i] == section.start:
+                span = _Text(state.spans[2 * i], state.spans[2 * i + 1], 0)
+                return self._split_text(text, section, span)
+            return _gap_parts(text, section)
         if not isinstance(state, _Value):
             return ()
         c = text[state.start]
@@ -878,14 +952,15 @@ class JSONSplitter:
         return sections
 
     def _split_container(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
+        if node.depth >= _FLAT_DEPTH:
+            found = self._flat(text, section, node)
+            if found is None:
+                return _gap_parts(text, section)
+            flat, t = found
+            state, path = t.state, t.path
+            return [Section(a, b, self, state, "json", None, path) for a, b in itertools.pairwise(flat)]
         if node.open:
             kids, close = self.structure.open_children(node.start, node.end, node.open), node.end
-            if node.depth >= _FLAT_DEPTH and kids:  # (the front of deep nesting cut short)
-                return self._flatten(text, section, node, kids, close)
-        elif node.depth >= _FLAT_DEPTH:
-            kids, close = self.structure.children(node.start)
-            if kids:
-                return self._flatten(text, section, node, kids, close)
         else:
             kids, close, runs = self._scan_members(text, node)
             if runs is not None:
@@ -1026,44 +1101,23 @@ class JSONSplitter:
             out.append(Section(edges[i], edges[i + 1], splitter, child, "json", None, pointer))
         return edges, out
 
-    def _flatten(
-        self, text: str, section: Section, node: _Value, kids: list[Child], close: int
-    ) -> Sequence[Section]:
-        """Every value edge of a deep subtree as one level (no recursion in depth)."""
-        cuts = [kids[0].begin]
-        strings: dict[int, _Text] = {}
-        stack: list[tuple[list[Child], int, int]] = [(kids, 0, close)]
-        while stack:
-            ks, i, cl = stack[-1]
-            if i == len(ks):
-                stack.pop()
-                cuts.append(cl)
-                continue
-            stack[-1] = (ks, i + 1, cl)
-            k = ks[i]
-            if i:
-                cuts.append(k.begin)
-            c = text[k.start]
-            if c == "{" or c == "[":
-                if k.start in node.open:  # a container still open at the front's end
-                    sub, sub_close = self.structure.open_children(k.start, node.end, node.open), node.end
-                else:
-                    sub, sub_close = self.structure.children(k.start)
-                if sub:
-                    cuts.append(sub[0].begin)
-                    stack.append((sub, 0, sub_close))
-            elif c == '"' and k.end - k.start > 2:
-                strings[k.begin] = _Text(k.start + 1, k.end - 1, 0)
-        edges = [section.start]
-        for p in cuts:
-            if edges[-1] < p < section.end:
-                edges.append(p)
-        edges.append(section.end)
-        out = []
-        for a, b in itertools.pairwise(edges):
-            span = strings.get(a)
-            out.append(Section(a, b, self if span else _GAPS, span, "json", None, node.pointer))
-        return out
+    def _flat(self, text: str, section: Section, node: _Value) -> tuple[array[int], Section] | None:
+        """Every value edge of a container at depth ``_FLAT_DEPTH`` or more, as one
+        level, and a section each piece is like but for its span (its state a
+        :class:`_Flat`); None where there is none inside the section.
+
+        Found by one scan of the container's text, so depth costs neither recursion nor
+        memory: a walk over its children kept each level's children and the pieces'
+        sections at once (330 bytes a byte of ``[[[...]]]``)."""
+        stop, hi = node.end, section.end
+        edges, begins, spans = _flat_cuts(text, node.start, stop, section.start, hi)
+        if node.open and edges[-1] < stop < hi:  # (cut short: what is open closes there)
+            edges.append(stop)
+        if len(edges) < 2:
+            return None
+        edges.append(hi)
+        s = section
+        return edges, Section(s.start, s.end, self, _Flat(begins, spans), "json", None, node.pointer)
 
 
 if _accel.native is not None:

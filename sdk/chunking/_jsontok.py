@@ -580,6 +580,11 @@ class Child(NamedTuple):
     next: int
 
 
+# Closes are kept for containers fewer than this many levels below the one matched:
+# deeper ones are cut by a scan that needs none (``_json._flat_cuts``).
+_RECORD_DEPTH = 65
+
+
 class Structure:
     """Spans of a validated JSON text, found on demand with compiled regexes."""
 
@@ -612,7 +617,9 @@ class Structure:
             if text[b] in "[{":
                 stack.append(b)
             else:
-                close[stack.pop()] = b
+                opened = stack.pop()
+                if len(stack) < _RECORD_DEPTH:
+                    close[opened] = b
             pos = b + 1
         return close[start]
 

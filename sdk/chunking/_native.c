@@ -157,9 +157,11 @@ done:
 PyDoc_STRVAR(close_brackets_doc,
 "close_brackets(text, start, close) -> int\n\n"
 "The offset of the bracket that closes the JSON container opening at ``start``; every\n"
-"container of 256 characters or more closed on the way is recorded in the dict ``close``\n"
-"(opening offset -> closing offset; shorter ones are cheaper to match again than to\n"
-"keep). Brackets inside strings are skipped (a backslash escapes the next character).\n"
+"container of 256 characters or more closed on the way, less than 65 levels below\n"
+"``start``, is recorded in the dict ``close`` (opening offset -> closing offset; shorter\n"
+"ones are cheaper to match again than to keep, and deeper ones are cut by one scan,\n"
+"see _json._flat_cuts). Brackets inside strings are skipped (a backslash escapes the\n"
+"next character).\n"
 "ValueError when the container or a string in it is not closed.");
 
 /* Containers spanning fewer characters are not recorded: matching one again scans at
@@ -167,6 +169,10 @@ PyDoc_STRVAR(close_brackets_doc,
  * and a dict entry with its two ints takes about 100 bytes (a JSON document of small
  * objects kept 1.4 bytes of closes per byte of input). */
 #define RECORD_MIN 256
+/* Nor are containers this many levels below the one matched, or more: past
+ * _json._FLAT_DEPTH (64) levels, containers are cut by a scan that needs no closes, and
+ * ``[`` nested a million deep kept 48 bytes of closes per byte. */
+#define RECORD_DEPTH 65
 
 /* The offset of the bracket closing the container at ``start``, every container of at
  * least RECORD_MIN characters closed on the way recorded in ``close``; -1 with
@@ -225,7 +231,7 @@ match_brackets(PyObject *text, Py_ssize_t start, PyObject *close)
         }
         else if (c == ']' || c == '}') {
             Py_ssize_t open = stack[--depth];
-            if (pos - open >= RECORD_MIN) {
+            if (pos - open >= RECORD_MIN && depth < RECORD_DEPTH) {
                 PyObject *key = PyLong_FromSsize_t(open);
                 PyObject *value = PyLong_FromSsize_t(pos);
                 int failed = key == NULL || value == NULL || PyDict_SetItem(close, key, value) < 0;
@@ -1245,10 +1251,11 @@ json_run(PyObject *splitter, PyObject *text, PyObject *section, PyObject *run)
     return members;
 }
 
-/* Is a JSON section's state a string to cut (JSONSplitter.split_edges gives its cuts as
- * offsets): a piece of one (a state that is no value, run or key prefix: the top too,
- * for which split_edges gives None and split is asked), or a string value with no key
- * left to peel off first? */
+/* Is a JSON section's state one JSONSplitter.split_edges gives cuts for as offsets: a
+ * string or a piece of one (a state that is no value, run or key prefix: the top and a
+ * flattened container's pieces too, for which split_edges gives None and split is
+ * asked), a string value with no key left to peel off first, or a container at depth
+ * FLAT_DEPTH or more? */
 static int
 json_string_state(PyObject *text, PyObject *node)
 {
@@ -1269,7 +1276,14 @@ json_string_state(PyObject *text, PyObject *node)
         PyErr_Clear();
         return 0;
     }
-    if (start < 0 || start >= PyUnicode_GET_LENGTH(text) || PyUnicode_READ_CHAR(text, start) != '"') {
+    if (start < 0 || start >= PyUnicode_GET_LENGTH(text)) {
+        return 0;
+    }
+    Py_UCS4 c = PyUnicode_READ_CHAR(text, start);
+    if ((c == '[' || c == '{') && depth >= FLAT_DEPTH) {
+        return 1; /* flattened: split_edges gives every value edge below it as offsets */
+    }
+    if (c != '"') {
         return 0;
     }
     int peeled = PyTuple_GET_ITEM(node, 7) == Py_True;

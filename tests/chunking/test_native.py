@@ -154,9 +154,11 @@ def test_close_brackets_takes_deep_nesting() -> None:
     text = "[" * depth + "]" * depth
     close: dict[int, int] = {}
     assert NATIVE.close_brackets(text, 0, close) == 2 * depth - 1
-    # every container of 256 characters or more is kept: the outer depth - 128
-    assert len(close) == depth - 128 and close[0] == 2 * depth - 1
-    assert close[depth - 129] == depth + 128 and depth - 128 not in close
+    # every container of 256 characters or more less than 65 levels below is kept
+    assert len(close) == 65 and close[0] == 2 * depth - 1
+    assert close[64] == 2 * depth - 65 and 65 not in close
+    # one deeper is matched again, the same
+    assert NATIVE.close_brackets(text, depth - 129, close) == depth + 128
 
 
 def test_close_brackets_keep_the_large_containers_of_a_large_document() -> None:
