@@ -2698,15 +2698,21 @@ break_run(Scan *s, Py_ssize_t i, Py_ssize_t end, int (*is_break)(Py_UCS4), Py_ss
 }
 
 /* Cuts found, handed to the caller's ``sink`` (a callable taking a bytes object of
- * 8-byte integers: ``array('q').frombytes``) a bounded batch at a time, so the memory
- * beyond the cuts kept does not grow with them (a run of dashes has a cut per character). */
+ * 8-byte integers: ``array('q').frombytes``; with ``narrow``, 4-byte ones, for a text
+ * shorter than 2**31 characters: ``array('i')``) a bounded batch at a time, so the
+ * memory beyond the cuts kept does not grow with them (a run of dashes has a cut per
+ * character). */
 #define CUTS_BATCH 8192
 
 typedef struct {
     int64_t *items;
     Py_ssize_t len, total, cap;
     PyObject *sink; /* NULL: the cuts are kept, in ``items``, which grows */
+    int narrow;     /* the sink takes 4-byte integers */
 } Cuts;
+
+/* Whether a text's offsets are handed over as 4-byte integers (prose.boundaries's rule). */
+#define NARROW(text) (PyUnicode_GET_LENGTH(text) < ((Py_ssize_t)1 << 31))
 
 static int
 flush(Cuts *out)
@@ -2714,7 +2720,19 @@ flush(Cuts *out)
     if (out->len == 0 || out->sink == NULL) {
         return 0;
     }
-    PyObject *batch = PyBytes_FromStringAndSize((const char *)out->items, out->len * (Py_ssize_t)sizeof(int64_t));
+    PyObject *batch;
+    if (out->narrow) {
+        batch = PyBytes_FromStringAndSize(NULL, out->len * (Py_ssize_t)sizeof(int32_t));
+        if (batch != NULL) {
+            int32_t *to = (int32_t *)PyBytes_AS_STRING(batch);
+            for (Py_ssize_t i = 0; i < out->len; i++) {
+                to[i] = (int32_t)out->items[i];
+            }
+        }
+    }
+    else {
+        batch = PyBytes_FromStringAndSize((const char *)out->items, out->len * (Py_ssize_t)sizeof(int64_t));
+    }
     if (batch == NULL) {
         return -1;
     }
@@ -2954,6 +2972,8 @@ open_scan(PyObject *args, const char *format, int lowest, int highest, Scan *s, 
 
 PyDoc_STRVAR(level_cuts_doc,
 "level_cuts(text, start, end, level, flags_of, cache, sink) -> int\n\n"
+"(The cuts go to ``sink`` as 4-byte integers for a text shorter than 2**31 characters,\n"
+"else 8-byte ones.)\n"
 "How many allowed cuts prose ``level`` (0 paragraph, 1 line, 2 sentence, 3 clause,\n"
 "4 word) has strictly inside (start, end); they are handed to ``sink`` in order, as\n"
 "bytes of 8-byte machine integers, a bounded batch at a time: the cuts of the level's\n"
@@ -2974,6 +2994,7 @@ level_cuts(PyObject *self, PyObject *args)
     }
     Cuts found = {0};
     found.sink = sink;
+    found.narrow = NARROW(s.text);
     PyObject *result = NULL;
     if (level_candidates(&s, start, end, level, &found) == 0 && flush(&found) == 0) {
         result = PyLong_FromSsize_t(found.total);
@@ -3051,6 +3072,7 @@ fine_cuts(PyObject *self, PyObject *args)
     }
     Cuts found = {0};
     found.sink = sink;
+    found.narrow = NARROW(s.text);
     PyObject *result = NULL;
     int at = level;
     if (at == 5) {
@@ -3618,13 +3640,21 @@ typedef struct {
 } Packer;
 
 /* The parts of one packing: edges[0..k], and how many of the view's tokens end at or
- * before each. */
+ * before each (4-byte integers where the text is shorter than 2**31 characters: a
+ * section cut at every character has a prefix per character). */
 typedef struct {
     Ints edges;
     Py_ssize_t k;
-    Py_ssize_t *prefix;
+    void *prefix;
+    int prefix_width;
     int64_t *owned; /* the edges' memory, when it is this level's own */
 } Level;
+
+static inline Py_ssize_t
+prefix_at(const Level *L, Py_ssize_t e)
+{
+    return L->prefix_width == 4 ? ((const int32_t *)L->prefix)[e] : ((const Py_ssize_t *)L->prefix)[e];
+}
 
 /* What a section is but for its span (borrowed references). */
 typedef struct {
@@ -3967,13 +3997,13 @@ size(Packer *P, Level *L, Py_ssize_t i, Py_ssize_t j, int joined, Py_ssize_t bas
     return count_fresh(P, origin, ej);
 }
 
-/* bisect_right(prefix, x, lo, hi) */
+/* bisect_right(L's prefix, x, lo, hi) */
 static inline Py_ssize_t
-bisect_prefix(const Py_ssize_t *prefix, Py_ssize_t x, Py_ssize_t lo, Py_ssize_t hi)
+bisect_prefix(const Level *L, Py_ssize_t x, Py_ssize_t lo, Py_ssize_t hi)
 {
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (prefix[mid] <= x) {
+        if (prefix_at(L, mid) <= x) {
             lo = mid + 1;
         }
         else {
@@ -4684,7 +4714,8 @@ pack_level(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *templa
     PyObject *open = NULL, *first = NULL;
     RawFields of = {0};
     /* How many of the view's tokens end at or before each edge. */
-    L->prefix = PyMem_New(Py_ssize_t, k + 1);
+    L->prefix_width = PyUnicode_GET_LENGTH(P->text) < INT32_MAX ? 4 : 8;
+    L->prefix = L->prefix_width == 4 ? (void *)PyMem_New(int32_t, k + 1) : (void *)PyMem_New(Py_ssize_t, k + 1);
     if (L->prefix == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -4694,11 +4725,17 @@ pack_level(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *templa
         if (at == -1 && PyErr_Occurred()) {
             goto done;
         }
-        if ((L->prefix[e] = ends_before(P, at)) < 0) {
+        Py_ssize_t before = ends_before(P, at);
+        if (before < 0) {
             goto done;
         }
+        if (L->prefix_width == 4) {
+            ((int32_t *)L->prefix)[e] = (int32_t)before;
+        }
+        else {
+            ((Py_ssize_t *)L->prefix)[e] = before;
+        }
     }
-    const Py_ssize_t *prefix = L->prefix;
     Py_ssize_t budget = P->budget;
     int uniform = parts == NULL;
     if (lead != NULL) {
@@ -4740,7 +4777,7 @@ pack_level(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *templa
             }
             joined = -1;
         }
-        Py_ssize_t j = bisect_prefix(prefix, prefix[i] + budget - base, i + 1, k + 1) - 1;
+        Py_ssize_t j = bisect_prefix(L, prefix_at(L, i) + budget - base, i + 1, k + 1) - 1;
         Py_ssize_t n = -1;
         int stepped_back = 0;
         while (j > i) {
@@ -4752,8 +4789,8 @@ pack_level(Packer *P, Level *L, PyObject *parts, const Tmpl *t, PyObject *templa
                 break;
             }
             /* Over: step back at least one part, more if the estimate was low. */
-            Py_ssize_t low_by = n - (base + prefix[j] - prefix[i]);
-            Py_ssize_t back = bisect_prefix(prefix, prefix[i] + budget - base - low_by, i + 1, k + 1) - 1;
+            Py_ssize_t low_by = n - (base + prefix_at(L, j) - prefix_at(L, i));
+            Py_ssize_t back = bisect_prefix(L, prefix_at(L, i) + budget - base - low_by, i + 1, k + 1) - 1;
             j = back < j - 1 ? back : j - 1;
             stepped_back = 1;
         }

@@ -548,10 +548,12 @@ def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, array[
 
     Returns ``(level_found, cuts)``; ``cuts`` is empty when none is left at any level.
     Candidates are found and filtered in batches (only the allowed ones are kept), and
-    kept as 8-byte machine integers: a section with a cut at every grapheme (a run of
-    flags) has as many cuts as characters, and a list would hold 36 bytes for each.
+    kept as machine integers (4 bytes for a text shorter than 2**31 characters, else 8):
+    a section with a cut at every grapheme (a run of flags) has as many cuts as
+    characters, and a list would hold 36 bytes for each.
     """
-    cuts: array[int] = array("q")
+    code = "i" if len(text) < 1 << 31 else "q"
+    cuts: array[int] = array(code)
     native = _accel.native
     if native is not None:
         # One pass in C per level finds and filters the cuts (a regex match object per
@@ -582,9 +584,9 @@ def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, array[
             text, _batches(_iter_cluster_starts(text, start, end)), level <= _SCRIPT_LEVEL
         )
         if strong:
-            return _SCRIPT_LEVEL, array("q", strong)
+            return _SCRIPT_LEVEL, array(code, strong)
         if weak:
-            return _WEAK_LEVEL, array("q", weak)
+            return _WEAK_LEVEL, array(code, weak)
     run = 1  # graphemes since the last cut taken
     for batch in _batches(_iter_cluster_starts(text, start, end)):
         found: list[int] = []
