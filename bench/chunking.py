@@ -652,6 +652,12 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
     "JSON, one string of words": ("json", None, lambda n: '["' + "word " * (n // 5) + '"]'),
     "JSON, one string of escaped line breaks": ("json", None, lambda n: '["' + "line\\n" * (n // 6) + '"]'),
     "Python, one long identifier": ("code", "ident.py", lambda n: "a" * n),
+    "JSON, arrays nested": ("json", None, lambda n: "[" * (n // 2) + "]" * (n // 2)),
+    "JSON, objects nested": ("json", None, lambda n: '{"a":' * (n // 6) + "1" + "}" * (n // 6)),
+    "JSON, a number and a run of spaces": ("json", None, lambda n: "[1" + " " * n + "]"),
+    "a run of spaces": ("text", None, lambda n: " " * n),
+    "a run of NUL characters": ("text", None, lambda n: "\x00" * n),
+    "URL punctuation": ("text", None, lambda n: "a/b?c=d&" * (n // 8)),
 }
 SCALE_BUDGET = 64
 ORDINARY = ("prose", "markdown", "json", "python source")
@@ -716,7 +722,7 @@ def _one(shape: str, megabytes: int, budget: int, trace: bool = True) -> dict[st
     return found
 
 
-def run_scale(quick: bool) -> None:
+def run_scale(quick: bool, only: Sequence[str] | None = None) -> None:
     sizes = (1, 4) if quick else (1, 16)
     print(f"\n### Linearity and memory (budget {SCALE_BUDGET}, each run in a fresh process)\n")
     print(
@@ -735,6 +741,8 @@ def run_scale(quick: bool) -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for shape in SHAPES:
+        if only and not any(o in shape for o in only):
+            continue
         got: list[dict[str, float] | None] = []
         traced_small = shape not in ORDINARY
         # The smaller size also runs twice more, after the larger one, untraced: the best
@@ -1096,6 +1104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="only contenders whose name contains one of these")
     ap.add_argument("--wall", action="store_true", help="time with perf_counter instead of CPU time")
     ap.add_argument("--scale", action="store_true", help="only the linearity and memory rows")
+    ap.add_argument("--shapes", nargs="*", help="with --scale: only shapes whose name contains one of these")
     ap.add_argument("--no-scale", action="store_true", help="leave out the linearity and memory rows")
     ap.add_argument(
         "--instructions",
@@ -1117,7 +1126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(_one(args.one[0], int(args.one[1]), int(args.one[2]), trace=args.one[3:] != ["-"])))
         return 0
     if args.scale:
-        run_scale(args.quick)
+        run_scale(args.quick, args.shapes)
         return 0
     global CLOCK
     if args.wall:

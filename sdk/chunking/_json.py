@@ -5,9 +5,11 @@ comma, whitespace kept), highest level first: a container is opened only when it
 does not fit. A string over the budget is cut inside at line (``\\n`` escapes),
 sentence, word and grapheme boundaries, never inside an escape sequence (a surrogate
 pair ``\\ud83d\\ude00`` is one unit); its chunks are marked ``partial``. Numbers and
-literals are never cut. Below depth 64 a container that does not fit is cut at every
-value edge of its subtree at once (so depth costs no recursion); those chunks carry
-the pointer of that depth-64 container.
+literals are never cut; whitespace between values is, by prose rules, where it does
+not fit (see :class:`_Gaps`). Below depth 64 a container that does not fit is cut at
+every value edge of its subtree at once, found by one scan of its text (so depth costs
+neither recursion nor memory); those chunks carry the pointer of that depth-64
+container.
 
 Several top-level values (JSON Lines, concatenated JSON) are the elements of a
 virtual array: the pointer of value ``i`` is ``/i``. Malformed input warns with a
