@@ -611,6 +611,21 @@ class CodeSplitter:
     # -- the Splitter protocol -------------------------------------------------------
 
     def split(self, text: str, section: Section) -> Sequence[Section]:
+        # A part moved to whole grapheme clusters can span its whole section (a zero
+        # width joiner or a combining mark after a node's last token joins what follows
+        # it): that part is cut in the section's stead, a level down each time, or by
+        # prose rules (it came back as the section itself, whole and oversize, before).
+        for _ in range(_MAX_DEPTH):
+            parts = self._split_once(text, section)
+            if len(parts) != 1:
+                return parts
+            only = parts[0]
+            if only.splitter is not self or only.start != section.start or only.end != section.end:
+                return parts
+            section = only
+        return self._prose(text, section)
+
+    def _split_once(self, text: str, section: Section) -> Sequence[Section]:
         state = section.state
         if isinstance(state, _Tail):
             return self._window(text, section, state.start)

@@ -458,6 +458,19 @@ def _splits_cluster(text: str, end: int) -> bool:
     return _GRAPHEME.match(text, end - 1).end() > end  # type: ignore[union-attr]
 
 
+def _cluster_start(text: str, pos: int, items: _Items) -> int:
+    """Where the unparseable stretch at ``pos`` starts: ``pos``, or, where the character
+    there joins the whitespace before it (a combining mark after a space), that
+    whitespace character's offset; the whitespace was skipped as the previous value's,
+    and the stretch starting on the mark was a cut inside a grapheme."""
+    if pos == 0 or text[pos] < "\u0300":  # nothing below U+0300 joins what precedes it
+        return pos
+    floor = items.spans[-1] if len(items) else 0
+    lo = max(floor, pos - 1)
+    found = _GRAPHEME.match(text, lo)
+    return lo if found is not None and found.end() > pos else pos
+
+
 def _lenient_items(text: str, lines: bool) -> tuple[_Items, str | None]:
     """Values and unparseable stretches, in order, and a warning for the first failure."""
     items = _Items(len(text))
@@ -508,7 +521,7 @@ def _lenient_items(text: str, lines: bool) -> tuple[_Items, str | None]:
             items.append(front)
             pos = front.end
         if pos < stop:
-            items.append(_Item(pos, stop, False))
+            items.append(_Item(_cluster_start(text, pos, items), stop, False))
         pos = stop
 
 
@@ -816,6 +829,8 @@ class JSONSplitter:
                 return self._flat(text, section, state)
             if c != '"' or _peels(state):
                 return None
+            if section.start < state.start or state.end < section.end:
+                return None  # the string apart from what is around it first (``split``)
             state = _Text(state.start + 1, state.end - 1, 0)
         elif not isinstance(state, _Text):
             return None
@@ -860,10 +875,28 @@ class JSONSplitter:
         if _peels(state):
             return self._peel(text, section, state)
         if c == '"':
-            return self._split_text(text, section, _Text(state.start + 1, state.end - 1, 0))
+            return self._string_value(text, section, state)
         if c == "{" or c == "[":
             return self._split_container(text, section, state)
         return _gap_parts(text, section)
+
+    def _string_value(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
+        """A string value and what is around it in its section (indentation before it,
+        the separator and line end after it): the string apart first, so that one that
+        fits is not cut for their sake (it was, at the budget of its own count); then,
+        where it does not fit, inside."""
+        a, b = section.start, section.end
+        span = _Text(node.start + 1, node.end - 1, 0)
+        if a >= node.start and b <= node.end:
+            return self._split_text(text, section, span)
+        path = section.path
+        parts = []
+        if a < node.start:  # (a key's colon and space, or indentation: they open its chunk)
+            parts.append(Section(a, node.start, _GAPS, None, "json", None, path, False, True))
+        parts.append(Section(max(a, node.start), min(b, node.end), self, span, "json", None, path))
+        if node.end < b:
+            parts.append(Section(node.end, b, _GAPS, None, "json", None, path))
+        return parts
 
     def _peel(self, text: str, section: Section, node: _Value) -> Sequence[Section]:
         """A member apart: its key (to the colon), then its value with the separator.

@@ -403,3 +403,24 @@ def test_token_edges_inside_a_grapheme_are_moved_to_its_end(language: str) -> No
     text = '# note one\r\nx = 1 # two\r\ncafe\u0301 = e\u0301e\r\n// three\r\ny = "ok"\r\n' * 3
     for budget in range(1, 24):
         chunks_of(text, budget, language)
+
+
+@pytest.mark.parametrize(
+    ("source", "language", "budget"),
+    [
+        ("fn f(x: i32) -> i32 {\n    x + 1\n}\u200d\n", "rust", 16),
+        ("x = a + b + c + d + e\u200d\n", "python", 3),
+        ("let x = a + b + c + d + e\u200d;\n", "javascript", 3),
+        ("|\ufe0f(" + "a " * 100 + ")", "bash", 8),
+        ("|\u20d0(" + "a " * 100 + ")", "bash", 8),
+    ],
+)
+def test_a_mark_after_a_node_does_not_make_it_one_oversize_chunk(
+    source: str, language: str, budget: int
+) -> None:
+    # A zero-width joiner or a combining mark after a node's last token joins what
+    # follows: its part, moved to whole clusters, spanned its whole section and came
+    # back as that section, whole and oversize (20 tokens at budget 16).
+    chunks = chunk(source, budget, kind="code", language=language)
+    check_chunks(source, chunks, budget)
+    assert not any(c.oversize for c in chunks)

@@ -425,3 +425,48 @@ def test_short_whitespace_stays_with_its_value() -> None:
     chunks = chunk(text, 3, kind="json")
     check_json(text, chunks, 3)
     assert [c.text for c in chunks][-1].startswith('""')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[\n  "hello world foo bar",\n  1\n]',
+        '["hello world foo bar", 1]',
+        '{"k": "hello world foo bar", "j": 2}',
+    ],
+)
+def test_a_string_that_fits_is_not_cut_for_its_separator(text: str) -> None:
+    # "hello world foo bar" is 6 tokens: with its comma and line end it did not fit
+    # budget 6, and was cut inside (a string is cut only when it does not fit itself).
+    string = '"hello world foo bar"'
+    assert count_tokens(string) == 6
+    chunks = chunk(text, 6, kind="json")
+    check_json(text, chunks, 6)
+    a = text.index(string)
+    assert not any(a < c.start < a + len(string) for c in chunks)
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize(
+    ("text", "budget", "kind"),
+    [
+        ("1 \u0301", 2, "json"),
+        ('{"a": 1} \u0e33', 3, "json"),
+        ("{}\n \u0e33", 2, "jsonl"),
+        ('{"a": 1} \U0001f3fb\n{"b": 2}\n', 1, "jsonl"),
+        ("1 \u0903x", 1, "json"),
+    ],
+)
+def test_a_mark_after_a_value_and_a_space_is_not_cut_from_the_space(
+    text: str, budget: int, kind: str, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The space was skipped as the value's trailing whitespace, and the unparseable
+    # rest started on the mark that joins it: a cut inside a grapheme.
+    from sdk.chunking import _accel
+
+    if not native:
+        monkeypatch.setattr(_accel, "native", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ChunkingWarning)
+        chunks = chunk(text, budget, kind=kind)
+    check_chunks(text, chunks, budget)
