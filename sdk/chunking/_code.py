@@ -591,7 +591,8 @@ class CodeSplitter:
         that is not a comment (a clause such as ``else:`` may follow it past the
         window, with comments between) and before anything broken (and the node
         before that, which error recovery may have cut short), less the comments and
-        decorators that lead into what is left out."""
+        decorators that lead into what is left out. Where that leaves none (broken
+        code at its start), all but the last are kept."""
         flags = self._flags
         last = len(children) - 1
         while last > 0 and flags.get(children[last].kind_id, 0) & _COMMENT:
@@ -601,7 +602,11 @@ class CodeSplitter:
         keep = len(children)
         for i, child in enumerate(children):
             if child.has_error or not flags.get(child.kind_id, 0) & _NAMED:
-                keep = max(0, i - 1)
+                # Broken code at the window's start: the window is kept as it parsed,
+                # as a parse of the whole source would have it (doubled to the end of
+                # the source instead, a conflict marker on the first line parsed the
+                # whole file at once: 85 bytes a byte).
+                keep = i - 1 if i > 1 else last
                 break
         keep = min(keep, last)
         while keep > 0 and flags.get(children[keep - 1].kind_id, 0) & (_COMMENT | _FORWARD):

@@ -196,3 +196,31 @@ def test_windows_whose_parse_failed_as_a_whole_keep_nothing(monkeypatch: pytest.
         return c.path != theirs and not (c.path or "").startswith(theirs or "\0")
 
     assert sum(map(differs, got)) <= 2
+
+
+@pytest.mark.parametrize(
+    ("language", "head", "line"),
+    [
+        ("python", "<<<<<<< HEAD\n", "def f(a):\n    return a + 1\n\n"),
+        ("python", "x = = 1\n", "def f(a):\n    return a + 1\n\n"),
+        ("python", "", "x\U0001f44d = 1\ny = 2\n"),  # every other line broken
+        ("javascript", "let = = ;\n", "function f(a) {\n  return a + 1;\n}\n"),
+        ("c", "", "int x\U0001f44d = 1;\n"),  # every line broken
+    ],
+)
+def test_broken_code_at_a_window_start_does_not_parse_the_rest_at_once(
+    language: str, head: str, line: str
+) -> None:
+    # A window whose first node was broken kept nothing and was doubled to the end of
+    # the source: one conflict marker on the first line, or lines broken every other
+    # one, parsed the whole file at once (70-300 bytes a byte of tree and nodes).
+    text = head + line * (400_000 // len(line))
+    n = len(text.encode("utf-8"))
+    root = code_root(text, language)
+    splitter = root.splitter
+    assert isinstance(splitter, CodeSplitter)
+    raw = Engine(text, 64, Sizer("o200k_base")).run(root)
+    assert raw[0].start == 0 and raw[-1].end == len(text)
+    assert all(a.end == b.start for a, b in itertools.pairwise(raw))
+    assert splitter.widest <= max(code._WINDOW_BYTES, n // 32) + 1_000
+    assert splitter.parsed <= 1.05 * n
