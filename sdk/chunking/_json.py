@@ -51,6 +51,7 @@ from . import _accel
 from ._api import register_kind
 from ._engine import flat_state
 from ._jsontok import (
+    _STRING_TOKEN,
     Child,
     JSONChunkError,
     JSONEvent,
@@ -463,12 +464,8 @@ def _cluster_start(text: str, pos: int, items: _Items) -> int:
     there joins the whitespace before it (a combining mark after a space), that
     whitespace character's offset; the whitespace was skipped as the previous value's,
     and the stretch starting on the mark was a cut inside a grapheme."""
-    if pos == 0 or text[pos] < "\u0300":  # nothing below U+0300 joins what precedes it
-        return pos
     floor = items.spans[-1] if len(items) else 0
-    lo = max(floor, pos - 1)
-    found = _GRAPHEME.match(text, lo)
-    return lo if found is not None and found.end() > pos else pos
+    return pos - 1 if pos - 1 >= floor and _splits_cluster(text, pos) else pos
 
 
 def _lenient_items(text: str, lines: bool) -> tuple[_Items, str | None]:
@@ -672,7 +669,7 @@ class _Flat(NamedTuple):
 
 
 # What the scan of a flattened container steps on: a bracket, a comma or a string.
-_FLAT_TOKEN = re.compile(r'[\[\]{},]|"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_FLAT_TOKEN = re.compile(rf"[\[\]{{}},]|{_STRING_TOKEN.pattern}", re.S)
 
 
 def _flat_cuts(
@@ -684,7 +681,7 @@ def _flat_cuts(
     children closes; and, as in :class:`_Flat`, the pieces holding a string value.
     The open containers are a byte each (whether they hold a child), and the edges
     4-byte integers where they fit (a cut every byte or two of ``[[[...]]]``)."""
-    cuts: array[int] = array("i" if hi < 2**31 else "q", [lo])
+    cuts: array[int] = array("i" if len(text) < 1 << 31 else "q", [lo])
     begins: array[int] = array("q")
     spans: array[int] = array("q")
     holds = bytearray()
@@ -737,9 +734,8 @@ class _Gaps:
     strings), a stretch keeping the whitespace after it; then, where that does not fit
     either and the whitespace is long, between the stretch and its whitespace
     (``Section.state``: where that whitespace starts), which prose rules cut further
-    (lines, then characters). Values,
-    strings and punctuation stay whole: ``[1``, a megabyte of spaces and ``]`` was one
-    chunk of thousands of tokens."""
+    (lines, then characters). Values, strings and punctuation stay whole: ``[1``, a
+    megabyte of spaces and ``]`` was one chunk of thousands of tokens."""
 
     __slots__ = ()
 
@@ -749,12 +745,26 @@ class _Gaps:
             s = section
             return [
                 Section(s.start, ws, None, None, "json", None, s.path, s.partial, s.sticky),
-                Section(ws, s.end, PROSE, 0, "json", None, s.path),
+                _blank(ws, s.end, s.path),
             ]
         return _gap_parts(text, section)
 
 
 _GAPS = _Gaps()
+
+
+def _blank(a: int, b: int, path: str | None) -> Section:
+    """Whitespace between values, cut by prose rules."""
+    return Section(a, b, PROSE, 0, "json", None, path)
+
+
+def _parts(edges: Sequence[int], template: Section) -> list[Section]:
+    """A section like ``template`` (all but its span) for each piece between ``edges``."""
+    t = template
+    return [
+        Section(a, b, t.splitter, t.state, t.kind, t.language, t.path, t.partial)
+        for a, b in itertools.pairwise(edges)
+    ]
 
 
 def _gap_parts(text: str, section: Section, inside: _Text | None = None) -> list[Section]:
@@ -777,11 +787,11 @@ def _gap_parts(text: str, section: Section, inside: _Text | None = None) -> list
         return []
     path, sticky = section.path, section.sticky
     if runs == [(a, b)]:  # all whitespace: prose rules, in the section's stead
-        return [Section(a, b, PROSE, 0, "json", None, path)]
+        return [_blank(a, b, path)]
     string = inside if section.partial else None
     parts: list[Section] = []
     if runs[0][0] == a:  # whitespace first
-        parts.append(Section(a, runs[0][1], PROSE, 0, "json", None, path))
+        parts.append(_blank(a, runs[0][1], path))
         runs = runs[1:]
     pos = parts[-1].end if parts else a
     runs.append((b, b))
@@ -920,8 +930,7 @@ class JSONSplitter:
         edges, t = self._text_edges(text, section, span)
         if not edges:
             return _gap_parts(text, section, span)
-        nxt, path = t.state, t.path
-        return [Section(a, b, self, nxt, "json", None, path, True) for a, b in itertools.pairwise(edges)]
+        return _parts(edges, t)
 
     def _split_prefix(self, text: str, section: Section, prefix: _Prefix) -> Sequence[Section]:
         path = section.path
@@ -991,9 +1000,7 @@ class JSONSplitter:
             found = self._flat(text, section, node)
             if found is None:
                 return _gap_parts(text, section)
-            flat, t = found
-            state, path = t.state, t.path
-            return [Section(a, b, self, state, "json", None, path) for a, b in itertools.pairwise(flat)]
+            return _parts(*found)
         if node.open:
             kids, close = self.structure.open_children(node.start, node.end, node.open), node.end
         else:
