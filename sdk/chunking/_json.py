@@ -41,7 +41,7 @@ import json
 import re
 import warnings
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -62,7 +62,7 @@ from ._jsontok import (
     decode_key,
     escape_pointer,
 )
-from ._prose import LEVELS, PROSE, allowed_cut
+from ._prose import _GRAPHEME_LEVEL, LEVELS, PROSE, allowed_cut, boundaries
 from ._types import ChunkingWarning, Section, caller_level
 
 __all__ = [
@@ -412,6 +412,9 @@ class _Items:
         return f"_Items({list(self)!r})"
 
 
+_SALVAGE_WINDOW = 1 << 13
+
+
 def _salvage(text: str, start: int, bad: int) -> _Item | None:
     """The front of the value at ``start`` that holds only complete members, or None.
 
@@ -419,8 +422,14 @@ def _salvage(text: str, start: int, bad: int) -> _Item | None:
     front ends after the last complete child of the innermost open container.
     """
     tok = JSONTokenizer(allow_nan=True)
+    # Fed a window at a time, keeping only the last complete value at each depth: the
+    # events of the whole front at once took 250 bytes a byte of an array cut short.
+    last: dict[int, tuple[int, int]] = {}
     try:
-        events = tok.feed(text[start:bad])
+        for a in range(start, bad, _SALVAGE_WINDOW):
+            for e in tok.feed(text[a : min(a + _SALVAGE_WINDOW, bad)]):
+                if e.type not in ("key", "start_object", "start_array"):
+                    last[e.depth] = (e.start + start, e.end + start)
     except JSONChunkError:
         return None
     opened = tok.open_containers()
@@ -428,17 +437,12 @@ def _salvage(text: str, start: int, bad: int) -> _Item | None:
         return None
     inner = opened[-1][1] + start
     safe = _skip_ws(text, inner + 1)
-    for e in reversed(events):
-        if e.start + start <= inner:
-            break
-        if e.depth == len(opened) and e.type not in ("key", "start_object", "start_array"):
-            end = e.end + start
-            safe = _skip_ws(text, end)
-            if safe < bad and text[safe] == ",":
-                safe = _soft(text, safe + 1, _skip_ws(text, safe + 1))
-            else:
-                safe = end
-            break
+    found = last.get(len(opened))
+    if found is not None and found[0] > inner:  # the innermost container's last child
+        end = found[1]
+        after = _skip_ws(text, end)
+        comma = after < bad and text[after] == ","
+        safe = _soft(text, after + 1, _skip_ws(text, after + 1)) if comma else end
     safe = min(safe, bad)
     return _Item(start, safe, True, frozenset(o[1] + start for o in opened))
 
@@ -606,9 +610,13 @@ def string_cuts(text: str, lo: int, hi: int, level: int) -> tuple[int, Sequence[
 
     The escapes are kept as arrays of their starts and ends (a tuple per escape and a
     set of every position inside one held 108 bytes a byte of a string of ``\\u0000``).
+    The prose levels are prose's own :func:`boundaries` (native where it can be), so a
+    run of glued graphemes is cut every ``KINSOKU_RUN_MAX`` as in prose; a cut they find
+    inside an escape is dropped, or, at the grapheme level, moved to the escape's start.
     """
-    starts = array("q")
-    ends = array("q")
+    code = "i" if len(text) < 1 << 31 else "q"
+    starts = array(code)
+    ends = array(code)
     breaks = bytearray()  # per escape: 1 for \n, 2 for \r, 0 for any other
     for m in _ESCAPE.finditer(text, lo, hi):
         a, b = m.span()
@@ -640,23 +648,41 @@ def string_cuts(text: str, lo: int, hi: int, level: int) -> tuple[int, Sequence[
             )
             if cuts:
                 return lev, cuts
-    for lev in range(max(level, 2), _STRING_LEVELS):
-        find = LEVELS[_SENTENCE + lev - 2][1]
-        found = find(text, lo, hi)
+        del run_ends, run_counts
+    del breaks
+    lev = max(level, 2)
+    while lev < _STRING_LEVELS:
+        index, found = boundaries(text, lo, hi, _SENTENCE + lev - 2)
+        if not found:
+            break
+        lev = index - _SENTENCE + 2
         if starts:
-            cuts = array("q", (p for p in found if not _inside(starts, ends, p) and allowed_cut(text, p)))
-        else:
-            cuts = array("q", (p for p in found if allowed_cut(text, p)))
-        del found
-        if cuts:
-            return lev, cuts
+            found = _outside_escapes(found, starts, ends, lo, index == _GRAPHEME_LEVEL)
+        if found:
+            return lev, found
+        lev += 1
     return _STRING_LEVELS, array("q")
 
 
-def _inside(starts: array[int], ends: array[int], p: int) -> bool:
-    """Whether ``p`` is strictly inside one of the escapes (sorted, apart)."""
-    i = bisect_right(starts, p) - 1
-    return i >= 0 and p < ends[i] and p > starts[i]
+def _outside_escapes(
+    cuts: array[int], starts: array[int], ends: array[int], lo: int, move: bool
+) -> array[int]:
+    """``cuts`` (sorted, inside ``(lo, ...)``) less those strictly inside an escape, or,
+    with ``move``, with those moved to the escape's start (dropped where that is ``lo``
+    or a cut is there already)."""
+    out = array(cuts.typecode)
+    i, n = 0, len(starts)
+    for p in cuts:
+        while i < n and ends[i] <= p:
+            i += 1
+        if i < n and starts[i] < p:  # (the escapes are sorted and apart)
+            if not move:
+                continue
+            p = starts[i]
+            if p <= lo or (out and out[-1] >= p):
+                continue
+        out.append(p)
+    return out
 
 
 class _Flat(NamedTuple):
@@ -1001,12 +1027,9 @@ class JSONSplitter:
             if found is None:
                 return _gap_parts(text, section)
             return _parts(*found)
-        if node.open:
-            kids, close = self.structure.open_children(node.start, node.end, node.open), node.end
-        else:
-            kids, close, runs = self._scan_members(text, node)
-            if runs is not None:
-                return self._container_parts(section, node, *runs)
+        kids, close, runs = self._scan_members(text, node)
+        if runs is not None:
+            return self._container_parts(section, node, *runs)
         if not kids:  # (an empty container: white space inside it may be cut)
             return _gap_parts(text, section)
         native = _accel.native
@@ -1035,17 +1058,30 @@ class JSONSplitter:
     def _scan_members(
         self, text: str, node: _Value
     ) -> tuple[list[Child], int, tuple[list[int], list[Section]] | None]:
-        """The members of the complete container ``node`` and its closing offset; past
-        _RUN + 1 members, only the first ones, and its runs, scanned a member at a time
-        as the native json_runs does: the edge before its first member and after its
-        last, and a section per run (no array of every member is made)."""
+        """The members of the container ``node`` and its closing offset (for a container
+        cut short, the end of its front); past _RUN + 1 members, only the first ones, and
+        its runs, scanned a member at a time as the native json_runs does: the edge
+        before its first member and after its last, and a section per run (no array of
+        every member is made). A member still open (cut short) is in no run: it comes
+        after them, a section of its own."""
         structure = self.structure
-        close = structure.close_of(node.start)
         is_object = text[node.start] == "{"
+        if node.open:
+            close = node.end
+            opened = node.open
+
+            def child_at(at: int) -> Child:
+                return structure.open_child_at(at, is_object, close, opened)
+        else:
+            close = structure.close_of(node.start)
+
+            def child_at(at: int) -> Child:
+                return structure._child_at(at, is_object)
+
         pos = _skip_ws(text, node.start + 1)
         head: list[Child] = []
         while pos < close and len(head) <= _RUN + 1:
-            head.append(structure._child_at(pos, is_object))
+            head.append(child_at(pos))
             pos = head[-1].next
         if len(head) <= _RUN + 1:
             return head, close, None
@@ -1054,7 +1090,7 @@ class JSONSplitter:
             yield from head[1:]
             at = pos
             while at < close:
-                child = structure._child_at(at, is_object)
+                child = child_at(at)
                 yield child
                 at = child.next
 
@@ -1065,25 +1101,34 @@ class JSONSplitter:
                 return base + escape_pointer(decode_key(text[k.key_start : k.key_end]))
             return base + str(index)
 
+        def run_section(a: int, b: int) -> Section:
+            run = _Run(node.start, node.depth + 1, node.pointer, lead_index, lead.begin, index - lead_index)
+            return Section(a, b, self, run, "json", None, pointer(lead, lead_index))
+
         first_edge = _soft(text, node.start + 1, head[0].begin)
         runs: list[Section] = []
         lead, lead_index, lead_edge = head[0], 0, first_edge
         prev = head[0]
         index = 1
         for k in members():
+            if node.open and k.start in node.open:  # the open member, after the runs
+                edge = _soft(text, text.find(",", prev.end, k.begin) + 1, k.begin)
+                runs.append(run_section(lead_edge, edge))
+                last_edge = _soft(text, k.end, close)
+                child_pointer = pointer(k, index)
+                depth = node.depth + 1
+                value = _Value(k.start, k.end, depth, child_pointer, k.key_start, k.key_end, node.open)
+                runs.append(Section(edge, last_edge, self, value, "json", None, child_pointer))
+                return head, close, ([first_edge, last_edge], runs)
             # (a last member alone joins the run before it, as _runs has it)
             if index % _RUN == 0 and k.next < close:
                 edge = _soft(text, text.find(",", prev.end, k.begin) + 1, k.begin)
-                run = _Run(
-                    node.start, node.depth + 1, node.pointer, lead_index, lead.begin, index - lead_index
-                )
-                runs.append(Section(lead_edge, edge, self, run, "json", None, pointer(lead, lead_index)))
+                runs.append(run_section(lead_edge, edge))
                 lead, lead_index, lead_edge = k, index, edge
             prev = k
             index += 1
         last_edge = _soft(text, prev.end, close)
-        run = _Run(node.start, node.depth + 1, node.pointer, lead_index, lead.begin, index - lead_index)
-        runs.append(Section(lead_edge, last_edge, self, run, "json", None, pointer(lead, lead_index)))
+        runs.append(run_section(lead_edge, last_edge))
         return head, close, ([first_edge, last_edge], runs)
 
     def _container_parts(

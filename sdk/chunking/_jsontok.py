@@ -674,26 +674,19 @@ class Structure:
             begin = child.next
         return out
 
-    def open_children(self, start: int, stop: int, open_starts: frozenset[int]) -> list[Child]:
-        """The complete children of a container still open at ``stop``, then the open
-        child (a container in ``open_starts``, spanning to ``stop``) if any."""
+    def open_child_at(self, pos: int, is_object: bool, stop: int, open_starts: frozenset[int]) -> Child:
+        """The child at ``pos`` of a container still open at ``stop``: a complete one, or
+        the open one (a container in ``open_starts``, spanning to ``stop``)."""
         text = self.text
-        is_object = text[start] == "{"
-        out: list[Child] = []
-        pos = _SKIP_WS.match(text, start + 1, stop).end()  # type: ignore[union-attr]
-        while pos < stop:
-            begin = key_start = key_end = pos
-            if is_object:
-                key_end = _STRING_TOKEN.match(text, pos).end()  # type: ignore[union-attr]
-                pos = _COLON_TOKEN.match(text, key_end).end()  # type: ignore[union-attr]
-            if pos in open_starts:
-                out.append(Child(begin, key_start, key_end, pos, stop, stop))
-                break
-            end = self.value_end(pos)
-            nxt = min(_AFTER_CHILD.match(text, end).end(), stop)  # type: ignore[union-attr]
-            out.append(Child(begin, key_start, key_end, pos, end, nxt))
-            pos = nxt
-        return out
+        begin = key_start = key_end = pos
+        if is_object:
+            key_end = _STRING_TOKEN.match(text, pos).end()  # type: ignore[union-attr]
+            pos = _COLON_TOKEN.match(text, key_end).end()  # type: ignore[union-attr]
+        if pos in open_starts:
+            return Child(begin, key_start, key_end, pos, stop, stop)
+        end = self.value_end(pos)
+        nxt = min(_AFTER_CHILD.match(text, end).end(), stop)  # type: ignore[union-attr]
+        return Child(begin, key_start, key_end, pos, end, nxt)
 
     def documents(self, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
         """Top-level value spans in ``[start, end)`` (a leading BOM is whitespace)."""

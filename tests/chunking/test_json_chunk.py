@@ -470,3 +470,21 @@ def test_a_mark_after_a_value_and_a_space_is_not_cut_from_the_space(
         warnings.simplefilter("ignore", ChunkingWarning)
         chunks = chunk(text, budget, kind=kind)
     check_chunks(text, chunks, budget)
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("body", ["(" * 3000, "「" * 3000, '(\\"' * 1000, "\\n(" * 1000])
+def test_glued_graphemes_in_a_string_are_cut_as_in_prose(
+    body: str, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of graphemes kinsoku glues (opening brackets) inside a JSON string is cut
+    every 32 of them, as prose is, not left one oversize chunk of the whole string; a
+    forced cut never falls inside an escape."""
+    if not native:
+        monkeypatch.setattr("sdk.chunking._accel.native", None)
+    text = '["' + body + '"]'
+    chunks = chunk(text, 64, kind="json")
+    check_chunks(text, chunks, 64)
+    assert not any(c.oversize for c in chunks)
+    inside = {m.start() + k for m in _ESCAPE.finditer(text) for k in range(1, m.end() - m.start())}
+    assert not {c.start for c in chunks} & inside

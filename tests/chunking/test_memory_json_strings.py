@@ -30,3 +30,19 @@ def test_a_long_string_peaks_at_a_few_bytes_a_byte(
         monkeypatch.setattr(_accel, "native", None)
     text = '["' + unit * (300_000 // len(unit)) + '"]'
     assert peak_per_byte(text, _WARM, kind="json") < bound < before
+
+
+@pytest.mark.skipif(_accel.native is None, reason="the native passes were not built")
+@pytest.mark.parametrize(
+    ("unit", "before", "bound"),
+    [
+        # bytes of Python a byte at 300 KB, before and the bound: the prose levels listed
+        # a candidate per character as Python ints before dropping those inside escapes
+        # (without the native passes prose's own level scans hold lists: 45-70)
+        ("\\n", 55, 20),
+        ('\\"(', 50, 20),
+    ],
+)
+def test_a_string_of_escapes_peaks_at_a_few_bytes_a_byte(unit: str, before: int, bound: int) -> None:
+    text = '["' + unit * (300_000 // len(unit)) + '"]'
+    assert peak_per_byte(text, _WARM, kind="json") < bound < before
