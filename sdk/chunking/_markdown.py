@@ -244,6 +244,17 @@ class _Shifted(NamedTuple):
     language: str | None
 
 
+class _FencePart(NamedTuple):
+    """A part of a fence cut as plain offsets (``MarkdownSplitter.split_edges``):
+    ``template`` is the body's parts' template (shifted, spanning the body from ``body``
+    to ``close``); the first part also holds the opening line, the last the closing
+    one, glued to it."""
+
+    template: Section
+    body: int
+    close: int
+
+
 # A named tuple made as ``tuple.__new__`` makes it, without the class's own __new__ (a
 # Python function a call): one is made per block and per fence part.
 _new = tuple.__new__
@@ -278,11 +289,80 @@ class _Rows:
 _ROWS = _Rows()
 
 
+class _Shift:
+    """The splitter of a fence's parts (state a :class:`_Shifted`): the parts its body's
+    own splitter cuts it into, seen ``base`` characters later; as plain offsets where
+    that splitter gives them (prose, JSON strings), so a Section is made only for a part
+    that must descend (a Section and a state per word of a fenced text held 96 bytes a
+    byte). A part the engine makes from the template carries the template's state: the
+    inner section is taken at the part's own span."""
+
+    __slots__ = ()
+
+    def split_edges(self, text: str, section: Section) -> tuple[Sequence[int], Section] | None:
+        state = cast("_Shifted", section.state)
+        inner = _inner(section, state)
+        cut = getattr(inner.splitter, "split_edges", None)
+        found = cut(state.body, inner) if cut is not None else None
+        if found is None:
+            return None
+        edges, template = found
+        if len(edges) < 3:
+            return (), section
+        base = state.base
+        shifted = array("i" if base + len(state.body) < 1 << 31 else "q", map(base.__add__, edges))
+        return shifted, _shift(template, state.body, base, state.path, state.kind, state.language)
+
+    def split(self, text: str, section: Section) -> list[Section]:
+        state = cast("_Shifted", section.state)
+        inner = _inner(section, state)
+        if inner.splitter is None:
+            return []
+        parts = inner.splitter.split(state.body, inner)
+        body, base, path, kind, language = state.body, state.base, state.path, state.kind, state.language
+        return [_shift(p, body, base, path, kind, language) for p in parts]
+
+
+_SHIFTED = _Shift()
+
+
+def _inner(section: Section, state: _Shifted) -> Section:
+    """The section of the fence body that ``section`` is, shifted."""
+    inner, base = state.inner, state.base
+    if inner.start + base == section.start and inner.end + base == section.end:
+        return inner
+    s = inner
+    a, b = section.start - base, section.end - base
+    return Section(a, b, s.splitter, s.state, s.kind, s.language, s.path, s.partial, s.sticky)
+
+
+def _shift(
+    inner: Section, body: str, base: int, path: str | None, kind: str, language: str | None
+) -> Section:
+    # Pieces of a fence keep the fence's kind and language, whatever rules cut them
+    # (JSON that fails to parse is cut by prose rules, yet it is still a json fence).
+    return _new(
+        Section,
+        (
+            inner.start + base,
+            inner.end + base,
+            _SHIFTED if inner.splitter is not None else None,
+            _new(_Shifted, (inner, body, base, path, kind, language)),
+            kind,
+            language,
+            path,
+            inner.partial,
+            False,
+        ),
+    )
+
+
 class MarkdownSplitter:
     """Splitter for one Markdown document (holds its fence and heading index)."""
 
     __slots__ = (
         "_at",
+        "_fence_root",
         "_fence_starts",
         "_flags",
         "fences",
@@ -306,10 +386,42 @@ class MarkdownSplitter:
         self._at, self._flags = at, flags
         # The fences' starts, walked forward with the lines by the block scanner.
         self._fence_starts = self.fences.starts
+        self._fence_root: tuple[int, Section] | None = None  # the last fence body's root
 
     # -- the engine's entry point -------------------------------------------------
+    def split_edges(self, text: str, section: Section) -> tuple[Sequence[int], Section] | None:
+        """A fence's parts as plain offsets, where its body's splitter gives them (text
+        or a JSON string cut at words: a Section per word held 96 bytes a byte of a
+        fenced line); None for every other section (``split`` gives those parts)."""
+        state = section.state
+        if isinstance(state, _FencePart):
+            if section.start < state.body or section.end > state.close:
+                return None  # with a fence line glued to it (``split``)
+            t = state.template
+            a, b = section.start, section.end
+            return _SHIFTED.split_edges(
+                text, Section(a, b, t.splitter, t.state, t.kind, t.language, t.path, t.partial)
+            )
+        if not isinstance(state, _Fence):
+            return None
+        body_start, body_end = state.body, min(state.close, section.end)
+        if body_end <= body_start:
+            return None
+        shifted = self._fence_body(section, state)
+        found = _SHIFTED.split_edges(text, shifted) if shifted.splitter is not None else None
+        if found is None or len(found[0]) < 3:
+            return None  # (the root is kept for ``split``)
+        self._fence_root = None
+        edges, t = found
+        edges = array(edges.typecode if isinstance(edges, array) else "q", edges)
+        edges[0], edges[-1] = section.start, section.end
+        part = _new(_FencePart, (t, body_start, body_end))
+        return edges, Section(section.start, section.end, self, part, t.kind, t.language, t.path, t.partial)
+
     def split(self, text: str, section: Section) -> Sequence[Section]:
         state = section.state
+        if isinstance(state, _FencePart):
+            return self._split_fence_part(text, section, state)
         if isinstance(state, _Sec):
             return self._split_section(section, state)
         if isinstance(state, (_Blocks, _BlockRun)):
@@ -318,8 +430,6 @@ class MarkdownSplitter:
             return self._subsections(state, section.end)
         if isinstance(state, _Glued):
             return self._split_glued(text, section, state)
-        if isinstance(state, _Shifted):
-            return self._split_shifted(section, state)
         if isinstance(state, _Fence):
             return self._split_fence(section, state)
         if isinstance(state, tuple):  # ("table" | "list", trail, self)
@@ -708,17 +818,14 @@ class MarkdownSplitter:
         body_start, body_end = fence.body, min(fence.close, section.end)
         if body_end <= body_start:
             return self._fence_as_lines(section)
-        body = self.text[body_start:body_end]
-        kind, language = section.kind, section.language
-        shifted = self._shift(
-            _body_root(body, language, kind), body, body_start, section.path, kind, language
-        )
-        parts = self._split_shifted(shifted, shifted.state) if shifted.splitter is not None else []
+        shifted = self._fence_body(section, fence)
+        self._fence_root = None
+        body, kind, language = cast("_Shifted", shifted.state).body, section.kind, section.language
+        parts = _SHIFTED.split(self.text, shifted) if shifted.splitter is not None else []
         if len(parts) < 2:
             lines = Section(0, len(body), PROSE, 1, kind, language, None)
             parts = [
-                self._shift(p, body, body_start, section.path, kind, language)
-                for p in PROSE.split(body, lines)
+                _shift(p, body, body_start, section.path, kind, language) for p in PROSE.split(body, lines)
             ]
         if len(parts) < 2:
             return self._fence_as_lines(section)
@@ -727,6 +834,28 @@ class MarkdownSplitter:
         parts[-1] = self._glue(parts[-1], end=section.end)
         return parts
 
+    def _fence_body(self, section: Section, fence: _Fence) -> Section:
+        """The root of a fence's body, by its own rules, shifted into the document (the
+        last one made is kept: the engine asks for edges, then, where there are none,
+        for parts)."""
+        body_start, body_end = fence.body, min(fence.close, section.end)
+        kept = self._fence_root
+        if kept is not None and kept[0] == body_start and kept[1].end == body_end:
+            return kept[1]
+        body = self.text[body_start:body_end]
+        kind, language = section.kind, section.language
+        shifted = _shift(_body_root(body, language, kind), body, body_start, section.path, kind, language)
+        self._fence_root = (body_start, shifted)
+        return shifted
+
+    def _split_fence_part(self, text: str, section: Section, part: _FencePart) -> Sequence[Section]:
+        t = part.template
+        lo, hi = max(section.start, part.body), min(section.end, part.close)
+        inner = Section(lo, hi, t.splitter, t.state, t.kind, t.language, t.path, t.partial)
+        if lo == section.start and hi == section.end:
+            return _SHIFTED.split(text, inner)
+        return self._split_glued(text, section, _Glued(inner))
+
     def _fence_as_lines(self, section: Section) -> list[Section]:
         """A fence with no body to cut (empty, or one line that does not fit), with its
         fence lines: by prose rules, from lines down to graphemes, as any text that
@@ -734,34 +863,6 @@ class MarkdownSplitter:
         fence seen as prose, which the engine places in its stead: prose cuts are
         offsets (a Section per backtick of a 1 MB line held 196 bytes a byte)."""
         return [Section(section.start, section.end, PROSE, 1, section.kind, section.language, section.path)]
-
-    def _shift(
-        self, inner: Section, body: str, base: int, path: str | None, kind: str, language: str | None
-    ) -> Section:
-        # Pieces of a fence keep the fence's kind and language, whatever rules cut them
-        # (JSON that fails to parse is cut by prose rules, yet it is still a json fence).
-        return _new(
-            Section,
-            (
-                inner.start + base,
-                inner.end + base,
-                self if inner.splitter is not None else None,
-                _new(_Shifted, (inner, body, base, path, kind, language)),
-                kind,
-                language,
-                path,
-                inner.partial,
-                False,
-            ),
-        )
-
-    def _split_shifted(self, section: Section, state: object) -> list[Section]:
-        assert isinstance(state, _Shifted)
-        inner = state.inner
-        if inner.splitter is None:
-            return []
-        parts = inner.splitter.split(state.body, inner)
-        return [self._shift(p, state.body, state.base, state.path, state.kind, state.language) for p in parts]
 
     # -- glue -------------------------------------------------------------------------
     def _glue(self, part: Section, start: int | None = None, end: int | None = None) -> Section:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import tracemalloc
 
-from sdk.chunking import Chunker
+import pytest
+
+from sdk.chunking import Chunker, _accel
 from tests.corpus import corpus_files
 from tests.invariants import check_chunks
 
@@ -76,3 +78,24 @@ def test_a_fence_cut_by_prose_rules_is_cut_as_offsets() -> None:
     # A line of backticks is a fence with no body: the fence seen as prose is placed in
     # its stead, so its cuts stay offsets (a Section per backtick: 196 bytes a byte).
     assert peak_per_byte("`" * 200_000) < 30
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize(
+    ("text", "before"),
+    [
+        # bytes of Python a byte at 300 KB before (now 4.2-4.5, 4.4-10.9 without the
+        # native passes): the body's parts were a Section, a shifted Section and its
+        # state per word or sentence
+        ("```\n" + "word " * 60_000 + "\n```\n", 96),
+        ("```\n" + "some words here and there\n" * 11_500 + "```\n", 21),
+        ("~~~text\n" + "A sentence, and a clause. " * 11_500 + "\n~~~\n", 21),
+    ],
+    ids=["one line", "lines", "sentences"],
+)
+def test_a_fence_body_cut_at_words_is_cut_as_offsets(
+    text: str, before: int, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not native:
+        monkeypatch.setattr(_accel, "native", None)
+    assert peak_per_byte(text) < 14 < before
