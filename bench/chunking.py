@@ -658,6 +658,10 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
     "a run of spaces": ("text", None, lambda n: " " * n),
     "a run of NUL characters": ("text", None, lambda n: "\x00" * n),
     "URL punctuation": ("text", None, lambda n: "a/b?c=d&" * (n // 8)),
+    "JSON, an array cut short": ("json", None, lambda n: "[" + "1," * (n // 2)),
+    "JSON, one string of \\n escapes": ("json", None, lambda n: '["' + "\\n" * (n // 2) + '"]'),
+    "JSON, one string of brackets": ("json", None, lambda n: '["' + "(" * n + '"]'),
+    "Markdown, a fenced line of words": ("markdown", None, lambda n: "```\n" + "word " * (n // 5) + "\n```\n"),
 }
 SCALE_BUDGET = 64
 ORDINARY = ("prose", "markdown", "json", "python source")
