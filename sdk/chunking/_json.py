@@ -421,30 +421,46 @@ def _salvage(text: str, start: int, bad: int) -> _Item | None:
     ``text[start:bad]`` is a valid prefix of JSON (the decoder stopped at ``bad``); the
     front ends after the last complete child of the innermost open container.
     """
-    tok = JSONTokenizer(allow_nan=True)
-    # Fed a window at a time, keeping only the last complete value at each depth: the
-    # events of the whole front at once took 250 bytes a byte of an array cut short.
-    last: dict[int, tuple[int, int]] = {}
-    try:
-        for a in range(start, bad, _SALVAGE_WINDOW):
-            for e in tok.feed(text[a : min(a + _SALVAGE_WINDOW, bad)]):
-                if e.type not in ("key", "start_object", "start_array"):
-                    last[e.depth] = (e.start + start, e.end + start)
-    except JSONChunkError:
+    found = _front(text, start, bad)
+    if found is None:
         return None
-    opened = tok.open_containers()
-    if not opened:
-        return None
-    inner = opened[-1][1] + start
+    opened, end = found
+    inner = opened[-1]
     safe = _skip_ws(text, inner + 1)
-    found = last.get(len(opened))
-    if found is not None and found[0] > inner:  # the innermost container's last child
-        end = found[1]
+    if end > inner:  # the innermost container's last child
         after = _skip_ws(text, end)
         comma = after < bad and text[after] == ","
         safe = _soft(text, after + 1, _skip_ws(text, after + 1)) if comma else end
     safe = min(safe, bad)
-    return _Item(start, safe, True, frozenset(o[1] + start for o in opened))
+    return _Item(start, safe, True, frozenset(opened))
+
+
+def _front(text: str, start: int, bad: int) -> tuple[list[int], int] | None:
+    """The open containers' starts of ``text[start:bad]`` and the end of the innermost
+    one's last complete child (-1 for none), or None (not a valid front of a value)."""
+    native = _accel.native
+    if native is not None:
+        # The same walk in C (the tokenizer took 2.7 s a MB of an array cut short).
+        found = native.json_front(text, start, bad)
+        if found is not None:
+            return found
+    tok = JSONTokenizer(allow_nan=True)
+    # Fed a window at a time, keeping only the last complete value at each depth: the
+    # events of the whole front at once took 250 bytes a byte of an array cut short.
+    last: dict[int, int] = {}
+    try:
+        for a in range(start, bad, _SALVAGE_WINDOW):
+            for e in tok.feed(text[a : min(a + _SALVAGE_WINDOW, bad)]):
+                if e.type not in ("key", "start_object", "start_array"):
+                    last[e.depth] = e.end + start
+    except JSONChunkError:
+        return None
+    opened = [o[1] + start for o in tok.open_containers()]
+    if not opened:
+        return None
+    end = last.get(len(opened), -1)
+    # (a value at that depth ending before the innermost container opened is not its child)
+    return opened, end if end > opened[-1] else -1
 
 
 _GRAPHEME = regex.compile(r"\X")

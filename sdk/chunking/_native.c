@@ -1571,6 +1571,258 @@ json_value_end(PyObject *self, PyObject *args)
     return end == -3 ? NULL : PyLong_FromSsize_t(end);
 }
 
+/* Whether ``text[i:stop]`` is a proper prefix of a scalar the number pattern or a
+ * literal would read (the tokenizer waits for more rather than failing). */
+static int
+scalar_prefix(int kind, const void *data, Py_ssize_t i, Py_ssize_t stop)
+{
+    static const char *words[] = {"true", "false", "null", "NaN", "Infinity", "-Infinity"};
+    for (int w = 0; w < 6; w++) {
+        Py_ssize_t len = (Py_ssize_t)strlen(words[w]), k = 0;
+        if (stop - i >= len) {
+            continue;
+        }
+        while (i + k < stop && PyUnicode_READ(kind, data, i + k) == (Py_UCS4)words[w][k]) {
+            k++;
+        }
+        if (i + k == stop) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the number read over ``text[start:i]`` may go on with ``text[i:stop]`` (a
+ * dot with no fraction yet, an exponent's mark and sign with none yet). */
+static int
+number_goes_on(int kind, const void *data, Py_ssize_t start, Py_ssize_t i, Py_ssize_t stop)
+{
+    if (i >= stop) {
+        return 1;
+    }
+    int dot = 0, exp = 0;
+    for (Py_ssize_t k = start; k < i; k++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        dot |= c == '.';
+        exp |= c == 'e' || c == 'E';
+    }
+    Py_UCS4 c = PyUnicode_READ(kind, data, i);
+    if (c == '.') {
+        return !dot && !exp && stop - i == 1;
+    }
+    if (c == 'e' || c == 'E') {
+        if (exp || stop - i > 2) {
+            return 0;
+        }
+        Py_UCS4 sign = stop - i == 2 ? PyUnicode_READ(kind, data, i + 1) : '+';
+        return sign == '+' || sign == '-';
+    }
+    return 0;
+}
+
+/* json_front's walk: valid_value_end's, keeping the open containers' starts and, for
+ * each, the end of its last complete child as the tokenizer would emit it (a string,
+ * literal or closed container when its last character is read; a number only once a
+ * character that cannot go on with it follows). Returns 0 where the walk runs into
+ * ``stop``, 1 where the text is invalid before it or the value ends before it (the
+ * caller's Python path decides), -1 on a memory error. */
+static int
+front_walk(int kind, const void *data, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t **starts_out,
+           Py_ssize_t **last_out, Py_ssize_t *depth_out)
+{
+    Py_ssize_t *starts = NULL, *last = NULL;
+    Py_ssize_t depth = 0, room = 0, i = pos, value_start = pos;
+    int result = 1, number = 0;
+value:
+    if (i >= stop) {
+        result = 0;
+        goto done;
+    }
+    {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        number = 0;
+        value_start = i;
+        if (c == '{' || c == '[') {
+            Py_ssize_t j = skip_json_ws(kind, data, i + 1, stop);
+            if (j < stop && PyUnicode_READ(kind, data, j) == (c == '{' ? '}' : ']')) {
+                i = j + 1;
+                goto after;
+            }
+            if (depth == room) {
+                room = room ? 2 * room : 64;
+                Py_ssize_t *grown = PyMem_Realloc(starts, (size_t)room * sizeof(Py_ssize_t));
+                if (grown == NULL) {
+                    result = -1;
+                    goto done;
+                }
+                starts = grown;
+                grown = PyMem_Realloc(last, (size_t)room * sizeof(Py_ssize_t));
+                if (grown == NULL) {
+                    result = -1;
+                    goto done;
+                }
+                last = grown;
+            }
+            starts[depth] = i;
+            last[depth++] = -1;
+            i = j;
+            if (c == '{') {
+                goto key;
+            }
+            goto value;
+        }
+        if (c == '"') {
+            i = valid_string_end(kind, data, i, stop);
+        }
+        else {
+            Py_ssize_t end = scalar_end(kind, data, i, stop);
+            if (end < 0) {
+                PyErr_Clear();
+                i = scalar_prefix(kind, data, i, stop) ? RAN_OUT : INVALID;
+            }
+            else {
+                number = (c == '-' || (c >= '0' && c <= '9')) && PyUnicode_READ(kind, data, end - 1) != 'y';
+                i = end;
+            }
+        }
+        if (i < 0) {
+            result = i == RAN_OUT ? 0 : 1;
+            goto done;
+        }
+    }
+after: /* a value ends at i */
+    if (depth == 0) {
+        goto done; /* complete before ``stop``: not a front */
+    }
+    if (number) {
+        Py_UCS4 c = i < stop ? PyUnicode_READ(kind, data, i) : '0';
+        if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) {
+            last[depth - 1] = i;
+        }
+        else if (number_goes_on(kind, data, value_start, i, stop)) {
+            result = 0; /* the number is cut short by ``stop`` */
+            goto done;
+        }
+        else {
+            goto done; /* a character that cannot go on with it: invalid */
+        }
+        number = 0;
+    }
+    else {
+        last[depth - 1] = i;
+    }
+    i = skip_json_ws(kind, data, i, stop);
+    if (i >= stop) {
+        result = 0;
+        goto done;
+    }
+    {
+        int is_object = PyUnicode_READ(kind, data, starts[depth - 1]) == '{';
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == ',') {
+            i = skip_json_ws(kind, data, i + 1, stop);
+            if (is_object) {
+                goto key;
+            }
+            goto value;
+        }
+        if (c == (is_object ? '}' : ']')) {
+            depth--;
+            i++;
+            goto after;
+        }
+        goto done; /* invalid */
+    }
+key:
+    if (i >= stop) {
+        result = 0;
+        goto done;
+    }
+    if (PyUnicode_READ(kind, data, i) != '"') {
+        goto done;
+    }
+    i = valid_string_end(kind, data, i, stop);
+    if (i < 0) {
+        result = i == RAN_OUT ? 0 : 1;
+        goto done;
+    }
+    i = skip_json_ws(kind, data, i, stop);
+    if (i >= stop) {
+        result = 0;
+        goto done;
+    }
+    if (PyUnicode_READ(kind, data, i) != ':') {
+        goto done;
+    }
+    i = skip_json_ws(kind, data, i + 1, stop);
+    goto value;
+done:
+    if (result != 0) {
+        PyMem_Free(starts);
+        PyMem_Free(last);
+        starts = last = NULL;
+        depth = 0;
+    }
+    *starts_out = starts;
+    *last_out = last;
+    *depth_out = depth;
+    return result;
+}
+
+PyDoc_STRVAR(json_front_doc,
+"json_front(text, pos, stop) -> (list, int) | None\n\n"
+"For _json._salvage: the value at ``pos`` read up to ``stop``, where it runs into\n"
+"``stop`` (a valid front cut short): the starts of its open containers, outermost\n"
+"first, and the end of the innermost one's last complete child as the tokenizer emits\n"
+"it (-1 for none). None where the text is invalid before ``stop`` or the value ends\n"
+"before it.");
+
+static PyObject *
+json_front(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_ssize_t pos, stop;
+    if (!PyArg_ParseTuple(args, "Unn:json_front", &text, &pos, &stop)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (stop > n) {
+        stop = n;
+    }
+    if (pos < 0 || pos > stop) {
+        PyErr_SetString(PyExc_IndexError, "pos must be within text[:stop]");
+        return NULL;
+    }
+    Py_ssize_t *starts, *last, depth;
+    int found = front_walk(PyUnicode_KIND(text), PyUnicode_DATA(text), pos, stop, &starts, &last, &depth);
+    if (found < 0) {
+        return PyErr_NoMemory();
+    }
+    if (found > 0 || depth == 0) {
+        PyMem_Free(starts);
+        PyMem_Free(last);
+        Py_RETURN_NONE;
+    }
+    PyObject *opened = PyList_New(depth);
+    PyObject *out = NULL;
+    if (opened != NULL) {
+        for (Py_ssize_t k = 0; k < depth; k++) {
+            PyObject *v = PyLong_FromSsize_t(starts[k]);
+            if (v == NULL) {
+                Py_CLEAR(opened);
+                break;
+            }
+            PyList_SET_ITEM(opened, k, v);
+        }
+    }
+    if (opened != NULL) {
+        out = Py_BuildValue("(Nn)", opened, last[depth - 1]);
+    }
+    PyMem_Free(starts);
+    PyMem_Free(last);
+    return out;
+}
+
 PyDoc_STRVAR(json_values_doc,
 "json_values(text, pos, lines, width, limit) -> (bytes, int)\n\n"
 "_json._lenient_items's loop while every value is valid: from ``pos``, the start and\n"
@@ -5913,6 +6165,7 @@ static PyMethodDef native_methods[] = {
     {"json_setup", json_setup, METH_VARARGS, json_setup_doc},
     {"json_split", (PyCFunction)(void (*)(void))json_split, METH_FASTCALL, json_split_doc},
     {"json_value_end", json_value_end, METH_VARARGS, json_value_end_doc},
+    {"json_front", json_front, METH_VARARGS, json_front_doc},
     {"json_values", json_values, METH_VARARGS, json_values_doc},
     {"flat_setup", flat_setup, METH_O, flat_setup_doc},
     {"md_lines", md_lines, METH_VARARGS, md_lines_doc},

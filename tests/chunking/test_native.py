@@ -132,6 +132,31 @@ def test_close_brackets_match_the_regex_scan(value: object, indent: int | None) 
         assert probe.close_of(m.start()) == want
 
 
+@given(
+    value=JSON_VALUES | st.lists(st.floats(allow_nan=True) | st.integers(), max_size=4),
+    indent=st.sampled_from([None, 1]),
+    tail=st.sampled_from(["", "-", "x", "tru", '"ab', "1e", "1.", "-I", "0", "-Infinity", "NaN"]),
+)
+@settings(max_examples=300, deadline=None)
+def test_json_front_matches_the_tokenizer_on_every_prefix(
+    value: object, indent: int | None, tail: str
+) -> None:
+    """The open containers and the last complete child of the innermost one, for every
+    prefix of a document (and of one with a bad or cut tail after a comma), as the
+    Python path's tokenizer finds them; None where that finds no front (invalid, or
+    with nothing open)."""
+    from sdk.chunking._json import _front
+
+    assert NATIVE is not None
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    if text.endswith(("]", "}")) and len(text) > 2:
+        text = text[:-1] + ", " + tail + text[-1]
+    for stop in range(1, len(text)):
+        with pure_python():
+            want = _front(text, 0, stop)
+        assert NATIVE.json_front(text, 0, stop) == want, text[:stop]
+
+
 @pytest.mark.parametrize(
     "text",
     ['["a', '{"a": "b]', "[[]", '["\\"]', "[", '["a\\', "x[]"],
