@@ -661,7 +661,11 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
     "JSON, an array cut short": ("json", None, lambda n: "[" + "1," * (n // 2)),
     "JSON, one string of \\n escapes": ("json", None, lambda n: '["' + "\\n" * (n // 2) + '"]'),
     "JSON, one string of brackets": ("json", None, lambda n: '["' + "(" * n + '"]'),
-    "Markdown, a fenced line of words": ("markdown", None, lambda n: "```\n" + "word " * (n // 5) + "\n```\n"),
+    "Markdown, a fenced line of words": (
+        "markdown",
+        None,
+        lambda n: "```\n" + "word " * (n // 5) + "\n```\n",
+    ),
 }
 SCALE_BUDGET = 64
 ORDINARY = ("prose", "markdown", "json", "python source")
