@@ -230,6 +230,15 @@ def _deep_value_end(text: str, pos: int) -> tuple[int | None, int, str]:
     (where the decoder's recursion ends): ``(end, 0, "")``, or ``(None, offset,
     reason)`` where it fails. Only containers deeper than the recursion limit get here:
     the native scan takes them as it takes any other value, and so does this."""
+    native = _accel.native
+    if native is not None:
+        # The native scan, where it can answer: the tokenizer keeps a path per open
+        # container (300 bytes a byte of ``[`` repeated and cut short).
+        end = native.json_value_end(text, pos, len(text))
+        if end >= 0:
+            return end, 0, ""
+        if end == -2:  # runs into the end (a number cut short reads so too)
+            return None, len(text), "unexpected end of input"
     tok = JSONTokenizer(allow_nan=True)
     n, at, size = len(text), pos, 4096
     try:
@@ -673,7 +682,7 @@ def string_cuts(text: str, lo: int, hi: int, level: int) -> tuple[int, Sequence[
             break
         lev = index - _SENTENCE + 2
         if starts:
-            found = _outside_escapes(found, starts, ends, lo, index == _GRAPHEME_LEVEL)
+            found = _outside_escapes(text, found, starts, ends, lo, index == _GRAPHEME_LEVEL)
         if found:
             return lev, found
         lev += 1
@@ -681,11 +690,12 @@ def string_cuts(text: str, lo: int, hi: int, level: int) -> tuple[int, Sequence[
 
 
 def _outside_escapes(
-    cuts: array[int], starts: array[int], ends: array[int], lo: int, move: bool
+    text: str, cuts: array[int], starts: array[int], ends: array[int], lo: int, move: bool
 ) -> array[int]:
     """``cuts`` (sorted, inside ``(lo, ...)``) less those strictly inside an escape, or,
-    with ``move``, with those moved to the escape's start (dropped where that is ``lo``
-    or a cut is there already)."""
+    with ``move``, with those moved to the escape's start (dropped where that is ``lo``,
+    a cut is there already, or a cut there is refused: inside a grapheme, or after a
+    zero-width joiner)."""
     out = array(cuts.typecode)
     i, n = 0, len(starts)
     for p in cuts:
@@ -695,8 +705,8 @@ def _outside_escapes(
             if not move:
                 continue
             p = starts[i]
-            if p <= lo or (out and out[-1] >= p):
-                continue
+            if p <= lo or (out and out[-1] >= p) or not allowed_cut(text, p):
+                continue  # (not after a character that joins the escape: a prepended mark, a ZWJ)
         out.append(p)
     return out
 

@@ -201,7 +201,10 @@ class JSONTokenizer:
         self._code = 0
         self._lit = ""
         self._lit_i = 0
-        self._error: JSONChunkError | None = None
+        # The failure's reason, offset, line and column, raised afresh each time: the
+        # error itself, kept, held its traceback's frames and so this tokenizer (a
+        # reference cycle that kept a deep document's stack until the collector ran).
+        self._error: tuple[str, int, int, int] | None = None
 
     # -- public -----------------------------------------------------------------
 
@@ -259,12 +262,12 @@ class JSONTokenizer:
     def feed(self, data: str) -> list[JSONEvent]:
         """Consume ``data``; return the events completed by it."""
         if self._error is not None:
-            raise self._error
+            raise JSONChunkError(*self._error)
         out: list[JSONEvent] = []
         try:
             self._run(data, out)
         except JSONChunkError as exc:
-            self._error = exc
+            self._error = (exc.reason, exc.offset, exc.line, exc.column)
             self._state = _FAILED
             raise
         if self._in_key and self._state in _STRING_STATES:
@@ -280,7 +283,7 @@ class JSONTokenizer:
     def close(self) -> list[JSONEvent]:
         """End of input: finish a trailing number, or raise if a value is incomplete."""
         if self._error is not None:
-            raise self._error
+            raise JSONChunkError(*self._error)
         out: list[JSONEvent] = []
         state = self._state
         if state in _NUMBER_STATES:
@@ -305,10 +308,9 @@ class JSONTokenizer:
             line_start = self._base + data.rfind("\n", 0, i) + 1 if nl else self._line_start
         else:
             offset, line, line_start = i, self._lines + 1, self._line_start
-        exc = JSONChunkError(message, offset, line, offset - line_start + 1)
-        self._error = exc
+        self._error = (message, offset, line, offset - line_start + 1)
         self._state = _FAILED
-        raise exc
+        raise JSONChunkError(*self._error)
 
     def _value_path(self) -> JSONPath | None:
         if not self._stack:

@@ -488,3 +488,21 @@ def test_glued_graphemes_in_a_string_are_cut_as_in_prose(
     assert not any(c.oversize for c in chunks)
     inside = {m.start() + k for m in _ESCAPE.finditer(text) for k in range(1, m.end() - m.start())}
     assert not {c.start for c in chunks} & inside
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("joiner", ["\u0600", "x\u200d"])
+@pytest.mark.parametrize("escape", ["\\n", "\\u0041"])
+@pytest.mark.parametrize("budget", [1, 2, 3])
+def test_a_cut_moved_out_of_an_escape_never_splits_what_joins_it(
+    joiner: str, escape: str, budget: int, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forced grapheme cut inside an escape moves to the escape's start only where a
+    cut is allowed there: not after a prepended mark (one cluster with the backslash) or
+    a zero-width joiner."""
+    if not native:
+        monkeypatch.setattr("sdk.chunking._accel.native", None)
+    text = '["' + joiner + escape + '"]'
+    chunks = chunk(text, budget, kind="json")
+    check_chunks(text, chunks, budget)
+    assert not any(c.text.endswith(("\u200d", "\u0600")) for c in chunks)
