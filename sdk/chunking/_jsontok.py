@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -676,7 +676,7 @@ class Structure:
             begin = child.next
         return out
 
-    def open_child_at(self, pos: int, is_object: bool, stop: int, open_starts: frozenset[int]) -> Child:
+    def open_child_at(self, pos: int, is_object: bool, stop: int, open_starts: Set[int]) -> Child:
         """The child at ``pos`` of a container still open at ``stop``: a complete one, or
         the open one (a container in ``open_starts``, spanning to ``stop``)."""
         text = self.text

@@ -1770,10 +1770,10 @@ done:
 }
 
 PyDoc_STRVAR(json_front_doc,
-"json_front(text, pos, stop) -> (list, int) | None\n\n"
+"json_front(text, pos, stop) -> (bytes, int) | None\n\n"
 "For _json._salvage: the value at ``pos`` read up to ``stop``, where it runs into\n"
 "``stop`` (a valid front cut short): the starts of its open containers, outermost\n"
-"first, and the end of the innermost one's last complete child as the tokenizer emits\n"
+"first, packed as 8-byte integers, and the end of the innermost one's last complete child as the tokenizer emits\n"
 "it (-1 for none). None where the text is invalid before ``stop`` or the value ends\n"
 "before it.");
 
@@ -1803,19 +1803,15 @@ json_front(PyObject *self, PyObject *args)
         PyMem_Free(last);
         Py_RETURN_NONE;
     }
-    PyObject *opened = PyList_New(depth);
+    /* (packed: a list of a hundred thousand ints held 36 bytes each) */
+    PyObject *opened = PyBytes_FromStringAndSize(NULL, depth * 8);
     PyObject *out = NULL;
     if (opened != NULL) {
+        char *buf = PyBytes_AS_STRING(opened);
         for (Py_ssize_t k = 0; k < depth; k++) {
-            PyObject *v = PyLong_FromSsize_t(starts[k]);
-            if (v == NULL) {
-                Py_CLEAR(opened);
-                break;
-            }
-            PyList_SET_ITEM(opened, k, v);
+            int64_t v = (int64_t)starts[k];
+            memcpy(buf + 8 * k, &v, 8);
         }
-    }
-    if (opened != NULL) {
         out = Py_BuildValue("(Nn)", opened, last[depth - 1]);
     }
     PyMem_Free(starts);

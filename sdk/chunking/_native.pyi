@@ -1,4 +1,4 @@
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from typing import Any, TypeVar, overload
 
 from typing_extensions import Buffer
@@ -56,7 +56,7 @@ def json_members(
     value_type: type,
     section_type: type[_T],
     decode: Callable[[str], str],
-    no_open: frozenset[int],
+    no_open: Set[int],
     /,
 ) -> tuple[list[int], list[_T]]: ...
 def json_setup(
@@ -66,14 +66,14 @@ def json_setup(
     run_type: type,
     section_type: type,
     decode: Callable[[str], str],
-    no_open: frozenset[int],
+    no_open: Set[int],
     run: int,
     gaps: object,
     /,
 ) -> None: ...
 def json_split(splitter: object, text: str, section: tuple[object, ...], /) -> Sequence[Any]: ...
 def json_value_end(text: str, pos: int, stop: int, /) -> int: ...
-def json_front(text: str, pos: int, stop: int, /) -> tuple[list[int], int] | None: ...
+def json_front(text: str, pos: int, stop: int, /) -> tuple[bytes, int] | None: ...
 def md_lines(
     text: str, start: int, end: int, heading_starts: Sequence[int], width: int = 8, /
 ) -> tuple[bytes, bytes, bytes]: ...

@@ -4,9 +4,11 @@ piece and a close per container at once (330 bytes a byte of ``[[[...]]]``)."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
-from sdk.chunking import _accel
+from sdk.chunking import ChunkingWarning, _accel
 from sdk.chunking._jsontok import Structure
 from tests.chunking.test_memory_markdown import peak_per_byte
 
@@ -47,3 +49,22 @@ def test_closes_are_kept_only_near_the_container_matched(
     assert structure.close_of(0) == 2 * depth - 1
     assert 0 < len(structure._close) <= 65
     assert structure.close_of(5_000) == 2 * depth - 1 - 5_000
+
+
+@pytest.mark.skipif(_accel.native is None, reason="the native passes were not built")
+@pytest.mark.parametrize(
+    ("text", "before", "bound"),
+    [
+        # bytes of Python a byte at 100 KB, before and the bound: the value's end was read
+        # by the tokenizer (a path per open container), which a reference cycle then
+        # kept alive, and the front's open containers were a frozenset and a list of ints
+        # (what is left of the first: the encoder's list of token ids, 13 a byte)
+        ("[" * 100_000, 399, 60),
+        ('{"a":' * 20_000, 77, 20),
+        ('[{"a":' * 16_000, 127, 25),
+    ],
+)
+def test_deep_json_cut_short_peaks_at_a_few_bytes_a_byte(text: str, before: int, bound: int) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ChunkingWarning)
+        assert peak_per_byte(text, _WARM, kind="json") < bound < before

@@ -154,7 +154,13 @@ def test_json_front_matches_the_tokenizer_on_every_prefix(
     for stop in range(1, len(text)):
         with pure_python():
             want = _front(text, 0, stop)
-        assert NATIVE.json_front(text, 0, stop) == want, text[:stop]
+        got = NATIVE.json_front(text, 0, stop)
+        if got is None or want is None:
+            assert got is want, text[:stop]
+            continue
+        starts = array("q")
+        starts.frombytes(got[0])
+        assert (list(starts), got[1]) == (list(want[0]), want[1]), text[:stop]
 
 
 @pytest.mark.parametrize(
