@@ -1075,9 +1075,10 @@ class JSONSplitter:
                 index += 1
             else:
                 sections.append(Section(a, b, PROSE, 0, "text", None, None))
-        if len(sections) == 1:
-            whole = sections[0]
-            return whole.splitter.split(text, whole) if whole.splitter is not None else ()
+        # One item alone (a single value, or one unparseable stretch) is handed back as
+        # it is: the engine places it in the section's stead, so that its parts are
+        # offsets where its splitter gives them (an unterminated string cut by prose
+        # rules was a Section per word, 60 bytes a byte).
         return sections
 
     def _split_container(self, text: str, section: Section, node: _Value) -> Sequence[Section]:

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar, cast, overload
 
 from . import _accel
 from ._api import _ROOTS, register_kind
-from ._engine import flat_state
+from ._engine import _refines, flat_state
 from ._languages import GrammarUnavailable, UnknownLanguage, known_language
 from ._prose import PROSE
 from ._types import ChunkingWarning, Section
@@ -319,6 +319,13 @@ class _Shift:
         if inner.splitter is None:
             return []
         parts = inner.splitter.split(state.body, inner)
+        while len(parts) == 1 and _refines(parts[0], inner):
+            # The same span seen another way (a JSON body that is one value): cut in
+            # its stead, as the engine does.
+            inner = parts[0]
+            if inner.splitter is None:
+                return []
+            parts = inner.splitter.split(state.body, inner)
         body, base, path, kind, language = state.body, state.base, state.path, state.kind, state.language
         return [_shift(p, body, base, path, kind, language) for p in parts]
 

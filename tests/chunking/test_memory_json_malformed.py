@@ -59,3 +59,14 @@ def test_a_container_cut_short_is_cut_between_its_members(
     inner = [c.path for c in chunks if c.start > text.index("{")]
     assert all(p is not None and p.startswith(f"/{count}") for p in inner)
     assert inner or budget > 1000  # (at 4096 the member opens inside a chunk)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_an_unterminated_string_is_cut_as_offsets(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One unparseable stretch alone at the top is placed in the document's stead, so
+    its prose cuts stay offsets (a Section per word: 100 bytes a byte at 100 KB)."""
+    if not native:
+        monkeypatch.setattr(_accel, "native", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ChunkingWarning)
+        assert peak_per_byte('"' + "a b " * 25_000, _WARM, kind="json") < 30
