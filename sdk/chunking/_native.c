@@ -1425,152 +1425,6 @@ valid_string_end(int kind, const void *data, Py_ssize_t i, Py_ssize_t stop)
     return RAN_OUT;
 }
 
-/* The end of the JSON value at ``pos`` in text[:stop] as json.JSONDecoder().raw_decode
- * finds it (containers iteratively: depth costs no recursion here), INVALID where it
- * fails before ``stop``, RAN_OUT where it needs more text than that (or -3 on a memory
- * error, with the exception set). */
-static Py_ssize_t
-valid_value_end(int kind, const void *data, Py_ssize_t pos, Py_ssize_t stop)
-{
-    char *stack = NULL; /* 1 for an object, 0 for an array, per open container */
-    Py_ssize_t depth = 0, room = 0, i = pos, result;
-    int is_object;
-value:
-    if (i >= stop) {
-        result = RAN_OUT;
-        goto done;
-    }
-    {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c == '{' || c == '[') {
-            Py_ssize_t j = skip_json_ws(kind, data, i + 1, stop);
-            if (j < stop && PyUnicode_READ(kind, data, j) == (c == '{' ? '}' : ']')) {
-                i = j + 1;
-                goto after;
-            }
-            if (depth == room) {
-                room = room ? 2 * room : 64;
-                char *grown = PyMem_Realloc(stack, (size_t)room);
-                if (grown == NULL) {
-                    PyErr_NoMemory();
-                    result = -3;
-                    goto done;
-                }
-                stack = grown;
-            }
-            stack[depth++] = c == '{';
-            i = j;
-            if (c == '{') {
-                goto key;
-            }
-            goto value;
-        }
-        if (c == '"') {
-            i = valid_string_end(kind, data, i, stop);
-        }
-        else {
-            Py_ssize_t end = scalar_end(kind, data, i, stop);
-            if (end < 0) {
-                PyErr_Clear();
-                /* A literal or number cut short by ``stop`` may go on after it. */
-                i = stop - i < 10 ? RAN_OUT : INVALID;
-            }
-            else {
-                i = end;
-            }
-        }
-        if (i < 0) {
-            result = i;
-            goto done;
-        }
-    }
-after: /* a value ends at i */
-    if (depth == 0) {
-        result = i;
-        goto done;
-    }
-    i = skip_json_ws(kind, data, i, stop);
-    if (i >= stop) {
-        result = RAN_OUT;
-        goto done;
-    }
-    is_object = stack[depth - 1];
-    {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c == ',') {
-            i = skip_json_ws(kind, data, i + 1, stop);
-            if (is_object) {
-                goto key;
-            }
-            goto value;
-        }
-        if (c == (is_object ? '}' : ']')) {
-            depth--;
-            i++;
-            goto after;
-        }
-        /* A number just before ``stop`` may go on after it ("1." then a digit). */
-        result = stop - i < 3 ? RAN_OUT : INVALID;
-        goto done;
-    }
-key:
-    if (i >= stop) {
-        result = RAN_OUT;
-        goto done;
-    }
-    if (PyUnicode_READ(kind, data, i) != '"') {
-        result = INVALID;
-        goto done;
-    }
-    i = valid_string_end(kind, data, i, stop);
-    if (i < 0) {
-        result = i;
-        goto done;
-    }
-    i = skip_json_ws(kind, data, i, stop);
-    if (i >= stop) {
-        result = RAN_OUT;
-        goto done;
-    }
-    if (PyUnicode_READ(kind, data, i) != ':') {
-        result = INVALID;
-        goto done;
-    }
-    i = skip_json_ws(kind, data, i + 1, stop);
-    goto value;
-done:
-    PyMem_Free(stack);
-    return result;
-}
-
-PyDoc_STRVAR(json_value_end_doc,
-"json_value_end(text, pos, stop) -> int\n\n"
-"The end of the JSON value at ``pos`` in ``text[:stop]``, as the standard library's\n"
-"decoder (``NaN`` and ``Infinity`` allowed, strict strings) would find it, without\n"
-"building the value and at any depth; -1 where it is not valid before ``stop``, -2\n"
-"where it runs into ``stop``. A decoder stops after ``0`` in ``01``: the caller checks\n"
-"for a digit after the end.");
-
-static PyObject *
-json_value_end(PyObject *self, PyObject *args)
-{
-    PyObject *text;
-    Py_ssize_t pos, stop;
-    if (!PyArg_ParseTuple(args, "Unn:json_value_end", &text, &pos, &stop)) {
-        return NULL;
-    }
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    if (stop > n) {
-        stop = n;
-    }
-    if (pos < 0 || pos > stop) {
-        PyErr_SetString(PyExc_IndexError, "pos must be within text[:stop]");
-        return NULL;
-    }
-    Py_ssize_t end = valid_value_end(PyUnicode_KIND(text), PyUnicode_DATA(text), pos, stop);
-    return end == -3 ? NULL : PyLong_FromSsize_t(end);
-}
-
 /* Whether ``text[i:stop]`` is a proper prefix of a scalar the number pattern or a
  * literal would read (the tokenizer waits for more rather than failing). */
 static int
@@ -1620,22 +1474,32 @@ number_goes_on(int kind, const void *data, Py_ssize_t start, Py_ssize_t i, Py_ss
     return 0;
 }
 
-/* json_front's walk: valid_value_end's, keeping the open containers' starts and, for
- * each, the end of its last complete child as the tokenizer would emit it (a string,
- * literal or closed container when its last character is read; a number only once a
- * character that cannot go on with it follows). Returns 0 where the walk runs into
- * ``stop``, 1 where the text is invalid before it or the value ends before it (the
- * caller's Python path decides), -1 on a memory error. */
-static int
-front_walk(int kind, const void *data, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t **starts_out,
-           Py_ssize_t **last_out, Py_ssize_t *depth_out)
+/* What json_front keeps while walking: each open container's start and the end of its
+ * last complete child as the tokenizer emits it (a string, literal or closed container
+ * when its last character is read; a number only once a character that cannot go on
+ * with it follows), -1 for none; as many as the walk's depth. */
+struct front {
+    Py_ssize_t *starts, *last;
+};
+
+/* The end of the JSON value at ``pos`` in text[:stop] as json.JSONDecoder().raw_decode
+ * finds it (containers iteratively: depth costs no recursion here), INVALID where it
+ * fails before ``stop``, RAN_OUT where it needs more text than that (or -3 on a memory
+ * error, with the exception set); ``*depth_out`` is the depth where it stopped.
+ *
+ * With ``f`` (json_front), the open containers are kept, and what runs into ``stop`` is
+ * told apart as the tokenizer does it: a scalar or number cut short by ``stop`` runs out,
+ * anything else invalid. Without, a scalar within 10 characters of ``stop`` or a
+ * character within 3 after a value runs out (the caller reads a longer window). */
+static Py_ssize_t
+json_walk(int kind, const void *data, Py_ssize_t pos, Py_ssize_t stop, struct front *f, Py_ssize_t *depth_out)
 {
-    Py_ssize_t *starts = NULL, *last = NULL;
-    Py_ssize_t depth = 0, room = 0, i = pos, value_start = pos;
-    int result = 1, number = 0;
+    char *stack = NULL; /* 1 for an object, 0 for an array, per open container */
+    Py_ssize_t depth = 0, room = 0, i = pos, result, value_start = pos;
+    int is_object, number = 0;
 value:
     if (i >= stop) {
-        result = 0;
+        result = RAN_OUT;
         goto done;
     }
     {
@@ -1650,21 +1514,29 @@ value:
             }
             if (depth == room) {
                 room = room ? 2 * room : 64;
-                Py_ssize_t *grown = PyMem_Realloc(starts, (size_t)room * sizeof(Py_ssize_t));
+                char *grown = PyMem_Realloc(stack, (size_t)room);
                 if (grown == NULL) {
-                    result = -1;
-                    goto done;
+                    goto no_memory;
                 }
-                starts = grown;
-                grown = PyMem_Realloc(last, (size_t)room * sizeof(Py_ssize_t));
-                if (grown == NULL) {
-                    result = -1;
-                    goto done;
+                stack = grown;
+                if (f != NULL) {
+                    Py_ssize_t *starts = PyMem_Realloc(f->starts, (size_t)room * sizeof(Py_ssize_t));
+                    if (starts == NULL) {
+                        goto no_memory;
+                    }
+                    f->starts = starts;
+                    Py_ssize_t *last = PyMem_Realloc(f->last, (size_t)room * sizeof(Py_ssize_t));
+                    if (last == NULL) {
+                        goto no_memory;
+                    }
+                    f->last = last;
                 }
-                last = grown;
             }
-            starts[depth] = i;
-            last[depth++] = -1;
+            if (f != NULL) {
+                f->starts[depth] = i;
+                f->last[depth] = -1;
+            }
+            stack[depth++] = c == '{';
             i = j;
             if (c == '{') {
                 goto key;
@@ -1678,7 +1550,9 @@ value:
             Py_ssize_t end = scalar_end(kind, data, i, stop);
             if (end < 0) {
                 PyErr_Clear();
-                i = scalar_prefix(kind, data, i, stop) ? RAN_OUT : INVALID;
+                /* A literal or number cut short by ``stop`` may go on after it. */
+                int short_ = f != NULL ? scalar_prefix(kind, data, i, stop) : stop - i < 10;
+                i = short_ ? RAN_OUT : INVALID;
             }
             else {
                 number = (c == '-' || (c >= '0' && c <= '9')) && PyUnicode_READ(kind, data, end - 1) != 'y';
@@ -1686,38 +1560,34 @@ value:
             }
         }
         if (i < 0) {
-            result = i == RAN_OUT ? 0 : 1;
+            result = i;
             goto done;
         }
     }
 after: /* a value ends at i */
     if (depth == 0) {
-        goto done; /* complete before ``stop``: not a front */
-    }
-    if (number) {
-        Py_UCS4 c = i < stop ? PyUnicode_READ(kind, data, i) : '0';
-        if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) {
-            last[depth - 1] = i;
-        }
-        else if (number_goes_on(kind, data, value_start, i, stop)) {
-            result = 0; /* the number is cut short by ``stop`` */
-            goto done;
-        }
-        else {
-            goto done; /* a character that cannot go on with it: invalid */
-        }
-        number = 0;
-    }
-    else {
-        last[depth - 1] = i;
-    }
-    i = skip_json_ws(kind, data, i, stop);
-    if (i >= stop) {
-        result = 0;
+        result = i;
         goto done;
     }
+    if (f != NULL) {
+        Py_UCS4 c = i < stop ? PyUnicode_READ(kind, data, i) : '0';
+        if (!number || !((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) {
+            f->last[depth - 1] = i;
+        }
+        else {
+            /* the number cut short by ``stop``, or a character that cannot go on with it */
+            result = number_goes_on(kind, data, value_start, i, stop) ? RAN_OUT : INVALID;
+            goto done;
+        }
+    }
+    number = 0;
+    i = skip_json_ws(kind, data, i, stop);
+    if (i >= stop) {
+        result = RAN_OUT;
+        goto done;
+    }
+    is_object = stack[depth - 1];
     {
-        int is_object = PyUnicode_READ(kind, data, starts[depth - 1]) == '{';
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c == ',') {
             i = skip_json_ws(kind, data, i + 1, stop);
@@ -1731,42 +1601,78 @@ after: /* a value ends at i */
             i++;
             goto after;
         }
-        goto done; /* invalid */
+        /* A number just before ``stop`` may go on after it ("1." then a digit). */
+        result = f == NULL && stop - i < 3 ? RAN_OUT : INVALID;
+        goto done;
     }
 key:
     if (i >= stop) {
-        result = 0;
+        result = RAN_OUT;
         goto done;
     }
     if (PyUnicode_READ(kind, data, i) != '"') {
+        result = INVALID;
         goto done;
     }
     i = valid_string_end(kind, data, i, stop);
     if (i < 0) {
-        result = i == RAN_OUT ? 0 : 1;
+        result = i;
         goto done;
     }
     i = skip_json_ws(kind, data, i, stop);
     if (i >= stop) {
-        result = 0;
+        result = RAN_OUT;
         goto done;
     }
     if (PyUnicode_READ(kind, data, i) != ':') {
+        result = INVALID;
         goto done;
     }
     i = skip_json_ws(kind, data, i + 1, stop);
     goto value;
+no_memory:
+    PyErr_NoMemory();
+    result = -3;
 done:
-    if (result != 0) {
-        PyMem_Free(starts);
-        PyMem_Free(last);
-        starts = last = NULL;
-        depth = 0;
+    PyMem_Free(stack);
+    if (depth_out != NULL) {
+        *depth_out = depth;
     }
-    *starts_out = starts;
-    *last_out = last;
-    *depth_out = depth;
     return result;
+}
+
+static Py_ssize_t
+valid_value_end(int kind, const void *data, Py_ssize_t pos, Py_ssize_t stop)
+{
+    return json_walk(kind, data, pos, stop, NULL, NULL);
+}
+
+PyDoc_STRVAR(json_value_end_doc,
+"json_value_end(text, pos, stop) -> int\n\n"
+"The end of the JSON value at ``pos`` in ``text[:stop]``, as the standard library's\n"
+"decoder (``NaN`` and ``Infinity`` allowed, strict strings) would find it, without\n"
+"building the value and at any depth; -1 where it is not valid before ``stop``, -2\n"
+"where it runs into ``stop``. A decoder stops after ``0`` in ``01``: the caller checks\n"
+"for a digit after the end.");
+
+static PyObject *
+json_value_end(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_ssize_t pos, stop;
+    if (!PyArg_ParseTuple(args, "Unn:json_value_end", &text, &pos, &stop)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (stop > n) {
+        stop = n;
+    }
+    if (pos < 0 || pos > stop) {
+        PyErr_SetString(PyExc_IndexError, "pos must be within text[:stop]");
+        return NULL;
+    }
+    Py_ssize_t end = valid_value_end(PyUnicode_KIND(text), PyUnicode_DATA(text), pos, stop);
+    return end == -3 ? NULL : PyLong_FromSsize_t(end);
 }
 
 PyDoc_STRVAR(json_front_doc,
@@ -1793,12 +1699,16 @@ json_front(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_IndexError, "pos must be within text[:stop]");
         return NULL;
     }
-    Py_ssize_t *starts, *last, depth;
-    int found = front_walk(PyUnicode_KIND(text), PyUnicode_DATA(text), pos, stop, &starts, &last, &depth);
-    if (found < 0) {
-        return PyErr_NoMemory();
+    struct front f = {NULL, NULL};
+    Py_ssize_t depth;
+    Py_ssize_t found = json_walk(PyUnicode_KIND(text), PyUnicode_DATA(text), pos, stop, &f, &depth);
+    Py_ssize_t *starts = f.starts, *last = f.last;
+    if (found == -3) {
+        PyMem_Free(starts);
+        PyMem_Free(last);
+        return NULL;
     }
-    if (found > 0 || depth == 0) {
+    if (found != RAN_OUT || depth == 0) { /* invalid before ``stop``, or complete */
         PyMem_Free(starts);
         PyMem_Free(last);
         Py_RETURN_NONE;
