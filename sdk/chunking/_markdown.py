@@ -338,8 +338,12 @@ def _inner(section: Section, state: _Shifted) -> Section:
     inner, base = state.inner, state.base
     if inner.start + base == section.start and inner.end + base == section.end:
         return inner
-    s = inner
-    a, b = section.start - base, section.end - base
+    return _spanned(inner, section.start - base, section.end - base)
+
+
+def _spanned(s: Section, a: int, b: int) -> Section:
+    """``s`` but for its span, ``[a, b)`` (a Section built directly: ``_replace`` goes
+    through ``_make`` and a dict)."""
     return Section(a, b, s.splitter, s.state, s.kind, s.language, s.path, s.partial, s.sticky)
 
 
@@ -404,11 +408,7 @@ class MarkdownSplitter:
         if isinstance(state, _FencePart):
             if section.start < state.body or section.end > state.close:
                 return None  # with a fence line glued to it (``split``)
-            t = state.template
-            a, b = section.start, section.end
-            return _SHIFTED.split_edges(
-                text, Section(a, b, t.splitter, t.state, t.kind, t.language, t.path, t.partial)
-            )
+            return _SHIFTED.split_edges(text, _spanned(state.template, section.start, section.end))
         if not isinstance(state, _Fence):
             return None
         body_start, body_end = state.body, min(state.close, section.end)
@@ -856,9 +856,8 @@ class MarkdownSplitter:
         return shifted
 
     def _split_fence_part(self, text: str, section: Section, part: _FencePart) -> Sequence[Section]:
-        t = part.template
         lo, hi = max(section.start, part.body), min(section.end, part.close)
-        inner = Section(lo, hi, t.splitter, t.state, t.kind, t.language, t.path, t.partial)
+        inner = _spanned(part.template, lo, hi)
         if lo == section.start and hi == section.end:
             return _SHIFTED.split(text, inner)
         return self._split_glued(text, section, _Glued(inner))
