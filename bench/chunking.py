@@ -880,6 +880,12 @@ def run_group(
             f"each fenced code block in a language with a grammar, {parse:.2f}× by itself, for "
             "syntax-aware cuts inside fences that do not fit whole)"
         )
+    elif parse is not None and group == "mixed":
+        floor = (
+            f"{1 + parse:.2f}× (one encode pass, for exact counts, and one tree-sitter parse of "
+            f'the texts `kind="auto"` finds to be code and of the fenced code of those it '
+            f"finds to be Markdown, {parse:.2f}× by itself, for syntax-aware cuts)"
+        )
     elif parse is not None:
         floor = (
             f"{1 + parse:.2f}× (one encode pass, for exact counts, and one tree-sitter parse of "
@@ -990,7 +996,15 @@ def _parse_cost(
         fns.append(lambda parser=parser, data=data: parser.parse(data))
 
     for t in texts:
-        if t.kind == "markdown":
+        kind, language = t.kind, t.language
+        if kind == "auto" and not language:
+            # What ``kind="auto"`` takes the text for: code found by its content is
+            # parsed like code named by its file (the decision itself is our work, not
+            # part of the floor).
+            from sdk.chunking._detect import _decide
+
+            kind, _why, language = _decide(t.text, None, t.filename)
+        if kind == "markdown":
             # Fenced code is cut at syntax nodes too: its parse is part of the floor
             # wherever a fence does not fit whole (at every budget here but the largest
             # for short fences, so at large budgets this floor is an upper bound).
@@ -999,9 +1013,9 @@ def _parse_cost(
                 if language and language not in ("json", "jsonl"):
                     add(language, t.text[fence.body : fence.close])
             continue
-        if t.kind not in ("code", "auto") or not t.language:
+        if kind not in ("code", "auto") or not language:
             continue
-        add(t.language, t.text)
+        add(language, t.text)
     if not fns:
         return None
     base, parsed, _ = paired_best(base_fns, fns, max(repeats, 5), time_cap)

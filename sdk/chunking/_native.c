@@ -127,10 +127,24 @@ char_ends(PyObject *self, PyObject *args)
         if (ascii) {
             ci = bend < (long long)nchars ? (Py_ssize_t)bend : nchars;
         }
-        else {
+        else if (kind == PyUnicode_1BYTE_KIND) {
+            /* One loop per storage width: PyUnicode_READ's switch on the kind, per
+             * character, was half of this pass on non-ASCII text. */
+            const Py_UCS1 *d = (const Py_UCS1 *)data;
             while (ci < nchars && cbyte < bend) {
-                cbyte += utf8_width(PyUnicode_READ(kind, data, ci));
-                ci++;
+                cbyte += d[ci++] < 0x80 ? 1 : 2;
+            }
+        }
+        else if (kind == PyUnicode_2BYTE_KIND) {
+            const Py_UCS2 *d = (const Py_UCS2 *)data;
+            while (ci < nchars && cbyte < bend) {
+                cbyte += utf8_width(d[ci++]);
+            }
+        }
+        else {
+            const Py_UCS4 *d = (const Py_UCS4 *)data;
+            while (ci < nchars && cbyte < bend) {
+                cbyte += utf8_width(d[ci++]);
             }
         }
         long long end = (long long)ci + start;
