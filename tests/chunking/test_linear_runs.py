@@ -12,6 +12,7 @@ once it is longer than ``KINSOKU_RUN_MAX`` graphemes, instead of being one overs
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -86,6 +87,37 @@ def test_kinsoku_glues_runs_up_to_the_bound() -> None:
     chunks = Chunker(1).chunk(text, kind="text")
     check_chunks(text, chunks, 1)
     assert max(len(c.text) for c in chunks) == 2 * run
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("kind", ["text", "markdown", "json", "code"])
+def test_a_run_of_clusters_ending_in_a_joiner_is_bounded_like_kinsoku(
+    kind: str, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r"""A cluster that ends with a zero-width joiner (``a\u200d``: \X ends it there) is
+    not cut after, up to KINSOKU_RUN_MAX clusters; a longer run is cut every
+    KINSOKU_RUN_MAX clusters (it was one chunk of 20,000 tokens at budget 64), and the
+    joiner's emoji and Indic sequences, one cluster each, are never cut."""
+    if not native:
+        monkeypatch.setattr("sdk.chunking._accel.native", None)
+    run = _prose.KINSOKU_RUN_MAX
+    language = "python" if kind == "code" else None
+    short = ("a\u200d" * (run - 1) + " ") * 6
+    chunks = Chunker(4).chunk(short, kind="text")
+    check_chunks(short, chunks, 4)
+    assert not [c.text for c in chunks[:-1] if c.text.endswith("\u200d")]
+    for text in ("a\u200d" * 10_000, '["' + "x\u200d" * 3_000 + '"]'):
+        for budget in (1, 64):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # not JSON, not Python: prose rules
+                chunks = Chunker(budget).chunk(text, kind=kind, language=language)
+            check_chunks(text, chunks, budget)
+            assert max(len(_prose._GRAPHEME.findall(c.text)) for c in chunks) <= run + 1
+            assert max(c.tokens for c in chunks) <= max(budget, 2 * run + 2)
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467" * 100
+    chunks = Chunker(1).chunk(family, kind="text")
+    check_chunks(family, chunks, 1)
+    assert len(chunks) == 100
 
 
 def _python_peak(text: str, kind: str) -> int:
