@@ -940,7 +940,7 @@ def _encoder_inside(budget: int, texts: Sequence[Text], repeats: int, time_cap: 
     this share of the cost is the floor the rest of a chunking pass sits on."""
     chunker = Chunker(budget, encoding=ENCODING)
     sizer = chunker.sizer
-    inner = sizer._encode
+    inner, inner_ids = sizer._encode, sizer._ids
     spent = [0.0]
 
     def timed(s: str) -> list[int]:
@@ -950,7 +950,14 @@ def _encoder_inside(budget: int, texts: Sequence[Text], repeats: int, time_cap: 
         finally:
             spent[0] += CLOCK() - t0
 
-    sizer._encode = timed
+    def timed_ids(s: str) -> object:
+        t0 = CLOCK()
+        try:
+            return inner_ids(s)
+        finally:
+            spent[0] += CLOCK() - t0
+
+    sizer._encode, sizer._ids = timed, timed_ids
 
     def one_pass() -> float:
         spent[0] = 0.0

@@ -27,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 import anyio
 import anyio.from_thread
@@ -39,6 +39,10 @@ from ._errors import SDKError
 
 if TYPE_CHECKING:
     import tokenizers
+    from typing_extensions import Buffer
+
+# What the encoder hands back: a list of ids, or a buffer of 4-byte ids.
+_Ids = TypeVar("_Ids")
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -283,23 +287,44 @@ class Encoder:
     same two steps. A panic from the native code becomes a :class:`TokenizerError`.
     """
 
-    __slots__ = ("_native", "_pattern", "_piece", "name")
+    __slots__ = ("_buffer", "_native", "_pattern", "_piece", "name")
 
     def __init__(self, name: str, encoding: tiktoken.Encoding, pattern: str) -> None:
         self.name = name
         self._native: Callable[[str], list[int]] = encoding.encode_ordinary
         self._piece: Callable[[str], list[int]] | None = getattr(encoding, "_encode_single_piece", None)
         self._pattern = regex.compile(pattern)
+        # tiktoken's encoder to a buffer of 4-byte ids: no Python int per token, 6-10%
+        # faster than ``encode_ordinary`` on whole texts. With no special token allowed,
+        # special-token strings are ordinary text, as ``encode_ordinary`` takes them.
+        core = getattr(encoding, "_core_bpe", None)
+        to_buffer = getattr(core, "encode_to_tiktoken_buffer", None)
+        self._buffer: Callable[[str], Buffer] | None = None
+        if to_buffer is not None:
+            allowed: frozenset[str] = frozenset()
+            self._buffer = lambda text: to_buffer(text, allowed)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``, special-token strings taken as ordinary text."""
+        return self._encode(text, self._native)
+
+    def encode_ids(self, text: str) -> Sequence[int] | Buffer:
+        """The ids of :meth:`encode` as 4-byte unsigned integers in an object with the
+        buffer protocol (its length in bytes is the view's ``len``: read it as bytes),
+        or as a list where this tiktoken has no buffer encoder."""
+        buffer = self._buffer
+        if buffer is None:
+            return self.encode(text)
+        return self._encode(text, buffer)
+
+    def _encode(self, text: str, native: Callable[[str], _Ids]) -> _Ids | list[int]:
         limit = _NATIVE_RUN
         try:
             if len(text) < limit:
-                return self._native(text)
+                return native(text)
             runs = _long_runs(text, limit)
             if not runs:
-                return self._native(text)
+                return native(text)
             return self._around(text, runs)
         except (Exception, KeyboardInterrupt, SystemExit, GeneratorExit):
             raise

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
 import regex
 
 from sdk import count_tokens
 from sdk.chunking import Chunk
+from sdk.chunking._engine import Sizer
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 _GRAPHEME = regex.compile(r"\X")
 # (whitespace next to it at most 32 characters a side: longer runs are cut, see _json._Gaps)
@@ -54,3 +61,24 @@ def check_chunks(text: str, chunks: list[Chunk], max_tokens: int, encoding: str 
 
 def boundaries(chunks: list[Chunk]) -> list[int]:
     return [c.end for c in chunks[:-1]]
+
+
+def watch_encoder(sizer: Sizer, seen: Callable[[str], None]) -> Callable[[], None]:
+    """Have ``seen`` called with every text ``sizer`` hands its encoder: the chunks it
+    counts and the sections whose token ends it takes. Returns what undoes it."""
+    encode, ids = sizer._encode, sizer._ids
+
+    def counting(text: str) -> list[int]:
+        seen(text)
+        return encode(text)
+
+    def counting_ids(text: str) -> Sequence[int] | Buffer:
+        seen(text)
+        return ids(text)
+
+    sizer._encode, sizer._ids = counting, counting_ids
+
+    def undo() -> None:
+        sizer._encode, sizer._ids = encode, ids
+
+    return undo

@@ -39,6 +39,7 @@ from ._types import Section
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+    from typing_extensions import Buffer
 
 __all__ = ["Engine", "RawChunk", "Sizer", "flat_state"]
 
@@ -88,6 +89,7 @@ class Sizer:
     __slots__ = (
         "_byte_len",
         "_encode",
+        "_ids",
         "_len32",
         "_lengths",
         "_other",
@@ -104,6 +106,9 @@ class Sizer:
         # Exact like tiktoken's encode_ordinary, and safe on any input (long runs of
         # whitespace make tiktoken itself panic).
         self._encode = counter.encode
+        # The ids of a whole section, for ``char_ends``: from tiktoken, a buffer of
+        # 4-byte ids, which no Python int is made for (``_encode``'s lists count chunks).
+        self._ids: Callable[[str], Sequence[int] | Buffer] = counter.encode
         self.tiktoken = isinstance(counter, Encoder)
         if isinstance(counter, Encoder):
             # No token holds more characters than bytes, so a range longer than
@@ -113,6 +118,7 @@ class Sizer:
             # only once the fallback needs one, so numpy (0.16 s to import) is not
             # loaded where the native passes run.
             self._len32 = array("i", self._lengths).tobytes()
+            self._ids = counter.encode_ids
             self._byte_len: npt.NDArray[np.int64] | None = None
             self.max_token_bytes = self.max_token_chars = max(self._lengths)
             self.additive: Callable[[str, int], bool] = ADDITIVE.get(counter.name, _never)
@@ -151,7 +157,7 @@ class Sizer:
             # the text and no numpy temporaries (about 20% of an encode pass, and as
             # much again in fixed costs on short texts, before).
             out = array(code)
-            out.frombytes(native.char_ends(text, self._encode(text), self._len32, start, code == "q"))
+            out.frombytes(native.char_ends(text, self._ids(text), self._len32, start, code == "q"))
             return out
         import numpy as np
 

@@ -59,7 +59,8 @@ utf8_width(Py_UCS4 c)
 PyDoc_STRVAR(char_ends_doc,
 "char_ends(text, ids, lengths, start, wide) -> bytes\n\n"
 "The end of each token of ``text`` in characters, counted from ``start``, as machine\n"
-"integers (8 bytes each when ``wide``, else 4): token ``ids`` (a sequence of ints) with\n"
+"integers (8 bytes each when ``wide``, else 4): token ``ids`` (a sequence of ints, or a\n"
+"buffer of 4-byte unsigned ints, its length read in bytes) with\n"
 "UTF-8 ``lengths`` (a buffer of int32 indexed by id). A token that ends inside a\n"
 "character's bytes ends after that character; ends past the text stop at its end.");
 
@@ -74,11 +75,33 @@ char_ends(PyObject *self, PyObject *args)
         return NULL;
     }
     PyObject *result = NULL;
-    /* A list is used as it is; any other sequence of ints is listed once. */
-    PyObject *ids = PySequence_Fast(sequence, "token ids must be a sequence of ints");
-    if (ids == NULL) {
-        PyBuffer_Release(&lengths);
-        return NULL;
+    PyObject *ids = NULL;
+    /* A buffer of 4-byte ids (tiktoken's, or an array('I')) is read as it is, its
+     * length taken from the view's length in bytes (tiktoken's buffer reports its
+     * shape in bytes, not ids, so the shape is not read). */
+    Py_buffer idbuf = {0};
+    const uint32_t *ids32 = NULL;
+    Py_ssize_t n;
+    if (!PyList_Check(sequence) && !PyTuple_Check(sequence) && PyObject_CheckBuffer(sequence)) {
+        if (PyObject_GetBuffer(sequence, &idbuf, PyBUF_FULL_RO) < 0) {
+            PyBuffer_Release(&lengths);
+            return NULL;
+        }
+        if (idbuf.itemsize != 4 || idbuf.len % 4 != 0 || !PyBuffer_IsContiguous(&idbuf, 'C')) {
+            PyErr_SetString(PyExc_ValueError, "token ids must be a buffer of 4-byte unsigned ints");
+            goto done;
+        }
+        ids32 = (const uint32_t *)idbuf.buf;
+        n = idbuf.len / 4;
+    }
+    else {
+        /* A list is used as it is; any other sequence of ints is listed once. */
+        ids = PySequence_Fast(sequence, "token ids must be a sequence of ints");
+        if (ids == NULL) {
+            PyBuffer_Release(&lengths);
+            return NULL;
+        }
+        n = PySequence_Fast_GET_SIZE(ids);
     }
     if (lengths.len % 4 != 0) {
         PyErr_SetString(PyExc_ValueError, "lengths must be 4-byte integers");
@@ -86,7 +109,6 @@ char_ends(PyObject *self, PyObject *args)
     }
     const int32_t *table = (const int32_t *)lengths.buf;
     Py_ssize_t ntable = lengths.len / 4;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(ids);
     Py_ssize_t width = wide ? 8 : 4;
     if (n > PY_SSIZE_T_MAX / width) {
         PyErr_NoMemory();
@@ -105,11 +127,18 @@ char_ends(PyObject *self, PyObject *args)
     long long cbyte = 0;        /* the UTF-8 offset where character ``ci`` starts */
     long long bend = 0;         /* the UTF-8 end of the tokens so far */
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(ids, k);
-        Py_ssize_t id = PyLong_AsSsize_t(item);
-        if (id == -1 && PyErr_Occurred()) {
-            Py_CLEAR(result);
-            goto done;
+        Py_ssize_t id;
+        if (ids32 != NULL) {
+            uint32_t v;
+            memcpy(&v, ids32 + k, 4);
+            id = (Py_ssize_t)v;
+        }
+        else {
+            id = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(ids, k));
+            if (id == -1 && PyErr_Occurred()) {
+                Py_CLEAR(result);
+                goto done;
+            }
         }
         if (id < 0 || id >= ntable) {
             PyErr_Format(PyExc_ValueError, "token id %zd is outside the table of %zd lengths", id, ntable);
@@ -163,7 +192,10 @@ char_ends(PyObject *self, PyObject *args)
         }
     }
 done:
-    Py_DECREF(ids);
+    Py_XDECREF(ids);
+    if (idbuf.obj != NULL) {
+        PyBuffer_Release(&idbuf);
+    }
     PyBuffer_Release(&lengths);
     return result;
 }

@@ -14,7 +14,7 @@ import pytest
 
 from sdk.chunking import Chunker
 from sdk.chunking._junctions import ADDITIVE
-from tests.invariants import check_chunks
+from tests.invariants import check_chunks, watch_encoder
 
 
 def _source(functions: int) -> str:
@@ -42,17 +42,15 @@ def test_code_edges_are_recounted_rarely(encoding: str, budget: int) -> None:
     chunker = Chunker(budget, encoding=encoding)
     sizer = chunker.sizer
     assert sizer is not None
-    encode = sizer._encode
     calls = [0, 0]
 
-    def counting(s: str) -> list[int]:
+    def counting(s: str) -> None:
         calls[0] += 1
         calls[1] += len(s)
-        return encode(s)
 
-    sizer._encode = counting
+    undo = watch_encoder(sizer, counting)
     chunks = chunker.chunk(text, kind="code", language="python")
-    sizer._encode = encode
+    undo()
     check_chunks(text, chunks, budget, encoding)
     assert len(chunks) > 400
     # Before: three to four encoder calls a chunk, and the text encoded 1.7 to 1.9 times.

@@ -20,7 +20,7 @@ import pytest
 
 from sdk.chunking import Chunk, Chunker, _code, _engine, _prose
 from tests.corpus import corpus_files
-from tests.invariants import check_chunks
+from tests.invariants import check_chunks, watch_encoder
 
 SHAPES: dict[str, Callable[[int], str]] = {
     "terminals": lambda n: "see" + "!" * n + "x",
@@ -36,14 +36,12 @@ SHAPES: dict[str, Callable[[int], str]] = {
 
 def _encoded_per_char(text: str, budget: int = 64) -> float:
     chunker = Chunker(budget)
-    encode = chunker.sizer._encode
     seen = [0]
 
-    def counting(s: str) -> list[int]:
+    def counting(s: str) -> None:
         seen[0] += len(s)
-        return encode(s)
 
-    chunker.sizer._encode = counting
+    watch_encoder(chunker.sizer, counting)
     chunks = chunker.chunk(text, kind="text")
     assert "".join(c.text for c in chunks) == text
     assert all(c.tokens <= budget or c.oversize for c in chunks)
@@ -147,14 +145,12 @@ def test_memory_is_a_small_multiple_of_the_input(kind: str, bound: int) -> None:
 
 def _longest_encode(text: str, budget: int) -> tuple[int, list[Chunk]]:
     chunker = Chunker(budget)
-    encode = chunker.sizer._encode
     longest = [0]
 
-    def counting(s: str) -> list[int]:
+    def counting(s: str) -> None:
         longest[0] = max(longest[0], len(s))
-        return encode(s)
 
-    chunker.sizer._encode = counting
+    watch_encoder(chunker.sizer, counting)
     chunks = chunker.chunk(text, kind="text")
     return longest[0], chunks
 

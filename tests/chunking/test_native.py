@@ -88,6 +88,30 @@ def test_char_ends_rejects_what_is_not_a_token_id() -> None:
         NATIVE.char_ends("abc", [0], lengths, (1 << 31) - 1, False)
     # ends past the text stop at its end; a tuple of ids is taken as well as a list
     assert NATIVE.char_ends("ab", (2, 2), lengths, 10, True) == array("q", [12, 12]).tobytes()
+    # and a buffer of 4-byte ids; one of other widths is refused
+    assert NATIVE.char_ends("abc", array("I", [0, 1]), lengths, 0, False) == array("i", [1, 3]).tobytes()
+    with pytest.raises(ValueError, match="outside the table"):
+        NATIVE.char_ends("abc", array("I", [0, 2**32 - 1]), lengths, 0, False)
+    with pytest.raises(ValueError, match="4-byte unsigned"):
+        NATIVE.char_ends("abc", array("q", [0, 1]), lengths, 0, False)
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+@given(text=TEXTS)
+@settings(max_examples=200, deadline=None)
+def test_tiktokens_buffer_of_ids_gives_the_ends_its_list_does(encoding: str, text: str) -> None:
+    """tiktoken's buffer of ids (which reports its shape in bytes) is read by its length:
+    the same ends as from ``encode_ordinary``'s list, special-token strings included."""
+    assert NATIVE is not None
+    sizer = Sizer(encoding)
+    text += "<|endoftext|>" if len(text) % 2 else ""
+    ids = sizer._ids(text)
+    assert not isinstance(ids, list)  # this tiktoken has the buffer encoder
+    listed = sizer.encode(text)
+    assert array("I", bytes(ids)).tolist() == listed  # type: ignore[call-overload]
+    assert NATIVE.char_ends(text, ids, sizer._len32, 3, True) == NATIVE.char_ends(
+        text, listed, sizer._len32, 3, True
+    )
 
 
 JSON_VALUES = st.recursive(
