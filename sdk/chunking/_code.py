@@ -272,6 +272,25 @@ def _ruby_state_may_overflow(text: str) -> bool:
     return 2 + 5 * literals + sum(words) + 4 * len(words) >= 1000
 
 
+# tree-sitter-bash 0.25's scanner asks isdigit() of the code point after "{" and its
+# digits: past 255, glibc reads its class table out of bounds (the guard gives scanners
+# a table for every code point; without it, such bash is chunked as prose).
+_BASH_FAR_AFTER_BRACE = regex.compile(r"\{[0-9]*+[^\x00-\xff]")
+
+
+def _unguarded_risk(language: str, text: str) -> str | None:
+    """Why ``language``'s scanner could crash the process on ``text`` without the guard
+    of ``_guard.c``, or None."""
+    if language == "ruby" and _ruby_state_may_overflow(text):
+        return "its scanner could overflow on these heredocs, and sdk.chunking._guard is not built"
+    if language == "bash" and _BASH_FAR_AFTER_BRACE.search(text) is not None:
+        return (
+            "its scanner reads past the C library's character table on a character past "
+            "U+00FF after '{', and sdk.chunking._guard is not built"
+        )
+    return None
+
+
 class _Nodes(NamedTuple):
     """State of a code section: sibling nodes spanning bytes ``[start, end)``.
 
@@ -378,6 +397,7 @@ class CodeSplitter:
         "_live",
         "_parser",
         "_plain",
+        "_risk",
         "_row",
         "_text",
         "_tree",
@@ -408,6 +428,9 @@ class CodeSplitter:
         self.lexed = 0  # the lexer's steps, where the guard counts them
         self.stopped: int | None = None  # the byte the parser was stopped at
         self._why = ""
+        # Why the grammar's scanner could crash the process on this text without the
+        # guard (checked only where the guard is not built).
+        self._risk = None if _accel.guard is not None else _unguarded_risk(language, text)
         self._whole = 0  # how many of the last window's nodes may be whole
         self._parser: tree_sitter.Parser | None = None
         self._live: list[list[Node]] | None = None  # node lists of the current window
@@ -427,12 +450,6 @@ class CodeSplitter:
         the parser was stopped (see :meth:`_run`)."""
         if self._tree is None and self.stopped is None:
             data = self._load()
-            if self.language == "ruby" and _accel.guard is None and _ruby_state_may_overflow(self._text):
-                self.stopped = 0  # tree-sitter-ruby could crash the process on this text
-                self._why = (
-                    "its scanner could overflow on these heredocs, and sdk.chunking._guard is not built"
-                )
-                return None
             self._tree = self._run(tree_sitter.Parser(self._grammar), 0)
             self.parsed += len(data)
             self.widest = max(self.widest, len(data))
@@ -444,9 +461,13 @@ class CodeSplitter:
         operations or lexer steps than the source's length allows (``_PARSE_SLACK``,
         ``_LEX_SLACK``)."""
         data = self._data
+        guard = _accel.guard
+        if guard is None and self._risk is not None:
+            self.stopped = lo  # the grammar's scanner could crash the process on this text
+            self._why = self._risk
+            return None
         view = memoryview(data)
         buffer = _read_buffer()
-        guard = _accel.guard
         budget = _Budget(lo, _PARSE_SLACK, _PARSE_BYTES, None if guard is None else guard.meter_count)
         if guard is not None:
             # Past these (the whole window's allowance), lexing stops at once: some lex

@@ -25,6 +25,14 @@
  * snippets) the tree can differ from the unguarded one; on 26,000 real files in the
  * 13 grammars, every tree is the grammar's own.
  *
+ * The copy also gives a scanner character classes for every code point (glibc only):
+ * a scanner that asks isdigit() or isalpha() of a lookahead past 255, as
+ * tree-sitter-bash 0.25's does after "{", made glibc read its class table up to 2 MB
+ * past its end, and "{" followed by a far code point crashed the process about one run
+ * in two. While a scanner runs, the thread's table is one that covers every code point,
+ * its first 384 entries copied from the table in use when the first language was
+ * guarded, and no class for the rest (their classes were whatever lay past the table).
+ *
  * The copy is made of the language structure of ABI 14 and 15 (the versions this
  * tree-sitter loads); a language of another version, or one without an external
  * scanner, comes back as it is.
@@ -35,6 +43,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__GLIBC__)
+#include <ctype.h>
+#define WIDE_CTYPE 1
+#endif
 
 #define BUFFER_SIZE 1024 /* TREE_SITTER_SERIALIZATION_BUFFER_SIZE */
 #define SCRATCH_SIZE (8 * BUFFER_SIZE)
@@ -276,6 +289,47 @@ at_end(Lexer *lx)
     return true;
 }
 
+/* Character classes for every code point while a scanner runs (see the top). */
+#ifdef WIDE_CTYPE
+#define WIDE_LOW 128 /* glibc's table starts at -128 */
+#define WIDE_SPAN (WIDE_LOW + 0x110000 + 1)
+static unsigned short *wide_table; /* entries for -128 .. 0x110000; NULL until made */
+
+/* Made once, with the GIL held, when the first language is guarded. Calloc'd: the
+ * pages past the copied entries are never written, so they take no memory. */
+static void
+wide_make(void)
+{
+    if (wide_table != NULL)
+        return;
+    unsigned short *t = calloc(WIDE_SPAN, sizeof *t);
+    if (t == NULL)
+        return; /* scanners then run with the thread's own table */
+    memcpy(t, *__ctype_b_loc() - WIDE_LOW, (WIDE_LOW + 256) * sizeof *t);
+    wide_table = t;
+}
+
+static inline const unsigned short *
+wide_enter(void)
+{
+    const unsigned short **loc = __ctype_b_loc();
+    const unsigned short *own = *loc;
+    if (wide_table != NULL)
+        *loc = wide_table + WIDE_LOW;
+    return own;
+}
+
+static inline void
+wide_leave(const unsigned short *own)
+{
+    *__ctype_b_loc() = own;
+}
+#else
+static void wide_make(void) {}
+static inline const unsigned short *wide_enter(void) { return NULL; }
+static inline void wide_leave(const unsigned short *own) { (void)own; }
+#endif
+
 #define METERED(call, lexer, main)                                                             \
     do {                                                                                       \
         Lexer *lx = (Lexer *)(lexer);                                                          \
@@ -299,9 +353,16 @@ at_end(Lexer *lx)
     }                                                                                          \
     static void *create_##i(void) { return boxed(&slots[i]); }                                 \
     static void destroy_##i(void *payload) { unboxed(&slots[i], payload); }                    \
-    static bool scan_##i(void *payload, void *lexer, const bool *valid)                        \
+    static bool metered_scan_##i(void *payload, void *lexer, const bool *valid)                \
     {                                                                                          \
         METERED(slots[i].scan(((Box *)payload)->inner, lexer, valid), lexer, false);           \
+    }                                                                                          \
+    static bool scan_##i(void *payload, void *lexer, const bool *valid)                        \
+    {                                                                                          \
+        const unsigned short *own = wide_enter();                                              \
+        bool result = metered_scan_##i(payload, lexer, valid);                                 \
+        wide_leave(own);                                                                       \
+        return result;                                                                         \
     }                                                                                          \
     static unsigned serialize_##i(void *payload, char *buffer)                                 \
     {                                                                                          \
@@ -351,6 +412,7 @@ guard(PyObject *self, PyObject *args)
     const Language14 *source = PyCapsule_GetPointer(capsule, CAPSULE);
     if (source == NULL)
         return NULL;
+    wide_make();
     if ((source->version != 14 && source->version != 15) || source->lex_fn == NULL) {
         Py_INCREF(capsule);
         return capsule;
