@@ -237,7 +237,11 @@ class Chunker:
                         out.append(c)
                         continue
                     excess = max(excess, n - self.max_tokens)
-                out.append(dataclasses.replace(c, text=context + c.text, tokens=n, context=context))
+                out.append(
+                    dataclasses.replace(
+                        c, text=context + c.text, tokens=n, context=context, oversize=n > self.max_tokens
+                    )
+                )
             if not excess:
                 return out
             reserve += excess
@@ -339,16 +343,19 @@ class Chunker:
                 out.append(cur)
                 continue
             carried = text[start : cur.end]
+            tokens = sizer.count(carried)
             out.append(
                 Chunk(
                     carried,
                     start,
                     cur.end,
-                    sizer.count(carried),
+                    tokens,
                     cur.kind,
                     cur.language,
                     cur.path,
-                    cur.oversize,
+                    # (An oversize unit can count less with the tail before it: " 👍🏽"
+                    # is 5 tokens in cl100k_base, "👍🏽" 6.)
+                    tokens > self.max_tokens,
                     prev.byte_start + len(text[prev.start : start].encode("utf-8")),
                     cur.byte_end,
                     cur.partial,

@@ -50,6 +50,25 @@ def test_json_string_unit_that_fits_max_tokens_is_not_oversize(kind: str) -> Non
         assert not any(c.oversize for c in chunks)
 
 
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("overlap", [1, 2, 3])
+def test_an_oversize_unit_that_counts_less_with_the_overlap_before_it_is_not_oversize(
+    overlap: int, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "👍🏽" is 6 tokens in cl100k_base and " 👍🏽" 5: carried after the overlap, the
+    unit fits ``max_tokens`` (it kept the flag of the unit alone, before)."""
+    if not native:
+        monkeypatch.setattr("sdk.chunking._accel.native", None)
+    assert count_tokens("\U0001f44d\U0001f3fd", "cl100k_base") == 6
+    chunks = chunk(
+        "a \U0001f44d\U0001f3fd", max_tokens=5, overlap=overlap, kind="text", encoding="cl100k_base"
+    )
+    for c in chunks:
+        assert c.tokens == count_tokens(c.text, "cl100k_base"), c
+        assert c.oversize == (c.tokens > 5), c
+    assert [c.text for c in chunks] == ["a ", " \U0001f44d\U0001f3fd"]
+
+
 def test_a_unit_over_max_tokens_is_still_oversize() -> None:
     chunks = chunk(f"ab {TWO_TOKEN_GRAPHEME} cd", max_tokens=1, kind="text")
     check_budget(chunks, 1)
