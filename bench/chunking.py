@@ -666,6 +666,7 @@ SHAPES: dict[str, tuple[str, str | None, Callable[[int], str]]] = {
         None,
         lambda n: "```\n" + "word " * (n // 5) + "\n```\n",
     ),
+    "clusters ending in a joiner": ("text", None, lambda n: "a\u200d" * (n // 4)),
 }
 SCALE_BUDGET = 64
 ORDINARY = ("prose", "markdown", "json", "python source")
