@@ -62,6 +62,18 @@ def register_kind(kind: str, factory: RootFactory) -> None:
     _ROOTS[kind] = factory
 
 
+def _check_kind(kind: object) -> None:
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be a str, got {type(kind).__name__}")
+    if kind not in _KINDS:
+        raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(_KINDS)}")
+
+
+def _check_optional_str(value: object, name: str) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+
+
 # No text has anywhere near this many tokens: a larger budget would mean the same.
 _MAX_BUDGET = 1 << 62
 
@@ -110,8 +122,8 @@ class Chunker:
             raise ValueError(f"overlap must be a non-negative int, got {overlap!r}")
         if overlap >= max_tokens:
             raise ValueError(f"overlap ({overlap}) must be smaller than max_tokens ({max_tokens})")
-        if kind not in _KINDS:
-            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(_KINDS)}")
+        _check_kind(kind)
+        _check_optional_str(language, "language")
         self.max_tokens = max_tokens
         self.overlap = overlap
         self.encoding = encoding
@@ -126,7 +138,7 @@ class Chunker:
         *,
         kind: str | None = None,
         language: str | None = None,
-        filename: str | None = None,
+        filename: str | os.PathLike[str] | None = None,
         heading_context: bool = False,
     ) -> list[Chunk]:
         """Chunk ``text``; see :func:`chunk` for the arguments."""
@@ -140,7 +152,7 @@ class Chunker:
         *,
         kind: str | None = None,
         language: str | None = None,
-        filename: str | None = None,
+        filename: str | os.PathLike[str] | None = None,
         heading_context: bool = False,
     ) -> list[Chunk]:
         """:meth:`chunk`, awaited: the work runs in a worker thread, so the event loop
@@ -182,13 +194,17 @@ class Chunker:
         text: str,
         kind: str | None,
         language: str | None,
-        filename: str | None,
+        filename: str | os.PathLike[str] | None,
         heading_context: bool,
     ) -> list[Chunk]:
         text = checked_text(text, "chunk()")
         kind = self.kind if kind is None else kind
-        if kind not in _KINDS:
-            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(_KINDS)}")
+        _check_kind(kind)
+        _check_optional_str(language, "language")
+        if filename is not None:
+            if isinstance(filename, os.PathLike):
+                filename = os.fspath(filename)
+            _check_optional_str(filename, "filename")
         if heading_context and self.overlap:
             raise ValueError("heading_context and overlap cannot be combined")
         if not text:
@@ -520,7 +536,7 @@ def chunk(
     encoding: EncodingSpec = DEFAULT_ENCODING,
     overlap: int = 0,
     *,
-    filename: str | None = None,
+    filename: str | os.PathLike[str] | None = None,
     heading_context: bool = False,
 ) -> list[Chunk]:
     """Cut ``text`` at safe seams into chunks of at most ``max_tokens`` tokens.

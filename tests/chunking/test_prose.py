@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +57,21 @@ def test_lone_surrogate_names_offset() -> None:
 def test_unknown_kind() -> None:
     with pytest.raises(ValueError, match="unknown kind"):
         chunk("x", kind="yaml")
+
+
+def test_arguments_of_the_wrong_type_are_named() -> None:
+    for kwargs, name in [
+        ({"language": 3}, "language"),
+        ({"filename": b"x.py"}, "filename"),
+        ({"kind": ["text"]}, "kind"),
+    ]:
+        with pytest.raises(TypeError, match=f"^{name} must be a str"):
+            chunk("a b c d", 1, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^language must be a str"):
+        Chunker(4, language=3)  # type: ignore[arg-type]
+    # A path names the file as its string does.
+    text = "def f():\n    return 1\n"
+    assert chunk(text, 4, filename=Path("m.py")) == chunk(text, 4, filename="m.py")
 
 
 def test_overlap_must_leave_room() -> None:
