@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import pickle
 import warnings
 from pathlib import Path
 
@@ -72,6 +73,14 @@ def test_arguments_of_the_wrong_type_are_named() -> None:
     # A path names the file as its string does.
     text = "def f():\n    return 1\n"
     assert chunk(text, 4, filename=Path("m.py")) == chunk(text, 4, filename="m.py")
+
+
+def test_a_chunker_pickles_and_chunks_alike() -> None:
+    """(For process pools: it holds its encoder, whose buffer encoder is an object.)"""
+    chunker = Chunker(16, overlap=2)
+    text = "Hello world. " * 40 + "日本語の文章です。" * 20
+    again = pickle.loads(pickle.dumps(chunker))
+    assert again.chunk(text) == chunker.chunk(text)
 
 
 def test_overlap_must_leave_room() -> None:
