@@ -306,13 +306,33 @@ class Chunker:
         chunks or the error that stopped it (a binary or undecodable file, an unreadable
         path), so one bad file never ends the run. ``workers`` threads read and chunk
         files side by side (tree-sitter and tiktoken release the GIL for their part);
-        ``on_progress`` is called after each file, in input order."""
+        ``on_progress`` is called after each file, in input order.
+
+        The arguments are checked when it is called, not when the first result is asked
+        for (a bad ``errors`` mode had been every file's error)."""
+        if isinstance(workers, bool) or not isinstance(workers, int):
+            raise TypeError(f"workers must be an int, got {type(workers).__name__}")
         if workers < 1:
             raise ValueError("workers must be >= 1")
         if isinstance(paths, (str, bytes, os.PathLike)):
             # (A str is an iterable too: its characters were taken for paths.)
             raise TypeError("chunk_many takes an iterable of paths, not one path: use chunk_file")
+        if errors not in ("strict", "replace"):
+            raise ValueError("errors must be 'strict' or 'replace'")
+        if kind is not None:
+            _check_kind(kind)
+        if on_progress is not None and not callable(on_progress):
+            raise TypeError("on_progress must be callable or None")
+        return self._chunk_many(paths, kind, errors, workers, on_progress)
 
+    def _chunk_many(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        kind: str | None,
+        errors: str,
+        workers: int,
+        on_progress: Callable[[FileChunks], None] | None,
+    ) -> Iterator[FileChunks]:
         def one(path: str | os.PathLike[str]) -> FileChunks:
             try:
                 name = os.fsdecode(path)

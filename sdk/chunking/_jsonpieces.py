@@ -312,12 +312,15 @@ def merge_pieces(pieces: Iterable[JSONPiece | str | Mapping[str, Any]]) -> Any:
     count = 0
     for piece in pieces:
         count += 1
-        if isinstance(piece, JSONPiece):
-            obj = _loads(piece.text)
-        elif isinstance(piece, str):
-            obj = _loads(piece)
-        else:
-            obj = piece
+        try:
+            if isinstance(piece, JSONPiece):
+                obj = _loads(piece.text)
+            elif isinstance(piece, str):
+                obj = _loads(piece)
+            else:
+                obj = piece
+        except ValueError as exc:  # not JSON, or an integer past Python's digit limit
+            raise ValueError(f"piece {count} cannot be read: {exc}") from exc
         if not isinstance(obj, Mapping) or not isinstance(obj.get("path"), list):
             raise _bad(f"piece {count} has no path")
         holder, key = _navigate(box, obj["path"])
@@ -399,7 +402,7 @@ def _navigate(box: list[Any], path: list[Any]) -> tuple[Any, Any]:
                 raise _bad(f"path step {seg!r} into a value that is not embedded JSON")
             holder, key = cur.box, 0
         elif isinstance(seg, int) and not isinstance(seg, bool):
-            if not isinstance(cur, list) or seg > len(cur):
+            if not isinstance(cur, list) or not 0 <= seg <= len(cur):
                 raise _bad(f"index {seg} does not continue the array")
             if seg == len(cur):
                 cur.append(_UNSET)

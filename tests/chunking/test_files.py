@@ -92,3 +92,22 @@ def test_an_item_that_is_not_a_path_is_an_error_result_and_one_path_is_refused(t
     for one in (str(good), good, os.fsencode(good)):
         with pytest.raises(TypeError, match="not one path"):
             list(Chunker(32).chunk_many(one))  # type: ignore[arg-type]
+
+
+def test_chunk_many_checks_its_arguments_when_called(tmp_path: Path) -> None:
+    """Not when the first result is asked for: a bad ``errors`` mode had been every
+    file's error, and ``workers="2"`` a comparison error on the first result."""
+    good = tmp_path / "a.txt"
+    good.write_text("hello\n")
+    chunker = Chunker(32)
+    for kwargs, error, match in [
+        ({"errors": "bogus"}, ValueError, "errors must be"),
+        ({"workers": 0}, ValueError, "workers must be"),
+        ({"workers": "2"}, TypeError, "workers must be an int"),
+        ({"workers": True}, TypeError, "workers must be an int"),
+        ({"kind": "yaml"}, ValueError, "unknown kind"),
+        ({"on_progress": 3}, TypeError, "on_progress"),
+    ]:
+        with pytest.raises(error, match=match):
+            chunker.chunk_many([good], **kwargs)
+    assert [r.ok for r in chunker.chunk_many([good], errors="replace", workers=2)] == [True]

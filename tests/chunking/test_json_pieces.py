@@ -278,3 +278,26 @@ def test_deep_document_round_trips_without_recursion() -> None:
         assert isinstance(value, list) and len(value) == 1
         value = value[0]
     assert value == {"k": [1, "x"]}
+
+
+def test_merge_refuses_a_negative_index() -> None:
+    with pytest.raises(ValueError, match="index -1 does not continue"):
+        merge_pieces(['{"path":[-1],"value":1}'])
+    with pytest.raises(ValueError, match="index -1 does not continue"):
+        merge_pieces(['{"path":[0],"value":[1]}', '{"path":[-1],"index":1,"elements":[2]}'])
+
+
+def test_a_piece_that_cannot_be_read_is_named() -> None:
+    with pytest.raises(ValueError, match="piece 2 cannot be read"):
+        merge_pieces(['{"path":[],"value":1}', "{not json"])
+    # An integer past Python's digit limit: as json.loads, with the piece named.
+    pieces = json_pieces("[" + "7" * 4301 + ",1]", 20_000)
+    with pytest.raises(ValueError, match="piece 1 cannot be read: Exceeds the limit"):
+        merge_pieces(pieces)
+
+
+def test_several_top_level_values_are_taken_as_the_array_of_them() -> None:
+    """JSON Lines (or values one after another): their pieces merge to the list of the
+    values, as documented."""
+    for text in ['{"a":1}{"b":2}', '{"a":1}\n{"b":2}\n']:
+        assert merge_pieces(json_pieces(text, 64)) == [{"a": 1}, {"b": 2}]
