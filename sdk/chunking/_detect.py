@@ -276,6 +276,8 @@ def _decide(text: str, language: str | None, filename: str | None) -> tuple[str,
         if name is not None:
             return "code", f"file name {base!r}", name
     prefix = text[:_PREFIX]
+    if prefix.startswith("\ufeff"):
+        prefix = prefix[1:]  # a byte order mark is no content ("\ufeff# Title" is Markdown)
     stripped = prefix.lstrip("\ufeff \t\r\n")
     if stripped[:1] in ("{", "["):
         if _looks_like_jsonl(stripped):

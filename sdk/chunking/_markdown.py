@@ -1021,7 +1021,9 @@ def _lines_of(text: str, start: int, end: int, heading_starts: Sequence[int]) ->
 
 
 def _document_lines(text: str) -> _Lines:
-    return _lines_of(text, 0, len(text), [])
+    # A byte order mark is no part of the first line (``\ufeff# Title`` is a heading):
+    # the lines start after it, and it goes with what follows.
+    return _lines_of(text, 1 if text.startswith("\ufeff") else 0, len(text), [])
 
 
 def _line_flags_python(text: str, start: int, end: int, headings: frozenset[int]) -> _Lines:
@@ -1126,6 +1128,8 @@ def _scan_headings(
         floor = m.end()
     if not ordered:
         found.sort()
+    if starts and starts[0] == 1 and text.startswith("\ufeff"):
+        starts[0] = 0  # (the first heading's section holds the byte order mark before it)
     return found
 
 

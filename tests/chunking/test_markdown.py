@@ -450,3 +450,27 @@ def test_a_fence_that_cannot_be_cut_inside_is_cut_by_prose_rules(text: str, budg
         check_chunks(text, chunks, budget)
         for c in chunks:
             assert c.tokens <= budget or len(regex.findall(r"\X", c.text)) == 1, (kind, c)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_byte_order_mark_does_not_hide_the_first_heading(
+    native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``\\ufeff# Install`` is a heading: the mark goes with the first heading's section
+    (it made a section of its own, and ``kind="auto"`` did not see Markdown at all)."""
+    if not native:
+        monkeypatch.setattr("sdk.chunking._accel.native", None)
+    for body, paths, kinds in [
+        (
+            "# Install\n\n## Linux\n\nrun make\n",
+            ["Install", "Install > Linux", "Install > Linux"],
+            ("markdown", "auto"),
+        ),
+        ("Install\n===\n\ntext here\n", ["Install", "Install"], ("markdown",)),
+    ]:
+        text = "\ufeff" + body
+        for kind in kinds:
+            chunks = chunk(text, 4, kind=kind)
+            check_chunks(text, chunks, 4)
+            assert [c.path for c in chunks] == paths, (kind, body)
+            assert [c.path for c in chunk(body, 4, kind=kind)] == paths
