@@ -21,13 +21,14 @@ import gzip
 import hashlib
 import importlib.resources
 import inspect
+import operator
 import os
 import tempfile
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
 import anyio
 import anyio.from_thread
@@ -501,7 +502,7 @@ class WorkerEncoder:
                 self._cache.popitem(last=False)
 
     def encode(self, text: str) -> list[int]:
-        ids: list[int] = list(self._run(self._tok.encode, text))
+        ids: list[int] = list(_checked_ids(self.name, self._run(self._tok.encode, text)))
         self._remember(text, len(ids))
         return ids
 
@@ -608,6 +609,8 @@ class GenericEncoder:
     __slots__ = ("_encode", "name")
 
     def __init__(self, obj: SupportsEncode, name: str) -> None:
+        if not callable(obj.encode):
+            raise TypeError(f"{name}: its encode is a {type(obj.encode).__name__}, not a method")
         self._encode = obj.encode
         self.name = name
 
@@ -618,14 +621,36 @@ class GenericEncoder:
         return len(self._ids(text))
 
     def _ids(self, text: str) -> Sequence[int]:
-        got = self._encode(text)
-        if not (hasattr(got, "__len__") and hasattr(got, "__iter__")):
-            kind = type(got).__name__
-            raise TypeError(f"{self.name}: encode() returned {kind}, not a sequence of token ids")
-        return got
+        return _checked_ids(self.name, self._encode(text))
 
     def encode_ends(self, text: str, start_byte: int) -> list[int]:
         return even_ends(len(text.encode("utf-8")), self.count(text), start_byte)
+
+
+def _checked_ids(name: str, got: Any) -> Sequence[int]:
+    """``got`` if it looks like token ids (a sized sequence whose first item is an int):
+    a str, bytes or floats have a length too, and were counted by it."""
+    if (
+        isinstance(got, (str, bytes, bytearray, memoryview, Mapping))
+        or not (hasattr(got, "__len__") and hasattr(got, "__iter__"))
+        or (len(got) and not _is_id(next(iter(got))))
+    ):
+        what = type(got).__name__
+        if hasattr(got, "__iter__") and hasattr(got, "__len__") and len(got):
+            what += f" of {type(next(iter(got))).__name__}"
+        raise TypeError(f"{name}: encode() returned {what}, not a sequence of token ids")
+    return cast("Sequence[int]", got)
+
+
+def _is_id(item: object) -> bool:
+    """An int (numpy's integer scalars too, by ``__index__``), not a bool or a float."""
+    if isinstance(item, bool):
+        return False
+    try:
+        operator.index(item)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return True
 
 
 def _tokenizers_module() -> object | None:

@@ -184,3 +184,45 @@ def test_an_encoder_that_returns_no_ids_is_named_in_a_clear_error() -> None:
 
     with pytest.raises(TypeError, match="encode\\(\\) returned NoneType, not a sequence of token ids"):
         Chunker(64, encoding=NoIds()).chunk("hello world")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("returned", "what"),
+    [
+        ("abc", "str of str"),
+        (b"abc", "bytes of int"),
+        ([1.0, 2.0], "list of float"),
+        ([True], "list of bool"),
+    ],
+)
+def test_an_encoder_that_returns_something_else_with_a_length_is_refused(returned: object, what: str) -> None:
+    """A str, bytes or floats have a length too, and were counted by it: an encoder
+    that always returned "abc" made 40 KB one chunk of "3 tokens"."""
+    from sdk.chunking import Chunker
+
+    class Odd:
+        def encode(self, text: str) -> object:
+            return returned
+
+    with pytest.raises(TypeError, match=f"returned {what}, not a sequence of token ids"):
+        Chunker(64, encoding=Odd()).chunk("hello world " * 100)  # type: ignore[arg-type]
+
+
+def test_numpy_ids_and_an_encode_that_is_not_a_method() -> None:
+    import numpy as np
+
+    from sdk.chunking import Chunker
+
+    class Numpy:
+        def encode(self, text: str) -> object:
+            return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.int64)
+
+    text = "hello world " * 20
+    chunks = Chunker(16, encoding=Numpy()).chunk(text)  # type: ignore[arg-type]
+    assert "".join(c.text for c in chunks) == text and max(c.tokens for c in chunks) <= 16
+
+    class NotCallable:
+        encode = 5
+
+    with pytest.raises(TypeError, match="its encode is a int, not a method"):
+        Chunker(16, encoding=NotCallable())  # type: ignore[arg-type]

@@ -175,7 +175,7 @@ class Chunker:
         """Chunk each text (``concurrency`` at once, each in a worker thread), in order."""
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
-        items = list(texts)
+        items = [checked_text(t, "achunk_many()") for t in texts]  # (not an ExceptionGroup later)
         out: list[list[Chunk]] = [[] for _ in items]
         limiter = anyio.CapacityLimiter(concurrency)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sdk._errors import SDKError
-from sdk._tokens import DEFAULT_ENCODING, EncodingSpec
+from sdk._tokens import DEFAULT_ENCODING, EncodingSpec, checked_text
 
 from ._engine import Engine, Sizer
 from ._json import JSONSplitter, _Constant, _Duplicate, _no_constant, _no_duplicates, _strict_docs, _Text
@@ -265,6 +265,7 @@ def json_pieces(
         raise TypeError("max_tokens must be an int")
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    text = checked_text(text, "json_pieces()")  # (a lone surrogate made pieces UTF-8 cannot hold)
     docs = _strict_docs(text)
     maker = _PieceMaker(Sizer(encoding), max_tokens, expand_embedded)
     st = Structure(text)

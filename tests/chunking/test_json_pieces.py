@@ -301,3 +301,9 @@ def test_several_top_level_values_are_taken_as_the_array_of_them() -> None:
     values, as documented."""
     for text in ['{"a":1}{"b":2}', '{"a":1}\n{"b":2}\n']:
         assert merge_pieces(json_pieces(text, 64)) == [{"a": 1}, {"b": 2}]
+
+
+def test_a_lone_surrogate_is_refused_with_its_offset() -> None:
+    """As chunk() refuses it: a piece holding it could not be written as UTF-8."""
+    with pytest.raises(ValueError, match="lone surrogate U\\+D800 at offset 2"):
+        json_pieces('["\ud800"]', 64)
