@@ -32,6 +32,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1  # a request to a server failed (connection, API error)
 EXIT_USAGE = 2  # bad options, a path that does not exist, a file that cannot be read or written
 EXIT_OVERSIZE = 3  # seam chunk: some chunk is over the budget (one indivisible unit)
+EXIT_PIPE = 141  # the output was closed before all of it was written (as SIGPIPE reports it)
 
 app = typer.Typer(
     name="seam",
@@ -424,6 +425,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         app(args=argv, prog_name="seam")
     except SystemExit as e:
+        if type(sys.stdout).__name__.lstrip("_") == "PacifyFlushWrapper":
+            # The reader of the output went away (a pipe into `head`): click exits 1,
+            # which says a request failed; a writer stopped by SIGPIPE reports 141.
+            return EXIT_PIPE
         code = e.code
         if code is None:
             return EXIT_OK

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from sdk import count_tokens
 from sdk.chunking import Chunker
-from sdk.cli import EXIT_OK, EXIT_OVERSIZE, EXIT_USAGE
+from sdk.cli import EXIT_OK, EXIT_OVERSIZE, EXIT_PIPE, EXIT_USAGE
 
 from .conftest import run
 
@@ -185,6 +185,23 @@ def test_console_script_and_python_m_sdk(tmp_path: Path) -> None:
         assert json.loads(p.stdout)["text"] == "Hello there. General Kenobi."
         p = subprocess.run([*cmd, "--help"], capture_output=True, text=True, timeout=60)
         assert p.returncode == 0 and "chunk" in p.stdout and "bench" in p.stdout
+
+
+def test_output_closed_early_exits_with_the_pipe_status(tmp_path: Path) -> None:
+    """A pipe into ``head``: click exited 1, which says a request failed."""
+    f = tmp_path / "a.txt"
+    f.write_text("Some words to cut into many chunks. " * 20_000, encoding="utf-8")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sdk", "chunk", str(f), "-n", "4", "--jsonl", "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    assert child.stdout.readline()  # the reader takes one line and goes away
+    child.stdout.close()
+    err = child.stderr.read()
+    assert child.wait(timeout=120) == EXIT_PIPE, err
+    assert b"Traceback" not in err
 
 
 def test_progress_bar_on_a_terminal_only(seam: CliRunner, tmp_path: Path) -> None:
