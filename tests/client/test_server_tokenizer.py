@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import anyio
+import anyio.from_thread
 import httpx2
 import pytest
 
@@ -16,7 +17,7 @@ from sdk import APIError, Client, NotFoundError, ServerTokenizer, acount_tokens,
 from sdk._tokens import WorkerEncoder
 from sdk.chunking import Chunker, chunk
 from tests.corpus import corpus_files
-from tests.invariants import grapheme_starts
+from tests.invariants import grapheme_starts, watch_encoder
 from tests.llama import LlamaServer
 
 pytestmark = pytest.mark.anyio
@@ -185,6 +186,39 @@ async def test_achunk_with_a_local_encoding_equals_chunk() -> None:
     for bad in (0, True, 1.5):
         with pytest.raises(ValueError, match="concurrency"):
             await chunker.achunk_many([text], concurrency=bad)  # type: ignore[arg-type]
+
+
+async def test_cancelling_achunk_with_a_local_encoding_ends_the_work() -> None:
+    """The engine runs in a worker thread: it now looks for the caller's cancellation
+    before each encode, so a cancelled ``achunk`` stops (it ran to the end of the text,
+    20 MB a second past its deadline)."""
+    text = ("word " * 200 + "\n\n") * 2000  # 2 MB
+    chunker = Chunker(16)
+    assert chunker.sizer is not None
+    started = anyio.Event()
+    seen = [0]
+
+    def seen_text(s: str) -> None:
+        seen[0] += len(s)
+        if seen[0] > 200_000 and not started.is_set():
+            anyio.from_thread.run_sync(started.set)
+
+    undo = watch_encoder(chunker.sizer, seen_text)
+    try:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+
+                async def cancel_when_started() -> None:
+                    await started.wait()
+                    scope.cancel()
+
+                tg.start_soon(cancel_when_started)
+                await chunker.achunk(text)
+    finally:
+        undo()
+    assert scope.cancelled_caught
+    assert seen[0] < len(text) // 2, (seen[0], len(text))
+    assert await chunker.achunk(text[:5000]) == chunker.chunk(text[:5000])  # and it still works
 
 
 def _answering(
