@@ -21,7 +21,6 @@ import gzip
 import hashlib
 import importlib.resources
 import inspect
-import operator
 import os
 import tempfile
 from collections import OrderedDict
@@ -628,29 +627,13 @@ class GenericEncoder:
 
 
 def _checked_ids(name: str, got: Any) -> Sequence[int]:
-    """``got`` if it looks like token ids (a sized sequence whose first item is an int):
-    a str, bytes or floats have a length too, and were counted by it."""
-    if (
-        isinstance(got, (str, bytes, bytearray, memoryview, Mapping))
-        or not (hasattr(got, "__len__") and hasattr(got, "__iter__"))
-        or (len(got) and not _is_id(next(iter(got))))
+    """``got`` if it is a sequence of tokens, counted by its length (ids, or the tokens'
+    strings): one str or bytes has a length too, its characters', and was counted by it."""
+    if isinstance(got, (str, bytes, bytearray, memoryview, Mapping)) or not (
+        hasattr(got, "__len__") and hasattr(got, "__iter__")
     ):
-        what = type(got).__name__
-        if hasattr(got, "__iter__") and hasattr(got, "__len__") and len(got):
-            what += f" of {type(next(iter(got))).__name__}"
-        raise TypeError(f"{name}: encode() returned {what}, not a sequence of token ids")
+        raise TypeError(f"{name}: encode() returned {type(got).__name__}, not a sequence of token ids")
     return cast("Sequence[int]", got)
-
-
-def _is_id(item: object) -> bool:
-    """An int (numpy's integer scalars too, by ``__index__``), not a bool or a float."""
-    if isinstance(item, bool):
-        return False
-    try:
-        operator.index(item)  # type: ignore[arg-type]
-    except TypeError:
-        return False
-    return True
 
 
 def _tokenizers_module() -> object | None:
