@@ -1075,10 +1075,46 @@ def _not_paragraph(line: str) -> bool:
     )
 
 
+# An HTML comment block (CommonMark's HTML block of type 2): from a line that opens with
+# "<!--" (up to three spaces in) to the end of the line that holds "-->", or to the end
+# of the document. A heading line inside it is no heading (a section commented out).
+_COMMENT_OPEN = re.compile(r"^ {0,3}<!--", re.M)
+
+
+def _comment_spans(text: str, fences: _Fences) -> tuple[list[int], list[int]]:
+    """The starts and ends of the document's HTML comment blocks, in one pass."""
+    starts: list[int] = []
+    ends: list[int] = []
+    pos = 0
+    while (m := _COMMENT_OPEN.search(text, pos)) is not None:
+        a = m.start()
+        if fences.inside(a):
+            pos = m.end()
+            continue
+        close = text.find("-->", m.end() - 2)  # ("<!-->" closes on its own line)
+        if close < 0:
+            end = len(text)
+        else:
+            nl = text.find("\n", close)
+            end = len(text) if nl < 0 else nl + 1
+        starts.append(a)
+        ends.append(end)
+        pos = end
+    return starts, ends
+
+
 def _scan_headings(
     text: str, fences: _Fences, at: array[int], flags: array[int], marks: array[int]
 ) -> _Headings:
-    inside = fences.inside
+    in_fence = fences.inside
+    if "<!--" in text:
+        c_starts, c_ends = _comment_spans(text, fences)
+
+        def inside(pos: int) -> bool:
+            k = bisect_right(c_starts, pos) - 1
+            return (k >= 0 and pos < c_ends[k]) or in_fence(pos)
+    else:
+        inside = in_fence
     found = _Headings(text)
     front = _FRONT_MATTER.match(text)
     skip_to = front.end() if front else 0

@@ -474,3 +474,21 @@ def test_a_byte_order_mark_does_not_hide_the_first_heading(
             check_chunks(text, chunks, 4)
             assert [c.path for c in chunks] == paths, (kind, body)
             assert [c.path for c in chunk(body, 4, kind=kind)] == paths
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_heading_inside_an_html_comment_is_no_heading(
+    native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A section commented out (``<!--`` to ``-->``, blank lines and all) is raw HTML
+    to CommonMark: its heading entered the trail of what followed."""
+    if not native:
+        monkeypatch.setattr("sdk.chunking._accel.native", None)
+    text = "# Top\n\n<!--\n## Hidden draft\n\nold text\n-->\n\nreal body text after the comment\n"
+    chunks = chunk(text, 6, kind="markdown")
+    check_chunks(text, chunks, 6)
+    assert {c.path for c in chunks} == {"Top"}
+    # Closed on its own line, in a fence, or never closed (hidden to the end).
+    assert [c.path for c in chunk("<!-->\n# A\n\nx y z\n", 3, kind="markdown")][-1] == "A"
+    assert [c.path for c in chunk("```\n<!--\n```\n# A\n\nx y z\n", 3, kind="markdown")][-1] == "A"
+    assert {c.path for c in chunk("# A\n\n<!--\n# B\n\nx\n", 4, kind="markdown")} == {"A"}
