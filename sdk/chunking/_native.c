@@ -1701,20 +1701,31 @@ PyDoc_STRVAR(json_value_end_doc,
 "where it runs into ``stop``. A decoder stops after ``0`` in ``01``: the caller checks\n"
 "for a digit after the end.");
 
+/* The arguments ``(text, pos, stop)`` of json_value_end and json_front: ``stop``
+ * clamped to the text, ``pos`` within ``text[:stop]``. */
+static int
+walk_args(PyObject *args, const char *format, PyObject **text, Py_ssize_t *pos, Py_ssize_t *stop)
+{
+    if (!PyArg_ParseTuple(args, format, text, pos, stop)) {
+        return -1;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(*text);
+    if (*stop > n) {
+        *stop = n;
+    }
+    if (*pos < 0 || *pos > *stop) {
+        PyErr_SetString(PyExc_IndexError, "pos must be within text[:stop]");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 json_value_end(PyObject *self, PyObject *args)
 {
     PyObject *text;
     Py_ssize_t pos, stop;
-    if (!PyArg_ParseTuple(args, "Unn:json_value_end", &text, &pos, &stop)) {
-        return NULL;
-    }
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    if (stop > n) {
-        stop = n;
-    }
-    if (pos < 0 || pos > stop) {
-        PyErr_SetString(PyExc_IndexError, "pos must be within text[:stop]");
+    if (walk_args(args, "Unn:json_value_end", &text, &pos, &stop) < 0) {
         return NULL;
     }
     Py_ssize_t end = valid_value_end(PyUnicode_KIND(text), PyUnicode_DATA(text), pos, stop);
@@ -1734,15 +1745,7 @@ json_front(PyObject *self, PyObject *args)
 {
     PyObject *text;
     Py_ssize_t pos, stop;
-    if (!PyArg_ParseTuple(args, "Unn:json_front", &text, &pos, &stop)) {
-        return NULL;
-    }
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    if (stop > n) {
-        stop = n;
-    }
-    if (pos < 0 || pos > stop) {
-        PyErr_SetString(PyExc_IndexError, "pos must be within text[:stop]");
+    if (walk_args(args, "Unn:json_front", &text, &pos, &stop) < 0) {
         return NULL;
     }
     struct front f = {NULL, NULL};
