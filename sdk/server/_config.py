@@ -11,8 +11,15 @@
     socket_buffer_bytes = 16384  # per connection: kernel send buffer and write buffer
     replay_bytes = 262144    # per stream: sent events kept for a reattach (Last-Event-ID)
     replay_seconds = 60.0    # how long a stream waits for its client to come back
-    replay_total_bytes = 67108864  # all streams together: past it, the longest-idle
-                             #   streams' kept events go first
+    replay_total_bytes = 67108864  # what streams hold for reattaching clients: every
+                             #   stream's kept events, and all that a stream with no client
+                             #   pins (its request, its message so far); past it the
+                             #   longest-idle streams' kept events go first, then those
+                             #   streams themselves
+    replay_max_streams = 1024  # streams kept with no client attached; past it the
+                             #   longest-idle are ended
+    send_timeout = 60.0      # a write to a client that takes longer ends the response; a
+                             #   stream written to it is ended and its slot freed
     aging_seconds = 30.0
 
     [[tiers]]                # default: interactive > default > batch
@@ -29,7 +36,8 @@
     max_tier = "interactive" # the best tier it may ask for (default: its tier)
     weight = 1.0             # fair-share weight of the tenant
     requests_per_minute = 60 # quotas of the tenant: past them a request gets 429 with
-    tokens_per_minute = 50000#   retry-after and the rate-limit headers clients pace by
+    tokens_per_minute = 50000#   retry-after and the rate-limit headers clients pace by;
+                             #   one set per tenant: its keys must agree on them
 
 Keys are stored hashed and compared in constant time against every configured key.
 """
@@ -98,6 +106,8 @@ class ServerConfig:
     replay_bytes: int = 256 << 10
     replay_seconds: float = 60.0
     replay_total_bytes: int = 64 << 20
+    replay_max_streams: int = 1024
+    send_timeout: float = 60.0
     stall_seconds: float = 1.0
     aging_seconds: float = 30.0
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
@@ -118,8 +128,18 @@ class ServerConfig:
             raise ConfigError("socket_buffer_bytes must be >= 4096")
         if self.replay_bytes < 0 or not (self.replay_seconds >= 0 and math.isfinite(self.replay_seconds)):
             raise ConfigError("replay_bytes and replay_seconds must be >= 0")
-        if self.replay_total_bytes < 0:
-            raise ConfigError("replay_total_bytes must be >= 0")
+        if self.replay_total_bytes < 0 or self.replay_max_streams < 0:
+            raise ConfigError("replay_total_bytes and replay_max_streams must be >= 0")
+        if not (self.send_timeout > 0 and math.isfinite(self.send_timeout)):
+            raise ConfigError("send_timeout must be a finite number > 0")
+        quotas: dict[str, tuple[float | None, float | None]] = {}
+        for k in self.keys:
+            limits = quotas.setdefault(k.tenant, (k.requests_per_minute, k.tokens_per_minute))
+            if limits != (k.requests_per_minute, k.tokens_per_minute):
+                raise ConfigError(
+                    f"keys of tenant {k.tenant!r} give different quotas: a tenant has one set "
+                    "(requests_per_minute, tokens_per_minute) for all its keys"
+                )
         if not (self.stall_seconds >= 0 and math.isfinite(self.stall_seconds)):
             raise ConfigError("stall_seconds must be a finite number >= 0")
         if not self.aging_seconds > 0:
@@ -156,6 +176,8 @@ class ServerConfig:
             "replay_bytes",
             "replay_seconds",
             "replay_total_bytes",
+            "replay_max_streams",
+            "send_timeout",
             "stall_seconds",
             "aging_seconds",
         }
