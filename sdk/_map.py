@@ -17,15 +17,28 @@ file hands those results back (``from_checkpoint``) without sending them, so a c
 map continues where it stopped. A request whose hash differs is sent again, and a torn
 last line (a crash mid-write) is ignored.
 
+The checkpoint is not trusted to be small or even a file. It is opened once, without
+following a symbolic link at its path (``O_NOFOLLOW``: a link planted there would have
+results appended wherever it points) and only if it is a regular file (a FIFO would
+block the map forever); either refusal is a :class:`CheckpointError`. It is read in
+blocks, each line parsed alone, and only where each result's line lies is kept: a
+result's message is read back when its request comes up, so memory stays at about one
+line however long the file. A line is at most ``MAX_LINE_BYTES``: a longer one was not
+written here (a result whose line would be longer is not checkpointed, and counted in
+``checkpoint_errors``), so it is a :class:`CheckpointError` naming its offset, not a
+line to skip in silence.
+
 The map owns tasks, so it is an async context manager: leaving the block early cancels
 what is still queued or running.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
+import stat
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass
@@ -38,6 +51,7 @@ import orjson
 from anyio.abc import TaskGroup
 
 from ._backends import MessagesBackend
+from ._errors import SDKError
 from .scheduler import RequestMetrics, Tier
 from .stream import Message
 from .stream._accumulate import message_to_wire
@@ -45,9 +59,32 @@ from .stream._accumulate import message_to_wire
 if TYPE_CHECKING:
     from ._client import Client, Stream
 
-__all__ = ["MapProgress", "MapResult", "MapRun"]
+__all__ = ["CheckpointError", "MapProgress", "MapResult", "MapRun"]
 
 log = logging.getLogger("sdk")
+
+MAX_LINE_BYTES = 16 << 20  # one checkpoint line: a result's message, with room to spare
+_BLOCK = 1 << 20  # the checkpoint is read this much at a time
+_THREAD_LINE = 1 << 20  # a saved line this long is read back and parsed off the event loop
+
+
+class CheckpointError(SDKError, OSError):
+    """A map's checkpoint cannot be used: its path is a symbolic link or not a regular
+    file, it cannot be opened or read, or it holds a line over ``MAX_LINE_BYTES``.
+    ``path`` is the checkpoint's path. An ``OSError``, as other file errors are."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        super().__init__(f"the map checkpoint {os.fspath(path)!s}: {reason}")
+        self.path = os.fspath(path)
+
+
+@dataclass(frozen=True, slots=True)
+class _Saved:
+    """Where a checkpointed result's line lies in the file (read back when needed)."""
+
+    key: str
+    offset: int
+    length: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,23 +130,100 @@ def _metrics_of(s: Stream | None) -> RequestMetrics | None:
         return None
 
 
-def _load_checkpoint(path: Path) -> dict[int, tuple[str, Mapping[str, Any]]]:
-    done: dict[int, tuple[str, Mapping[str, Any]]] = {}
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _open_checkpoint(path: Path) -> int:
+    """The checkpoint opened for reading and appending (created if missing), or a
+    :class:`CheckpointError`. Non-blocking while it is opened and checked, so a FIFO
+    is refused instead of waiting for a writer."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK
+    flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return done
-    for line in data.splitlines():
+        fd = os.open(path, flags, 0o600)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise CheckpointError(
+                path, "is a symbolic link, which is not followed; name the file itself"
+            ) from None
+        if e.errno == errno.EISDIR:
+            raise CheckpointError(path, "is a directory, not a regular file") from None
+        raise CheckpointError(path, f"cannot be opened: {e.strerror or e}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise CheckpointError(path, f"is {_kind(mode)}, not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _index_checkpoint(fd: int, path: Path, max_line: int) -> dict[int, _Saved]:
+    """Where each result's line lies, by request index (a later line for an index wins),
+    read ``_BLOCK`` bytes at a time: memory is one block and one line, whatever the
+    file's size. A line that is not a result (torn by a crash, damaged) is skipped."""
+    done: dict[int, _Saved] = {}
+    buf = bytearray()
+    base = 0  # the file offset of buf[0]
+
+    def take(start: int, end: int) -> None:
         try:
-            rec = orjson.loads(line)
+            rec = orjson.loads(memoryview(buf)[start:end])
         except orjson.JSONDecodeError:
-            continue  # a line torn by a crash
+            return  # a line torn by a crash
         if not isinstance(rec, dict):
-            continue
+            return
         i, key, msg = rec.get("index"), rec.get("key"), rec.get("message")
         if isinstance(i, int) and isinstance(key, str) and isinstance(msg, dict):
-            done[i] = (key, msg)
+            done[i] = _Saved(key, base + start, end - start)
+
+    while True:
+        try:
+            block = os.pread(fd, _BLOCK, base + len(buf))
+        except OSError as e:
+            raise CheckpointError(path, f"cannot be read: {e.strerror or e}") from None
+        if block:
+            buf += block
+        start = 0
+        while (nl := buf.find(b"\n", start)) >= 0 and nl - start <= max_line:
+            take(start, nl)
+            start = nl + 1
+        if (nl if nl >= 0 else len(buf)) - start > max_line:  # a whole line, or its start
+            raise CheckpointError(
+                path,
+                f"the line at byte {base + start} is over {max_line} bytes; "
+                "it is no result this map wrote (a damaged file, or not a checkpoint)",
+            )
+        del buf[:start]
+        base += start
+        if not block:
+            break
+    if buf:
+        take(0, len(buf))  # a last line without its newline: whole, or torn (then skipped)
     return done
+
+
+def _read_saved(fd: int, saved: _Saved) -> Message | None:
+    """A checkpointed result's message, or ``None`` where its line no longer reads as
+    one (the file was changed since): the request is then sent again."""
+    try:
+        line = os.pread(fd, saved.length, saved.offset)
+        rec = orjson.loads(line)
+        return MessagesBackend().message(rec["message"])
+    except Exception:
+        return None
 
 
 class MapRun:
@@ -160,8 +274,9 @@ class MapRun:
         self._restored = 0
         self._exhausted = False
         self._source_error: BaseException | None = None
-        self._saved: dict[int, tuple[str, Mapping[str, Any]]] = {}
+        self._saved: dict[int, _Saved] = {}
         self._fd: int | None = None
+        self.max_line_bytes = MAX_LINE_BYTES
         self.checkpoint_errors = 0  # results that could not be written to the checkpoint
 
     def progress(self) -> MapProgress:
@@ -172,12 +287,7 @@ class MapRun:
             raise RuntimeError("a map runs once")
         self._changed = anyio.Event()
         if self.checkpoint is not None:
-            path = self.checkpoint
-            self._saved = await anyio.to_thread.run_sync(_load_checkpoint, path)
-            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-            size = os.fstat(self._fd).st_size
-            if size and os.pread(self._fd, 1, size - 1) != b"\n":
-                os.write(self._fd, b"\n")  # end a line torn by a crash before appending
+            self._fd, self._saved = await anyio.to_thread.run_sync(self._open_checkpoint, self.checkpoint)
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
@@ -201,6 +311,20 @@ class MapRun:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+
+    def _open_checkpoint(self, path: Path) -> tuple[int, dict[int, _Saved]]:
+        fd = _open_checkpoint(path)
+        try:
+            saved = _index_checkpoint(fd, path, self.max_line_bytes)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                os.write(fd, b"\n")  # end a line torn by a crash before appending
+        except OSError as e:
+            os.close(fd)
+            if isinstance(e, CheckpointError):
+                raise
+            raise CheckpointError(path, f"cannot be read or written: {e.strerror or e}") from None
+        return fd, saved
 
     def __aiter__(self) -> AsyncIterator[MapResult]:
         if self._tg is None:
@@ -260,12 +384,12 @@ class MapRun:
                     index += 1
                     continue
                 saved = self._saved.pop(index, None)
-                if saved is not None and saved[0] == key:
-                    try:
-                        msg = MessagesBackend().message(saved[1])
-                    except Exception:
-                        msg = None  # a damaged line: send the request again
-                    if msg is not None:
+                if saved is not None and saved.key == key and self._fd is not None:
+                    if saved.length < _THREAD_LINE:
+                        msg = _read_saved(self._fd, saved)
+                    else:
+                        msg = await anyio.to_thread.run_sync(_read_saved, self._fd, saved)
+                    if msg is not None:  # else a damaged line: the request is sent again
                         self._restored += 1
                         self._deliver(MapResult(index, msg, from_checkpoint=True))
                         index += 1
@@ -298,6 +422,12 @@ class MapRun:
         if self._fd is None:
             return
         line = orjson.dumps({"index": index, "key": key, "message": message_to_wire(msg)}, default=str)
+        if len(line) > self.max_line_bytes:  # it could not be read back: it is not kept
+            self.checkpoint_errors += 1
+            log.warning(
+                "request %d: its result is over %d bytes, not checkpointed", index, self.max_line_bytes
+            )
+            return
         try:
             os.write(self._fd, line + b"\n")  # one append per line: a crash tears at most the last
         except OSError as e:  # a full disk: the result still counts, it is just not kept
