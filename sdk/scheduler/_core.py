@@ -8,24 +8,37 @@ and asks :meth:`poll` for decisions: tickets to admit, streams to preempt, ticke
 rejected, and the time at which polling again may admit more. It owns no task, socket or
 clock, so a simulated clock drives it deterministically.
 
-The order of admission, first to last:
+The order of admission, first to last, by **level** (a tier's place in the rank order,
+0 the best):
 
-1. **Aged** requests: a request that has waited ``aging`` seconds (from submission, or
-   from its return to the queue after a pause) goes before every request that has not,
-   in the order their waits ran out. This is the starvation bound: under any load of
-   higher tiers, a request is admitted at the first admission opportunity (a freed slot,
-   a refilled rate bucket) after ``aging`` seconds of waiting, behind only requests
-   whose own waits ran out earlier, and a request admitted this way is not preempted
-   in that run.
-2. **Reserved shares**: a tier with ``min_share`` > 0 that runs fewer than
-   ``floor(min_share * capacity)`` requests and has work waiting goes next.
-3. **Rank**: otherwise the best-ranked tier with work waiting; a lower tier is never
-   admitted while a higher one waits (but for 1 and 2). Inside a tier, paused requests
-   returning to the queue go first, then tenants share by **deficit round robin** on
-   token cost (input estimate plus ``max_tokens``): each visit gives a tenant
-   ``quantum * weight`` tokens of credit, and its next request goes once the credit
-   covers it, so one tenant's huge prompts cannot crowd out another's small ones and
-   admitted tokens follow the weights.
+1. **Reserved shares**: a tier with ``min_share`` > 0 that runs fewer than
+   ``floor(min_share * capacity)`` requests and has work waiting goes next; streams
+   within that reservation are not preempted.
+2. **Level**: otherwise the best level with work waiting; a request of a worse level is
+   never admitted while one of a better level waits (but for 1). Inside a level,
+   paused requests returning to the queue go first, then requests that aged into it,
+   then its tier's own requests, tenants sharing by **deficit round robin** on token
+   cost (input estimate plus ``max_tokens``): each visit gives a tenant ``quantum *
+   weight`` tokens of credit, and its next request goes once the credit covers it, so
+   one tenant's huge prompts cannot crowd out another's small ones and admitted tokens
+   follow the weights.
+
+**Aging** raises a waiting request one level for every ``aging`` seconds it waits (from
+submission, or from its return to the queue after a pause), up to the second level and
+never into the best one: a batch request that waited ``aging`` seconds goes before every
+``default`` request that has not, but no amount of waiting batch work goes before a
+fresh request of the best tier. A request keeps the level it was admitted at: it is
+preempted only for a request of a better level, so aged work is never shielded from the
+best tier. The bounds this gives:
+
+- a request of the best tier waits only for requests of its own level ahead of it, for
+  streams that may not be paused (a tier that is not ``preemptible``, a host that
+  declined, a reserved share) and for ``min_run``; never for a preemptible stream of a
+  worse tier to finish;
+- a request of a worse tier is at the second level after ``(level - 1) * aging``
+  seconds, then waits only for the best tier's requests and its new level's resumed and
+  earlier aged ones; under load of the best tier that fills every slot it progresses only
+  through its tier's ``min_share``.
 
 A request is admitted when capacity allows (fewer running than the slot count and the
 adaptive window), no ``retry-after`` hold is in force, and its cost fits every rate
@@ -79,9 +92,9 @@ class Ticket:
     __slots__ = (
         "_admit_seq",
         "_lane",
+        "_level",
         "_seq",
         "_settled",
-        "_shielded",
         "_taken",
         "admitted_at",
         "cost",
@@ -116,8 +129,8 @@ class Ticket:
         self.reason: str | None = None
         self._seq = id
         self._admit_seq = 0
-        self._lane: str | None = None  # "queue" | "resumed" | "aged" while waiting
-        self._shielded = False
+        self._lane: str | None = None  # "queue" | "resumed" | "aged" while in a lane
+        self._level = 0  # the level it waits at (or was admitted at): its tier's, or aged
         self._settled = False
         self._taken: dict[Dimension, float] = {}
 
@@ -180,29 +193,51 @@ class SchedulerStats:
 
 
 class _TierQueue:
-    __slots__ = ("credited", "deficit", "order", "resumed", "running", "tenants", "tier", "waiting")
+    """One level's lanes. ``waiting`` counts the tickets in them (of this tier or aged into
+    it); ``own_waiting`` and ``running`` count this tier's tickets wherever they wait."""
 
-    def __init__(self, tier: Tier) -> None:
+    __slots__ = (
+        "aged",
+        "credited",
+        "deficit",
+        "level",
+        "order",
+        "own_waiting",
+        "resumed",
+        "running",
+        "tenants",
+        "tier",
+        "waiting",
+    )
+
+    def __init__(self, tier: Tier, level: int) -> None:
         self.tier = tier
+        self.level = level
         self.resumed: deque[Ticket] = deque()
+        self.aged: deque[Ticket] = deque()  # from worse levels, in the order they aged in
         self.tenants: dict[str, deque[Ticket]] = {}
         self.order: deque[str] = deque()  # active tenants, round-robin order
         self.deficit: dict[str, float] = {}
         self.credited = False  # the head tenant has had its quantum for this visit
         self.waiting = 0
+        self.own_waiting = 0
         self.running = 0
 
 
-def _live(t: Ticket, lane: str) -> bool:
-    return t.state is TicketState.WAITING and t._lane == lane
+def _live(t: Ticket, lane: str, q: _TierQueue) -> bool:
+    """The entry is current: the ticket still waits in this lane of this level (an entry
+    left behind by a cancellation or an aging step is stale, skipped when met)."""
+    return t.state is TicketState.WAITING and t._lane == lane and t._level == q.level
 
 
 class Scheduler:
     """See the module doc. ``slots``: concurrent requests the upstream takes (``None``:
-    unknown, no limit but the adaptive window). ``aging``: seconds after which a waiting
-    request goes first (``None`` disables aging). ``quantum``: tokens of credit per
+    unknown, no limit but the adaptive window). ``aging``: seconds of waiting per level a
+    request rises (``None`` disables aging). ``quantum``: tokens of credit per
     deficit-round-robin visit. ``min_run``: seconds a stream runs before it may be
-    preempted. ``max_queue``: waiting requests beyond which a submission is rejected.
+    preempted. ``max_queue``: waiting requests in all; a submission beyond it pushes out
+    the newest waiting request of a worse tier (or, in its own tier, of a tenant holding
+    more of the queue), else it is rejected.
     ``max_hold``: the longest ``retry-after`` the scheduler obeys. ``tenant_weights``:
     fair-share weights by tenant (else the tier's ``weight``).
     """
@@ -239,12 +274,12 @@ class Scheduler:
         self._slots: int | None = None
         self._window: float | None = None
         self.set_slots(slots)
-        self._queues = {t.name: _TierQueue(t) for t in self.tiers}
-        self._ordered = [self._queues[t.name] for t in self.tiers]
+        self._ordered = [_TierQueue(t, i) for i, t in enumerate(self.tiers)]
+        self._queues = {q.tier.name: q for q in self._ordered}
+        self._age_cap = min(1, len(self._ordered) - 1)  # aging stops at this level
         self._stale = 0  # queue entries of tickets that left the lane (skipped, then compacted)
         self.host: object = None  # the object that drives this scheduler (set by it)
         self._aging_heap: list[tuple[float, int, Ticket]] = []
-        self._aged: deque[Ticket] = deque()
         self._holding: dict[int, Ticket] = {}
         self._buckets: dict[Dimension, TokenBucket] = {}
         self._hold_until = -math.inf
@@ -299,7 +334,7 @@ class Scheduler:
 
     def stats(self) -> SchedulerStats:
         return SchedulerStats(
-            waiting={q.tier.name: q.waiting for q in self._ordered},
+            waiting={q.tier.name: q.own_waiting for q in self._ordered},
             running={q.tier.name: q.running for q in self._ordered},
             slots=self._slots,
             window=self._window,
@@ -334,9 +369,15 @@ class Scheduler:
         now = self._clock(now)
         t = Ticket(next(self._ids), self.tiers.resolve(tier), tenant, cost or Cost(), False, now)
         t.preemptible = preemptible and t.tier.preemptible
+        t._level = self._queues[t.tier.name].level
         if self.max_queue is not None and self._waiting >= self.max_queue:
-            self._reject(t, "the queue is full")
-            return t
+            victim = self._evictable(t)
+            if victim is None:
+                self._reject(t, "the queue is full")
+                return t
+            self._reject(
+                victim, "the queue is full (pushed out by a request of a better tier or a smaller share)"
+            )
         self._enqueue(t, now, resumed=False)
         return t
 
@@ -524,9 +565,17 @@ class Scheduler:
         self._window = w
 
     # ---- queues ----------------------------------------------------------------------
+    #
+    # Every count is moved by exactly one thing: a ticket entering a lane (``_enqueue``,
+    # an aging step) or leaving one (``_dequeue``, an aging step), and ``t._lane`` says
+    # whether it is in one, so a ticket that never entered (a rejected submission) or
+    # already left cannot move a count twice. ``check()`` recounts everything from the
+    # lanes themselves; the property tests call it after every event.
 
     def _enqueue(self, t: Ticket, now: float, *, resumed: bool) -> None:
-        q = self._queues[t.tier.name]
+        if not resumed:
+            t._level = self._queues[t.tier.name].level
+        q = self._ordered[t._level]  # a paused request comes back at the level it ran at
         t.state = TicketState.WAITING
         t.waiting_since = now
         if resumed:
@@ -541,19 +590,27 @@ class Scheduler:
                 q.deficit[t.tenant] = 0.0
             dq.append(t)
         q.waiting += 1
+        self._queues[t.tier.name].own_waiting += 1
         self._waiting += 1
-        if self.aging is not None:  # every tier: aged requests go in the order their waits ran out
-            t._seq = next(self._ids)
-            heapq.heappush(self._aging_heap, (now + self.aging, t._seq, t))
-            if len(self._aging_heap) > 2 * self._waiting + 1024:
-                self._compact()
+        if self.aging is not None:
+            self._age_at(t, now + self.aging)
+
+    def _age_at(self, t: Ticket, deadline: float) -> None:
+        if t._level <= self._age_cap:
+            return
+        t._seq = next(self._ids)
+        heapq.heappush(self._aging_heap, (deadline, t._seq, t))
+        if len(self._aging_heap) > 2 * self._waiting + 1024:
+            self._compact()
 
     def _dequeue(self, t: Ticket, *, popped: bool = False) -> None:
         """Leave the queue. Unless the entry was ``popped``, it stays where it is as a
         stale entry (skipped when met); when stale entries outnumber the waiting ones the
         queues are compacted, so cancellations cannot grow memory."""
-        q = self._queues[t.tier.name]
-        q.waiting -= 1
+        if t._lane is None:
+            return  # in no lane: never queued (a rejected submission), or already left
+        self._ordered[t._level].waiting -= 1
+        self._queues[t.tier.name].own_waiting -= 1
         self._waiting -= 1
         t._lane = None
         if not popped:
@@ -569,7 +626,7 @@ class Scheduler:
         for q in self._ordered:
             for name in list(q.order):
                 dq = q.tenants[name]
-                live = deque(t for t in dq if _live(t, "queue"))
+                live = deque(t for t in dq if _live(t, "queue", q))
                 if live:
                     q.tenants[name] = live
                 else:
@@ -578,12 +635,70 @@ class Scheduler:
                     q.order.remove(name)
                     del q.tenants[name]
                     del q.deficit[name]
-            q.resumed = deque(t for t in q.resumed if _live(t, "resumed"))
-        self._aged = deque(t for t in self._aged if _live(t, "aged"))
+            q.resumed = deque(t for t in q.resumed if _live(t, "resumed", q))
+            q.aged = deque(t for t in q.aged if _live(t, "aged", q))
         heap = self._aging_heap  # in place: _promote may be iterating it
         heap[:] = [e for e in heap if e[2].state is TicketState.WAITING and e[2]._seq == e[1]]
         heapq.heapify(heap)
         self._stale = 0
+
+    def check(self) -> None:
+        """Recount the queues and slots from the lanes themselves and compare them with
+        the running counts (``AssertionError`` on a mismatch): a testing aid, O(queued)."""
+        live: dict[int, Ticket] = {}
+        entries = 0
+        for q in self._ordered:
+            lanes: list[tuple[str, deque[Ticket]]] = [("resumed", q.resumed), ("aged", q.aged)]
+            lanes += [("queue", dq) for dq in q.tenants.values()]
+            n = 0
+            for lane, dq in lanes:
+                for t in dq:
+                    entries += 1
+                    if _live(t, lane, q):
+                        assert t.id not in live, f"{t!r} is in two lanes"
+                        live[t.id] = t
+                        n += 1
+            assert n == q.waiting, f"level {q.level}: {n} in its lanes, counted {q.waiting}"
+            assert set(q.order) == set(q.tenants), "the round-robin order lost a tenant"
+        assert len(live) == self._waiting >= 0, f"{len(live)} waiting, counted {self._waiting}"
+        assert entries - len(live) == self._stale, f"{entries - len(live)} stale, counted {self._stale}"
+        for q in self._ordered:
+            own = sum(1 for t in live.values() if t.tier is q.tier)
+            run = sum(1 for t in self._holding.values() if t.tier is q.tier)
+            assert own == q.own_waiting, f"{q.tier.name}: {own} waiting, counted {q.own_waiting}"
+            assert run == q.running, f"{q.tier.name}: {run} running, counted {q.running}"
+        for t in self._holding.values():
+            assert t.state in _HOLDING and t._lane is None, f"{t!r} holds a slot"
+        if self.max_queue is not None:
+            assert self._waiting <= self.max_queue, f"{self._waiting} waiting over {self.max_queue}"
+
+    def _evictable(self, new: Ticket) -> Ticket | None:
+        """When the queue is full: the request ``new`` pushes out, or ``None``. The newest
+        request of the worst tier waiting below ``new``'s, else, in ``new``'s own tier, the
+        newest of the tenant holding the most of it, if that is more than ``new``'s tenant
+        would. Resumed and aged requests are never pushed out: they have waited or run."""
+        for q in reversed(self._ordered):
+            if q.level < new._level:
+                return None
+            best: deque[Ticket] | None = None
+            best_name = ""
+            for name, dq in q.tenants.items():
+                while dq and not _live(dq[-1], "queue", q):
+                    dq.pop()
+                    self._stale -= 1
+                if dq and (best is None or len(dq) > len(best)):
+                    best, best_name = dq, name
+            if best is None:
+                continue
+            if q.level == new._level:
+                mine = q.tenants.get(new.tenant)
+                held = 0 if mine is None else sum(1 for t in mine if _live(t, "queue", q))
+                if best_name == new.tenant or sum(1 for t in best if _live(t, "queue", q)) <= held + 1:
+                    return None
+            victim = best.pop()
+            self._dequeue(victim, popped=True)
+            return victim
+        return None
 
     def _release(self, t: Ticket) -> None:
         del self._holding[t.id]
@@ -614,7 +729,7 @@ class Scheduler:
         while q.order:
             name = q.order[0]
             dq = q.tenants[name]
-            while dq and not _live(dq[0], "queue"):
+            while dq and not _live(dq[0], "queue", q):
                 dq.popleft()
                 self._stale -= 1
             if not dq:
@@ -642,7 +757,7 @@ class Scheduler:
         rounds: list[int] = []
         for name in q.order:
             dq = q.tenants[name]
-            if not dq or not _live(dq[0], "queue"):
+            if not dq or not _live(dq[0], "queue", q):
                 return  # a stale head: let the loop clean it first
             need = self._price(dq[0]) - q.deficit[name]
             rounds.append(math.ceil(need / (self.quantum * self._weight(q, name))))
@@ -654,42 +769,46 @@ class Scheduler:
     def _tier_head(self, q: _TierQueue) -> Ticket | None:
         if q.waiting == 0:
             return None
-        while q.resumed and not _live(q.resumed[0], "resumed"):
-            q.resumed.popleft()
-            self._stale -= 1
-        if q.resumed:
-            return q.resumed[0]
+        for lane, dq in (("resumed", q.resumed), ("aged", q.aged)):
+            while dq and not _live(dq[0], lane, q):
+                dq.popleft()
+                self._stale -= 1
+            if dq:
+                return dq[0]
         return self._drr_head(q)
 
     def _promote(self, now: float) -> float | None:
-        """Move requests whose wait ran out to the aged lane; the next such time."""
+        """Raise requests whose wait ran out one level (into the level's aged lane); the
+        next such time."""
         heap = self._aging_heap
         while heap:
             deadline, seq, t = heap[0]
-            if t.state is not TicketState.WAITING or t._seq != seq:
+            if t.state is not TicketState.WAITING or t._seq != seq or t._lane is None:
                 heapq.heappop(heap)  # admitted, cancelled or re-queued since
                 continue
             if deadline > now:
                 return deadline
             heapq.heappop(heap)
-            if t._lane == "resumed" or t._lane == "queue":
-                t._lane = "aged"
-                self._aged.append(t)
-                self._stale_entry()  # its entry in the tenant's or the resumed lane
+            if t._level <= self._age_cap:
+                continue
+            self._ordered[t._level].waiting -= 1
+            t._level -= 1
+            q = self._ordered[t._level]
+            q.waiting += 1
+            t._lane = "aged"
+            q.aged.append(t)
+            self._stale_entry()  # its entry in the lane it left
+            if self.aging is not None:
+                self._age_at(t, deadline + self.aging)
         return None
 
     def _head(self, cap: float) -> Ticket | None:
-        while self._aged and not _live(self._aged[0], "aged"):
-            self._aged.popleft()
-            self._stale -= 1
-        if self._aged:
-            return self._aged[0]
         if math.isfinite(cap):
             for q in self._ordered:
                 share = q.tier.min_share
-                if share > 0 and q.waiting and q.running < math.floor(share * cap):
+                if share > 0 and q.own_waiting and q.running < math.floor(share * cap):
                     head = self._tier_head(q)
-                    if head is not None:
+                    if head is not None and head.tier is q.tier:
                         return head
         for q in self._ordered:
             head = self._tier_head(q)
@@ -698,18 +817,17 @@ class Scheduler:
         return None
 
     def _admit(self, t: Ticket, now: float) -> None:
-        q = self._queues[t.tier.name]
+        q = self._ordered[t._level]
         lane = t._lane
-        t._shielded = lane == "aged"  # admitted by aging: not preempted in this run
         if lane == "aged":
-            self._aged.popleft()
+            q.aged.popleft()
         elif lane == "resumed":
             q.resumed.popleft()
         else:  # the deficit-round-robin head: its tenant is first in the round
             dq = q.tenants[t.tenant]
             dq.popleft()
             q.deficit[t.tenant] -= self._price(t)
-            while dq and not _live(dq[0], "queue"):
+            while dq and not _live(dq[0], "queue", q):
                 dq.popleft()
                 self._stale -= 1
             if not dq:  # an emptied tenant leaves the round and its credit lapses
@@ -726,7 +844,7 @@ class Scheduler:
         self._admits += 1
         t._admit_seq = self._admits
         self._holding[t.id] = t
-        q.running += 1
+        self._queues[t.tier.name].running += 1
         for dim, b in self._buckets.items():
             b.take(t.cost.of(dim))
             t._taken[dim] = b.taken
@@ -785,15 +903,16 @@ class Scheduler:
         return Decisions(tuple(admit), tuple(preempt), rejects, wake if math.isfinite(wake) else None)
 
     def _victims(self, now: float) -> tuple[list[Ticket], float | None]:
-        """One victim per waiting request of a better tier (less those already being
-        preempted): the worst tier first, the newest first, each past ``min_run``."""
+        """One victim per waiting request of a better level (less those already being
+        preempted): the worst level first, the newest first, each past ``min_run`` and
+        none that would take its tier below its reserved share."""
         candidates: list[Ticket] = []
         ready_at: float | None = None
         covered = 0
         for t in self._holding.values():
             if t.state is TicketState.PREEMPTING:
                 covered += 1
-            elif t.preemptible and not t._shielded:
+            elif t.preemptible:
                 assert t.admitted_at is not None
                 ready = t.admitted_at + self.min_run
                 if ready <= now:
@@ -802,7 +921,13 @@ class Scheduler:
                     ready_at = ready if ready_at is None else min(ready_at, ready)
         if not candidates:
             return [], ready_at
-        candidates.sort(key=lambda t: (t.tier.rank, t._admit_seq), reverse=True)
+        candidates.sort(key=lambda t: (t._level, t._admit_seq), reverse=True)
+        cap = self.capacity()
+        kept = {
+            q.tier.name: math.floor(q.tier.min_share * cap) if math.isfinite(cap) else 0
+            for q in self._ordered
+        }
+        left = {q.tier.name: q.running for q in self._ordered}
         out: list[Ticket] = []
         i = 0
         for q in self._ordered:
@@ -810,10 +935,16 @@ class Scheduler:
                 if covered:
                     covered -= 1
                     continue
-                if i >= len(candidates) or candidates[i].tier.rank <= q.tier.rank:
-                    return out, ready_at
-                v = candidates[i]
-                i += 1
-                v.state = TicketState.PREEMPTING
-                out.append(v)
+                while True:
+                    if i >= len(candidates) or candidates[i]._level <= q.level:
+                        return out, ready_at
+                    v = candidates[i]
+                    i += 1
+                    name = v.tier.name
+                    if left[name] <= kept[name]:
+                        continue  # within its tier's reserved share
+                    left[name] -= 1
+                    v.state = TicketState.PREEMPTING
+                    out.append(v)
+                    break
         return out, ready_at

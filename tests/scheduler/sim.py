@@ -42,6 +42,7 @@ class Sim:
 
     def poll(self) -> Decisions:
         d = self.sched.poll(self.now)
+        self.sched.check()  # every count agrees with the lanes, after every decision
         for t in d.admit:
             waiting = [w for w in self.waiting.values() if w.id != t.id]
             self.admissions.append(Admission(self.now, t, waiting, t.preemptions > 0))

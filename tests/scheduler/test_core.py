@@ -139,41 +139,88 @@ def test_never_admits_a_lower_tier_while_a_higher_one_waits(
     st.lists(st.tuples(st.sampled_from(TIER_NAMES), st.floats(0.05, 2.0), st.floats(0, 1.0)), max_size=50),
     st.floats(1.0, 10.0),
 )
-def test_with_aging_only_aged_requests_overtake(jobs: list[tuple[str, float, float]], aging: float) -> None:
-    sim = Sim(Scheduler(slots=2, aging=aging))
+def test_aging_never_puts_a_lower_tier_before_the_best_one(
+    jobs: list[tuple[str, float, float]], aging: float
+) -> None:
+    """Aging raises a request a level per ``aging`` seconds, but never into the best
+    tier's: an admission while an interactive request waits is an interactive one, and a
+    batch request goes before a waiting ``default`` one only once it has waited."""
+    sim = Sim(Scheduler(slots=2, aging=aging, min_run=1000))  # no preemption here
     for tier, duration, gap in jobs:
         sim.submit(tier, "", Cost(10, 10), duration)
         sim.advance(gap)
     sim.advance(1000)
+    assert not sim.waiting and not sim.running
     for a in sim.admissions:
-        better = [w for w in a.waiting if RANK[w.tier.name] < RANK[a.ticket.tier.name]]
-        if better:
+        if a.resumed:
+            continue
+        if any(w.tier.name == "interactive" and not w.resumed for w in a.waiting):
+            assert a.ticket.tier.name == "interactive", a
+        if a.ticket.tier.name == "batch" and any(w.tier.name == "default" for w in a.waiting):
             assert a.at - a.ticket.waiting_since >= aging - 1e-9
 
 
 @settings(max_examples=30, deadline=None)
 @given(st.floats(0.2, 2.0), st.integers(1, 3), st.floats(2.0, 20.0))
-def test_no_starvation_past_the_aging_bound(duration: float, slots: int, aging: float) -> None:
-    """A steady stream of interactive requests, always more than the slots: the batch
-    request is admitted at the first slot that frees once its wait has run out and the
-    requests that were already waiting when it came (their waits ran out first) are in:
-    within max(aging, their service time) plus one job's duration."""
+def test_a_lower_tier_ages_past_a_middle_tiers_load(duration: float, slots: int, aging: float) -> None:
+    """A steady stream of ``default`` requests, always more than the slots: the batch
+    request rises to their level after ``aging`` seconds and goes before every one that
+    has not waited as long: within max(aging, the service time of those already waiting
+    when it came) plus one job's duration."""
     sim = Sim(Scheduler(slots=slots, aging=aging))
     for _ in range(slots * 3):
-        sim.submit("interactive", "", None, duration)
+        sim.submit("default", "", None, duration)
     sim.poll()
     ahead = sim.sched.waiting
     batch = sim.submit("batch", "", None, duration)
     while batch.state is TicketState.WAITING:
         assert sim.now < 10 * aging + 100
         for _ in range(slots):
-            sim.submit("interactive", "", None, duration)
+            sim.submit("default", "", None, duration)
         sim.advance(duration / 2)
     assert batch.first_admitted_at is not None
     bound = max(aging, math.ceil(ahead / slots) * duration) + duration
     assert batch.first_admitted_at - batch.submitted_at <= bound + 1e-9
-    sim.advance(duration * 2)
-    assert batch.state is TicketState.DONE and batch.preemptions == 0  # an aged run is not preempted
+
+
+def test_an_aged_batch_stream_is_preempted_by_a_fresh_interactive_request() -> None:
+    """No amount of waiting makes batch work unpreemptible: the interactive request gets
+    the slot of the batch stream that aged in, at once."""
+    s = Scheduler(slots=1, aging=5.0, min_run=0)
+    d = s.submit(0.0, tier="default")
+    s.poll(0.0)
+    b = s.submit(0.0, tier="batch")
+    for t in range(1, 30):
+        s.submit(float(t), tier="default")  # a middle tier's steady load
+    s.finished(d, 30.0)
+    assert s.poll(30.0).admit == (b,)  # aged past the default requests
+    urgent = s.submit(31.0, tier="interactive")
+    assert s.poll(31.0).preempt == (b,)
+    s.paused(b, 31.0)
+    assert s.poll(31.0).admit == (urgent,)
+    s.resume(b, 31.0)
+    s.finished(urgent, 32.0)
+    assert s.poll(32.0).admit == (b,)  # back at the level it had earned, before the defaults
+    s.check()
+
+
+def test_a_reserved_share_keeps_batch_moving_under_interactive_load() -> None:
+    """Under interactive load that fills every slot, batch progresses through its
+    ``min_share``, and the reserved stream is not preempted."""
+    tiers = [
+        Tier("interactive", -1),
+        Tier("default", 0),
+        Tier("batch", 1, preemptible=True, min_share=0.25),
+    ]
+    sim = Sim(Scheduler(tiers, slots=4, aging=None, min_run=0))
+    batch = [sim.submit("batch", "", None, 3.0) for _ in range(3)]
+    for _ in range(40):
+        for _ in range(4):
+            sim.submit("interactive", "", None, 1.0)
+        sim.advance(1.0)
+        if any(t.state is not TicketState.DONE for t in batch):
+            assert sim.sched.stats().running["batch"] >= 1  # its reserved slot, always held
+    assert all(t.state is TicketState.DONE for t in batch)
 
 
 @settings(max_examples=20, deadline=None)
@@ -513,6 +560,107 @@ def test_full_queue_rejects() -> None:
     assert d.reject == (third,) and third.reason == "the queue is full"
 
 
+def test_rejections_of_a_full_queue_leave_the_counts_true() -> None:
+    """A rejected submission was never counted: it must not be uncounted either (it
+    drove the waiting count negative, so ``max_queue`` bounded nothing)."""
+    s = Scheduler(slots=1, max_queue=2, min_run=0)
+    s.submit(0.0, tier="batch")
+    s.poll(0.0)
+    for _ in range(100):
+        s.submit(0.0, tier="batch")
+        s.check()
+    assert s.waiting == 2 and all(n >= 0 for n in s.stats().waiting.values())
+    assert s.poll(0.0).reject and s.waiting == 2
+    urgent = s.submit(1.0, tier="interactive")  # pushes out a batch request, then preempts
+    d = s.poll(1.0)
+    assert len(d.preempt) == 1 and s.waiting == 2
+    s.paused(d.preempt[0], 1.0)
+    assert s.poll(1.0).admit == (urgent,)
+    s.check()
+
+
+def test_a_full_queue_pushes_out_the_worst_tier_first() -> None:
+    s = Scheduler(slots=1, max_queue=3, aging=None)
+    s.submit(0.0)
+    s.poll(0.0)
+    batch = [s.submit(0.0, tier="batch") for _ in range(3)]
+    urgent = s.submit(1.0, tier="interactive")
+    assert urgent.state is TicketState.WAITING
+    assert batch[2].state is TicketState.REJECTED and "queue is full" in (batch[2].reason or "")
+    d = s.poll(1.0)
+    assert d.reject == (batch[2],)
+    # nothing worse waits than a batch request: another batch request is refused itself
+    late = s.submit(2.0, tier="batch")
+    assert late.state is TicketState.REJECTED and batch[1].state is TicketState.WAITING
+    s.check()
+
+
+def test_a_full_queue_is_shared_between_the_tenants_of_a_tier() -> None:
+    s = Scheduler(slots=1, max_queue=4, aging=None)
+    s.submit(0.0)
+    s.poll(0.0)
+    hog = [s.submit(0.0, tier="batch", tenant="hog") for _ in range(4)]
+    mine = s.submit(0.0, tier="batch", tenant="small")
+    assert mine.state is TicketState.WAITING and hog[3].state is TicketState.REJECTED
+    second = s.submit(0.0, tier="batch", tenant="small")
+    assert second.state is TicketState.WAITING and hog[2].state is TicketState.REJECTED
+    third = s.submit(0.0, tier="batch", tenant="small")  # 2 against 2: no longer pushes out
+    assert third.state is TicketState.REJECTED
+    s.check()
+
+
+_EVENTS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["submit", "submit", "submit", "poll", "finish", "cancel", "pause", "requeue", "tick"]
+        ),
+        st.sampled_from(TIER_NAMES),
+        st.integers(0, 2),
+        st.integers(0, 50),
+    ),
+    max_size=120,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_EVENTS, st.integers(1, 3), st.sampled_from([None, 0, 1, 3]), st.sampled_from([None, 1.0, 4.0]))
+def test_the_counts_hold_after_every_event(
+    events: list[tuple[str, str, int, int]], slots: int, max_queue: int | None, aging: float | None
+) -> None:
+    """Random submit/reject/cancel/admit/pause/resume/requeue/finish sequences: after
+    every event the counts agree with the lanes, no gauge is negative, the queue holds
+    at most ``max_queue`` and at most ``slots`` hold a slot."""
+    s = Scheduler(slots=slots, max_queue=max_queue, aging=aging, min_run=0)
+    now = 0.0
+    tickets = []
+    for kind, tier, tenant, pick in events:
+        if kind == "submit":
+            tickets.append(s.submit(now, tier=tier, tenant=f"t{tenant}", cost=Cost(10, pick)))
+        elif kind == "tick":
+            now += pick / 10
+        elif kind == "poll":
+            d = s.poll(now)
+            for v in d.preempt:  # the host complies: pauses, then comes back
+                s.paused(v, now)
+                s.resume(v, now)
+        elif tickets:
+            t = tickets[pick % len(tickets)]
+            if kind == "finish":
+                s.finished(t, now)
+            elif kind == "cancel":
+                s.cancel(t, now)
+            elif kind == "pause":
+                s.paused(t, now)
+                s.resume(t, now)
+            elif kind == "requeue":
+                s.requeue(t, now)
+        s.check()
+        stats = s.stats()
+        assert all(n >= 0 for n in (*stats.waiting.values(), *stats.running.values()))
+        assert s.running <= slots
+        assert s.waiting == sum(stats.waiting.values())
+
+
 def test_time_never_runs_backwards_and_must_be_finite() -> None:
     s = Scheduler()
     t = s.submit(10.0)
@@ -535,7 +683,7 @@ def test_cancelled_requests_do_not_pile_up_behind_a_waiting_head() -> None:
 
 
 def test_an_interactive_request_that_waited_longer_goes_before_an_aged_batch_one() -> None:
-    """Every tier ages, so aged requests go in the order their waits ran out."""
+    """Aging stops below the best tier."""
     s = Scheduler(slots=1, aging=10.0, min_run=1000)
     first = s.submit(0.0, tier="default")
     s.poll(0.0)
