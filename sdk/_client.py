@@ -26,7 +26,6 @@ tier by default) may be paused for a higher tier and resumed by continuation.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import random
@@ -90,7 +89,7 @@ from .stream._resume import (
     plan_resume,
     refusal_reason,
     refuses_prefill,
-    thinking_on,
+    thought,
 )
 
 __all__ = ["Client", "ModelInfo", "Stream", "TokenCount"]
@@ -680,9 +679,6 @@ class Client:
         backend = self._backend
         body = backend.body(request, stream=True)
         stall = stall or self.stall
-        thinking = thinking_on(request)
-        if thinking:  # never cut on purpose: such a stream cannot be continued (see resume)
-            stall = dataclasses.replace(stall, enabled=False)
         held: list[Flight] = []
         kept: list[str] = []  # the stream id, where the server keeps the stream for a reattach
         conv: list[str] = []  # llama-server's conversation id of the current engine request
@@ -719,7 +715,9 @@ class Client:
                 flight = held[0]
                 await flight.admit()  # a plain re-send: re-admitted if it was paused
             else:
-                resumable = not self._service and not thinking and stall.max_resumes > 0
+                # Preemptible whatever the request's fields say: the stream itself refuses a
+                # cut once it has generated what a prefill cannot carry (a thinking block).
+                resumable = not self._service and stall.max_resumes > 0
                 flight = await self._flight(
                     request, tier, tenant, preempt=inner.preempt if resumable else None, held=held
                 )
@@ -781,7 +779,7 @@ class Client:
                 conv.clear()
             if model in self._refusals:
                 raise IncompleteStreamError(refusal_reason(model), partial=rr.message)
-            if thinking:
+            if thought(rr.message):
                 raise IncompleteStreamError(
                     "a stream with extended thinking cannot be continued by prefill; "
                     f"it was {rr.cause.value}",

@@ -47,7 +47,7 @@ __all__ = [
     "continuation",
     "plan_resume",
     "refuses_prefill",
-    "thinking_on",
+    "thought",
 ]
 
 
@@ -209,14 +209,15 @@ class PrefillRefusals:
             self._models.add(model)
 
 
-def thinking_on(params: Mapping[str, Any]) -> bool:
-    """The request asks for extended thinking: a continuation by prefill cannot carry
-    it (a prefill must then start with the thinking block and its signature, and
-    ``max_tokens`` must stay above the thinking budget), so such a stream is not continued."""
-    thinking = params.get("thinking")
-    if isinstance(thinking, Mapping):
-        return thinking.get("type") not in (None, "disabled")
-    return bool(thinking)
+def thought(message: Any) -> bool:
+    """The message holds a thinking block: a continuation by prefill cannot carry it (a
+    prefill must then start with the thinking block and its signature, and ``max_tokens``
+    must stay above the thinking budget), so such a message is not continued. Decided by
+    what was generated, not by the request's ``thinking`` field, which an engine may
+    ignore and which a caller must not be able to use to switch preemption off."""
+    return any(
+        getattr(b, "type", None) in ("thinking", "redacted_thinking") for b in getattr(message, "content", ())
+    )
 
 
 def refusal_reason(model: object, cause: SDKError | None = None) -> str:

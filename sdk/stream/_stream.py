@@ -49,8 +49,10 @@ from ._events import (
     MessageStartEvent,
     MessageStopEvent,
     PingEvent,
+    RedactedThinkingBlock,
     TextBlock,
     TextDelta,
+    ThinkingBlock,
     Usage,
 )
 from ._flow import FlowBuffer, FlowControl, StallPolicy, StreamStatistics, _End
@@ -271,6 +273,11 @@ class MessageStream:
         self._preempt_cut = False  # preempt() cancelled a blocked reader
         self._cut_ok = True  # the reader is at a resumable point of an unfinished message
         self._replayable = False  # the current upstream can be continued after any event
+        # A thinking block was generated: a prefill cannot carry it (it must start with the
+        # block and its signature), so from then on only a replay continues this message.
+        # Decided by what came, not by the request's ``thinking`` field: an engine that
+        # ignores the field stays resumable, and a caller cannot turn preemption off.
+        self._thought = False
         self._upstream_done = False  # the upstream sent the whole message
         self._last_event_id = ""  # the SSE id of the last event received
         self._decoder_now: EventDecoder | None = None  # the current body's decoder
@@ -357,6 +364,7 @@ class MessageStream:
             or self._resume is None
             or self._state.stopped
             or self._attempts >= self._stall.max_resumes
+            or (self._thought and not self._replayable)
         ):
             return False
         self._preempt_asked = True
@@ -435,9 +443,11 @@ class MessageStream:
                             continue
                         progress = True
                         if isinstance(ev, ContentBlockStartEvent):
-                            resumable = replayable or isinstance(ev.block, TextBlock)
+                            if isinstance(ev.block, ThinkingBlock | RedactedThinkingBlock):
+                                self._thought = True
+                            resumable = replayable or (isinstance(ev.block, TextBlock) and not self._thought)
                         elif isinstance(ev, ContentBlockStopEvent):
-                            resumable = True
+                            resumable = replayable or not self._thought
                         elif isinstance(ev, MessageStopEvent | ErrorEvent) or (
                             isinstance(ev, MessageDeltaEvent) and ev.stop_reason is not None
                         ):

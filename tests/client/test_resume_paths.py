@@ -6,6 +6,7 @@ API's 400 on Claude 4.6 and later, played by the fault server), an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -15,7 +16,7 @@ import pytest
 from sdk import APIConnectionError, Client, IncompleteStreamError, RetryPolicy
 from tests.llama import LlamaServer
 
-from .fault_server import Reply, Request, fault_server, messages_events, prefill_of
+from .fault_server import Reply, Request, fault_server, messages_events, prefill_of, sse
 from .proxy import proxy
 
 pytestmark = pytest.mark.anyio
@@ -143,11 +144,44 @@ def test_a_continuation_keeps_its_rules() -> None:
     assert c.params["messages"] == LIST and c.repeat == "   "
 
 
+def _thinking_then_text(text: Sequence[str]) -> list[bytes]:
+    """A message that starts with a thinking block, then ``text``, cut before its end."""
+    events = messages_events(text)
+    thinking = [
+        sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            },
+        ),
+        sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "thinking_delta", "thinking": "hm"},
+            },
+        ),
+        sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    ]
+    renumbered = [
+        e.replace(b'"index": 0', b'"index": 1').replace(b'"index":0', b'"index":1') for e in events[1:]
+    ]
+    return [events[0], *thinking, *renumbered][:-3]
+
+
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_a_thinking_stream_is_never_cut_and_a_drop_ends_it_clearly() -> None:
+async def test_a_stream_that_generated_thinking_is_not_continued_and_a_drop_ends_it_clearly() -> None:
+    """Whether a stream can be continued is decided by what it generated (a thinking
+    block a prefill cannot carry), not by the request's ``thinking`` field: its stall
+    policy stays on, and a drop after the thinking block ends it with the partial
+    message, sending no continuation."""
+
     async def handler(req: Request, reply: Reply) -> None:
         await reply.start()
-        for chunk in messages_events(["Let me", " think"])[:-3]:
+        for chunk in _thinking_then_text(["Let me", " think"]):
             await reply.chunk(chunk)
 
     no_retry = RetryPolicy(max_retries=0)
@@ -158,13 +192,46 @@ async def test_a_thinking_stream_is_never_cut_and_a_drop_ends_it_clearly() -> No
         stream = c.stream(
             model="m", max_tokens=3000, messages=LIST, thinking={"type": "enabled", "budget_tokens": 2048}
         )
-        assert stream._inner._stall.enabled is False
+        assert stream._inner._stall.enabled is True  # a request field cannot switch it off
         with pytest.raises(IncompleteStreamError, match="extended thinking") as e:
             async with stream as s:
                 async for _ in s:
                     pass
+            assert not s._inner.preempt()  # nothing a prefill could continue
     assert e.value.partial is not None and e.value.partial.text == "Let me think"
+    assert e.value.partial.content[0].type == "thinking"
     assert len(server.requests) == 1  # no continuation was sent
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_thinking_field_an_engine_ignores_does_not_stop_a_continuation() -> None:
+    """llama-server takes and ignores ``thinking``: its text-only stream is continued by
+    prefill after a drop like any other (the field once made streams unpreemptible, so a
+    batch key could hold every slot by adding it)."""
+    calls: list[Request] = []
+
+    async def handler(req: Request, reply: Reply) -> None:
+        calls.append(req)
+        await reply.start()
+        if len(calls) == 1:
+            for chunk in messages_events(["Let me", " think"])[:-3]:
+                await reply.chunk(chunk)
+        else:
+            for chunk in messages_events([" more."]):
+                await reply.chunk(chunk)
+            await reply.end()
+
+    no_retry = RetryPolicy(max_retries=0)
+    async with (
+        fault_server(handler) as server,
+        Client(base_url=server.url, api_key="k-think", retry=no_retry, prefill_echo=False) as c,
+        c.stream(
+            model="m", max_tokens=3000, messages=LIST, thinking={"type": "enabled", "budget_tokens": 2048}
+        ) as s,
+    ):
+        text = "".join([t async for t in s.text_deltas()])
+    assert text == "Let me think more."
+    assert len(calls) == 2 and prefill_of(calls[1]) == "Let me think"
 
 
 def test_hosted_apis_are_known_by_host() -> None:
