@@ -29,7 +29,7 @@ from typing import Any, Literal
 import orjson
 
 from . import _jsonexact
-from ._errors import StreamProtocolError
+from ._errors import StreamProtocolError, redact
 from .stream import (
     AnthropicEventDecoder,
     ContentBlock,
@@ -111,10 +111,17 @@ class MessagesBackend(Backend):
         return out
 
     def message(self, body: object) -> Message:
+        """The answer as a :class:`Message`. It must be one: a ``content`` list (and a
+        ``type`` of ``message`` where it has one); anything else, ``{"foo": 1}`` or an
+        error object sent with a 200, is a :class:`StreamProtocolError`, never an empty
+        message (block types it does not know are kept as unknown blocks)."""
         if not isinstance(body, Mapping):
             raise StreamProtocolError("message body is not a JSON object", event=body)
-        content = body.get("content")
-        blocks = tuple(parse_block(b) for b in content) if isinstance(content, list) else ()
+        content, kind = body.get("content"), body.get("type", "message")
+        if not isinstance(content, list) or kind != "message":
+            what = f"its type is {kind!r}" if kind != "message" else "it has no content list"
+            raise StreamProtocolError(f"the answer is not a message: {what}", event=_excerpt(body))
+        blocks = tuple(parse_block(b) for b in content)
         return Message(
             _s(body.get("id")),
             _s(body.get("model")),
@@ -177,7 +184,9 @@ class OpenAIBackend(Backend):
             raise StreamProtocolError("completion body is not a JSON object", event=body)
         choices = body.get("choices")
         if isinstance(body.get("error"), Mapping) or not isinstance(choices, list) or not choices:
-            raise StreamProtocolError("completion has no choices", event=body)
+            raise StreamProtocolError(
+                "the answer is not a completion: it has no choices", event=_excerpt(body)
+            )
         choice = choices[0] if isinstance(choices[0], Mapping) else {}
         msg = choice.get("message")
         msg = msg if isinstance(msg, Mapping) else {}
@@ -214,6 +223,16 @@ class OpenAIBackend(Backend):
 
 
 # ---- helpers -------------------------------------------------------------------------
+
+
+def _excerpt(body: Mapping[str, Any]) -> str:
+    """A short, masked view of a malformed answer for the error (the answer may be huge
+    or carry what should not be repeated)."""
+    try:
+        raw = orjson.dumps(body, default=str)[:2000]
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes
+        return "(nested too deep to show)"
+    return redact(raw.decode("utf-8", "replace"))
 
 
 def _s(v: object) -> str:

@@ -58,6 +58,7 @@ from ._errors import (
     RedirectError,
     ResponseTooLargeError,
     SDKError,
+    StreamProtocolError,
     UnprocessableEntityError,
     api_error_from_body,
     error_from_transport,
@@ -1132,16 +1133,24 @@ def _without_userinfo(url: str) -> str:
 
 
 def _json(resp: httpx2.Response) -> dict[str, Any]:
+    """A successful answer's JSON object. Anything else (HTML from a proxy, a truncated
+    body, a list) is a broken answer, a :class:`StreamProtocolError` whose ``event`` is a
+    masked excerpt: not an :class:`APIError`, whose 2xx status would read as the server's
+    own answer (a scheduling server in front passed it on as a 200 with an error)."""
     try:
         body = _jsonexact.loads(resp.content)
     except orjson.JSONDecodeError:
         # cut before masking (a little more is kept, so a key across the cut is masked):
         # masking a whole 32 MiB answer would hold the event loop for seconds
         head = resp.content[: 2000 * 4 + min(longest_secret(), 8192)]
-        body_text = redact(head.decode("utf-8", "replace"))[:2000]
-        raise APIError("the response is not JSON", status=resp.status_code, body=body_text) from None
+        excerpt = redact(head.decode("utf-8", "replace"))[:2000]
+        raise StreamProtocolError(
+            f"the response (HTTP {resp.status_code}) is not JSON: {excerpt[:200]!r}", event=excerpt
+        ) from None
     if not isinstance(body, dict):
-        raise APIError("the response is not a JSON object", status=resp.status_code, body=body)
+        raise StreamProtocolError(
+            f"the response (HTTP {resp.status_code}) is JSON but not an object ({type(body).__name__})"
+        )
     return body
 
 
@@ -1152,7 +1161,7 @@ def _tokens_from(
     pieces ``{"tokens": [{"id": id, "piece": "text" | [byte, ...]}, ...]}``."""
     tokens = data.get("tokens")
     if not isinstance(tokens, list):
-        raise APIError("the /tokenize answer has no list of tokens", status=status, body=None)
+        raise StreamProtocolError(f"the /tokenize answer (HTTP {status}) has no list of tokens")
     ids: list[int] = []
     got: list[str | list[int]] = []
     for t in tokens:
@@ -1163,11 +1172,11 @@ def _tokens_from(
             ):
                 got.append(piece)
             else:
-                raise APIError("a /tokenize piece is neither text nor bytes", status=status, body=None)
+                raise StreamProtocolError(f"a /tokenize piece (HTTP {status}) is neither text nor bytes")
         else:
             i = t
         if isinstance(i, bool) or not isinstance(i, int) or i < 0:
-            raise APIError("a /tokenize token id is not a non-negative integer", status=status, body=None)
+            raise StreamProtocolError(f"a /tokenize token id (HTTP {status}) is not a non-negative integer")
         ids.append(i)
     if pieces and len(got) == len(ids):
         return ids, got
