@@ -522,11 +522,13 @@ class MessageStream:
                     end is None or isinstance(end, APITimeoutError) or (isinstance(end, _End) and end.stalled)
                 )
                 left = left or (isinstance(end, _End) and scope.cancelled_caught)
+                generating = False  # the server may still be generating for this request
                 if upstream.cancel is not None and not finished and left:
                     with contextlib.suppress(Exception):  # best effort: else the server's own timeout
                         await upstream.cancel()  # a server that keeps streams: stop it there
                 elif upstream.cancel is not None and not finished:
                     self._orphan = upstream.cancel  # broken: a resume continues it, or stops it
+                    generating = True
             done.set()
             if isinstance(end, _End) and observer is not None:
                 if end.stalled:
@@ -534,6 +536,11 @@ class MessageStream:
                 elif finished:
                     self._upstream_done = True
                     observer.ended(not errored)
+            elif isinstance(end, BaseException) and observer is not None and not finished and not generating:
+                # Broken, and nothing generates for it any more: its slot is free now, not
+                # when a consumer (who may never come) reads the error. A resume is
+                # re-admitted; a failure ends the request where it is.
+                observer.released()
             if end is not None:  # None: cancelled, nobody is reading any more
                 buf.put_nowait(end)
 

@@ -388,3 +388,35 @@ async def test_continuation_extends_the_callers_prefill_and_carries_resume_only_
     # The server reported 1 output token at message_start, but 3 text deltas were handed
     # out: the continuation is lowered by the larger count.
     assert second["max_tokens"] == 50 - 3
+
+
+async def test_a_broken_upstream_frees_its_slot_before_the_consumer_reads(backend: str) -> None:
+    """The engine connection breaks while the consumer is not reading: the scheduler's
+    slot comes back at once (it stayed taken until a consumer that might never come read
+    the error), and the consumer who does come back still gets the whole text, through a
+    continuation that is admitted again."""
+    first_part = anyio.Event()
+
+    async def handler(req: Request, reply: Reply) -> None:
+        prefill = prefill_of(req)
+        await reply.start()
+        if len(server.requests) == 1:
+            for ev in events_for(backend, PIECES)[:4]:
+                await reply.chunk(ev)
+            first_part.set()
+            return  # cut: the connection ends without the rest
+        rest = TEXT[len(prefill) :]
+        for ev in events_for(backend, [rest]):
+            await reply.chunk(ev)
+        await reply.end()
+
+    async with fault_server(handler) as server, client(server, backend, stall=StallPolicy(False)) as c:
+        with anyio.fail_after(DEADLINE):
+            async with c.stream(model="m", max_tokens=50, messages=MSG) as s:
+                await first_part.wait()
+                while c.scheduler.running:  # nobody reads: the break alone frees the slot
+                    await anyio.sleep(0.01)
+                assert c.scheduler.stats().running == {"interactive": 0, "default": 0, "batch": 0}
+                texts = [t async for t in s.text_deltas()]
+    assert "".join(texts) == TEXT
+    assert len(server.requests) == 2 and c.scheduler.running == 0
