@@ -5,11 +5,21 @@ key from standard input and prints the hash the configuration stores."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
+from typing import Any
 
 from ._app import ServerApp
 from ._config import ConfigError, ServerConfig, hash_key
+
+_LIMITS: list[tuple[str, type[int] | type[float], str]] = [
+    ("--max-connections", int, "open connections at most (default: half of `ulimit -n`)"),
+    ("--head-timeout", float, "seconds for a request head to arrive (default 60)"),
+    ("--body-timeout", float, "seconds for a request body to arrive after its head (default 60)"),
+    ("--send-timeout", float, "seconds a client may read nothing of its answer (default 60)"),
+    ("--keepalive-timeout", float, "seconds an idle connection is kept between requests (default 20)"),
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,9 +37,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--config", help="a TOML file: tiers, keys, bounds (see sdk.server._config)")
     ap.add_argument("--log-level", default="info")
+    limits = ap.add_argument_group("connection limits (over the configuration's [server] values)")
+    for flag, kind, what in _LIMITS:
+        limits.add_argument(flag, type=kind, metavar="N" if kind is int else "SECONDS", help=what)
     args = ap.parse_args(argv)
     try:
         config = ServerConfig.load(args.config) if args.config else ServerConfig()
+        given: dict[str, Any] = {}
+        for flag, _, _ in _LIMITS:
+            name = flag[2:].replace("-", "_")
+            if getattr(args, name) is not None:
+                given[name] = getattr(args, name)
+        if given:
+            config = dataclasses.replace(config, **given)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -20,6 +20,12 @@
                              #   longest-idle are ended
     send_timeout = 60.0      # a write to a client that takes longer ends the response; a
                              #   stream written to it is ended and its slot freed
+    head_timeout = 60.0      # a request head not complete this long after the connection
+                             #   opened (or after its first byte) closes the connection
+    body_timeout = 60.0      # a body not complete this long after its head: 408, closed
+    keepalive_timeout = 20.0 # an idle connection between requests is closed after this
+    max_connections = 512    # open connections (default: half of `ulimit -n`); past it the
+                             #   longest-idle one is closed, or, all busy, the new one 503'd
     aging_seconds = 30.0
 
     [[tiers]]                # default: interactive > default > batch
@@ -108,6 +114,10 @@ class ServerConfig:
     replay_total_bytes: int = 64 << 20
     replay_max_streams: int = 1024
     send_timeout: float = 60.0
+    head_timeout: float = 60.0
+    body_timeout: float = 60.0
+    keepalive_timeout: float = 20.0
+    max_connections: int | None = None  # None: half the descriptor limit (sdk.server._serve)
     stall_seconds: float = 1.0
     aging_seconds: float = 30.0
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
@@ -132,6 +142,16 @@ class ServerConfig:
             raise ConfigError("replay_total_bytes and replay_max_streams must be >= 0")
         if not (self.send_timeout > 0 and math.isfinite(self.send_timeout)):
             raise ConfigError("send_timeout must be a finite number > 0")
+        for name in ("head_timeout", "body_timeout", "keepalive_timeout"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (v > 0 and math.isfinite(v)):
+                raise ConfigError(f"{name} must be a finite number of seconds > 0")
+        if self.max_connections is not None and (
+            isinstance(self.max_connections, bool)
+            or not isinstance(self.max_connections, int)
+            or self.max_connections < 1
+        ):
+            raise ConfigError("max_connections must be an integer >= 1")
         quotas: dict[str, tuple[float | None, float | None]] = {}
         for k in self.keys:
             limits = quotas.setdefault(k.tenant, (k.requests_per_minute, k.tokens_per_minute))
@@ -178,6 +198,10 @@ class ServerConfig:
             "replay_total_bytes",
             "replay_max_streams",
             "send_timeout",
+            "head_timeout",
+            "body_timeout",
+            "keepalive_timeout",
+            "max_connections",
             "stall_seconds",
             "aging_seconds",
         }

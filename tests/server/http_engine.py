@@ -4,6 +4,7 @@ generation request is chosen by the request's ``model``:
 
 - ``ok``: a message (or its stream, for ``stream: true``);
 - ``endless``: a stream that never ends (it stops when its connection is closed);
+- ``big``: a message of 2 MiB of text;
 - ``not-json``: a 200 of HTML;
 - ``no-message``: a 200 of ``{"foo": 1}``;
 - ``redirect``: a 307 to an internal address (:data:`HIDDEN`) that must not leak.
@@ -82,6 +83,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(200, b'{"foo": 1}')
         elif model == "redirect":
             self._answer(307, b"", location=HIDDEN)
+        elif model == "big":
+            self._answer(
+                200, orjson.dumps({**MESSAGE, "content": [{"type": "text", "text": "x" * (2 << 20)}]})
+            )
         elif body.get("stream"):
             self._stream(endless=model == "endless")
         else:
