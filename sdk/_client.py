@@ -69,9 +69,10 @@ from ._errors import (
 )
 from ._map import MapProgress, MapRun
 from ._params import CountTokensParams, CreateParams, check_request
-from ._retry import RetryBudget, RetryPolicy, retry_decision
+from ._retry import RetryBudget, RetryPolicy, parse_retry_after, retry_decision
 from ._tokens import checked_text, count_tokens
 from ._transport import StaleConnectionResend
+from .client import EngineName, EngineProfile, engine_profile
 from .scheduler import Cost, MetricsHook, RequestMetrics, Scheduler, Tier, TierMetrics
 from .stream import (
     FlowControl,
@@ -104,6 +105,9 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Hosted APIs by host name: nothing there is a self-hosted engine with slots.
 HOSTED_HOSTS = frozenset({"api.anthropic.com", "api.openai.com"})
 _PROBE_BYTES = 1 << 16
+PRIORITY_HEADER = "seam-priority"  # a request's tier, for a scheduling server (sdk.server)
+TENANT_HEADER = "seam-tenant"  # the end tenant a gateway key acts for (sdk.server)
+SEAM_PROBE_PATH = "/v1/seam"  # a scheduling server's capabilities (sdk.server)
 STREAM_ID_HEADER = "seam-stream-id"  # a scheduling server (sdk.server) keeps the stream: reattach by id
 _BIG_PROMPT = 200_000  # characters: above this the cost estimate runs in a worker thread
 DEFAULT_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
@@ -259,6 +263,7 @@ class Client:
         scheduler: Scheduler | None = None,
         on_metrics: MetricsHook | None = None,
         metrics_window: int = 1000,
+        engine: EngineName | EngineProfile | None = None,
     ) -> None:
         if http_client is not None and not isinstance(http_client, httpx2.AsyncClient):
             raise TypeError(
@@ -326,6 +331,15 @@ class Client:
         if on_metrics is not None:
             self._dispatch.hooks.append(on_metrics)
         self._slots_known = self._service or sched.slots is not None
+        # What differs by engine (sdk.client): named, known by host, or learnt once.
+        self._profile: EngineProfile | None = (
+            engine_profile(engine)
+            if engine is not None
+            else engine_profile("hosted")
+            if self._service
+            else None
+        )
+        self.server_info: Mapping[str, Any] | None = None  # a scheduling server's GET /v1/seam
         self._conversations = False  # the server keeps streams by conversation id (llama-server)
         self._refusals = PrefillRefusals()  # models that refused an assistant prefill
         self._slots_probe: anyio.Event | None = None
@@ -422,10 +436,18 @@ class Client:
         await flight.admit()
         return flight
 
+    @property
+    def engine(self) -> EngineProfile | None:
+        """The engine's profile (:mod:`sdk.client`): named, known by host, or learnt before
+        the first request (``None`` until then)."""
+        return self._profile
+
     async def _learn_slots(self) -> None:
-        """Once per client: a self-hosted server's slot count (llama-server's ``/props``
-        ``total_slots``); concurrent first requests wait for the one probe."""
-        if self._slots_known:
+        """Once per client: what the engine is, unless named (a scheduling server answers
+        ``GET /v1/seam``), and a self-hosted server's slot count (llama-server's ``/props``
+        ``total_slots``); concurrent first requests wait for the one probe. A scheduling
+        server decides admission itself: its slots are not ours to count."""
+        if self._slots_known and self._profile is not None:
             return
         probe = self._slots_probe
         if probe is not None:
@@ -433,12 +455,31 @@ class Client:
             return
         probe = self._slots_probe = anyio.Event()
         try:
-            n = await self._probe_slots()
-            if n is not None and self.scheduler.slots is None:
-                self.scheduler.set_slots(n)
+            if self._profile is None or self._profile.schedules:
+                info = await self._probe_seam()
+                if info is not None:
+                    self.server_info = info
+                    self._profile = self._profile or engine_profile("seam")
+            if not self._slots_known and not (self._profile is not None and self._profile.schedules):
+                n = await self._probe_slots()
+                if n is not None and self.scheduler.slots is None:
+                    self.scheduler.set_slots(n)
         finally:
             self._slots_known = True
+            if self._profile is None:
+                self._profile = engine_profile("llama-server" if self._conversations else "self-hosted")
             probe.set()
+
+    async def _probe_seam(self) -> Mapping[str, Any] | None:
+        """A scheduling server's capabilities (``None``: not one, or not reachable)."""
+        try:
+            with anyio.fail_after(10.0):
+                doc = await self._get_small(self._root() + SEAM_PROBE_PATH, _PROBE_BYTES)
+        except Exception:
+            return None
+        if isinstance(doc, dict) and doc.get("object") == "seam.server" and doc.get("schedules") is True:
+            return doc
+        return None
 
     async def _probe_slots(self) -> int | None:
         try:
@@ -490,6 +531,22 @@ class Client:
         queue instead of sleeping (the scheduler holds all admissions for the delay)."""
         self._check_open()
         hdrs = self._request_headers(headers)
+        profile = self._profile
+        if flight is not None and profile is not None:
+            # The tier travels with the request, to an engine that honours it and only there.
+            tier = flight.ticket.tier
+            if profile.priority == "header":
+                hdrs[PRIORITY_HEADER] = tier.name
+            elif profile.priority == "body" and body is not None and "priority" not in body:
+                body = {**body, "priority": tier.rank}
+            info = self.server_info
+            if (
+                profile.schedules
+                and flight.ticket.tenant
+                and info is not None
+                and info.get("gateway") is True
+            ):
+                hdrs[TENANT_HEADER] = flight.ticket.tenant  # a gateway key names its end tenant
         content = orjson.dumps(body) if body is not None else None
         if content is not None:
             hdrs["content-type"] = "application/json"
@@ -552,6 +609,17 @@ class Client:
             err = await self._error(response, deadline)
             if status == 404 and method == "POST" and path == backend_path:
                 err.message = _not_found_hint(err.message, self._shown_url + path, self.backend_name)
+            if flight is not None and status == 503 and profile is not None and profile.schedules:
+                # A scheduling server's queue is full: back in our own queue for its
+                # retry-after, however often (never a failure); our window shrinks meanwhile.
+                wait = parse_retry_after(response.headers)
+                wait = wait if wait is not None else self.retry.backoff(min(attempt, 8), self._rng)
+                log.info("%s %s: 503, back in the scheduler's queue for %.2f s", method, path, wait)
+                attempt += 1
+                flight.requeue(hold=0.0)
+                await anyio.sleep(min(wait, 60.0))
+                await flight.admit()
+                continue
             delay = retry_decision(status, response.headers, attempt, self.retry, rng=self._rng)
             if flight is not None and status in (429, 529) and delay is not None:
                 log.info("%s %s: %d, back in the scheduler's queue for %.2f s", method, path, status, delay)
@@ -718,7 +786,10 @@ class Client:
             else:
                 # Preemptible whatever the request's fields say: the stream itself refuses a
                 # cut once it has generated what a prefill cannot carry (a thinking block).
-                resumable = not self._service and stall.max_resumes > 0
+                # A scheduling server preempts and resumes its streams itself.
+                await self._learn_slots()
+                schedules = self._profile is not None and self._profile.schedules
+                resumable = not self._service and not schedules and stall.max_resumes > 0
                 flight = await self._flight(
                     request, tier, tenant, preempt=inner.preempt if resumable else None, held=held
                 )

@@ -62,13 +62,15 @@ Handler = Callable[[Request, Reply], Awaitable[None]]
 
 @dataclass
 class FaultServer:
-    """``requests``: what the handler saw. The client's one-time slot probe (``GET
-    /props``) is answered here, 404 unless ``props`` is set, and kept in ``probes``."""
+    """``requests``: what the handler saw. The client's one-time probes (``GET /props``
+    for slots, ``GET /v1/seam`` for a scheduling server) are answered here, 404 unless
+    ``props`` or ``seam`` is set, and kept in ``probes``."""
 
     url: str
     requests: list[Request] = field(default_factory=list)
     connections: int = 0
     props: dict[str, Any] | None = None
+    seam: dict[str, Any] | None = None
     probes: list[Request] = field(default_factory=list)
 
 
@@ -105,14 +107,15 @@ async def fault_server(handler: Handler) -> AsyncIterator[FaultServer]:
                 req = await _read_request(stream)
                 if req is None:
                     return
-                if req.method == "GET" and req.path == "/props":
+                if req.method == "GET" and req.path in ("/props", "/v1/seam"):
                     server.probes.append(req)
-                    if server.props is None:
+                    doc = server.props if req.path == "/props" else server.seam
+                    if doc is None:
                         await Reply(stream).respond(
                             404, {"error": {"code": 404, "message": "File Not Found"}}
                         )
                     else:
-                        await Reply(stream).respond(200, server.props)
+                        await Reply(stream).respond(200, doc)
                     return
                 server.requests.append(req)
                 await handler(req, Reply(stream))

@@ -107,8 +107,8 @@ async def keepalive_server(**kw: Any) -> AsyncIterator[KeepAliveServer]:
 
 
 def client(server: KeepAliveServer, **kw: Any) -> Client:
-    # a known slot count: no /props probe, so the requests below are the only ones
-    return Client(base_url=server.url, api_key=KEY, scheduler=Scheduler(slots=2), **kw)
+    # a known slot count and engine: no probe, so the requests below are the only ones
+    return Client(base_url=server.url, api_key=KEY, scheduler=Scheduler(slots=2), engine="self-hosted", **kw)
 
 
 @pytest.mark.parametrize("drop", ["close", "reset"])

@@ -75,8 +75,8 @@ async def test_slots_are_learnt_once_from_props() -> None:
                 for i in range(5):
                     tg.start_soon(lambda i=i: c.create(model="m", max_tokens=5, messages=msg(str(i))))
             assert c.scheduler.slots == 3
-        assert len(server.probes) == 1
-        assert server.probes[0].headers["x-api-key"] == KEY
+        assert [p.path for p in server.probes] == ["/v1/seam", "/props"]  # once each
+        assert all(p.headers["x-api-key"] == KEY for p in server.probes)
 
 
 async def test_the_hosted_api_is_not_probed_and_a_given_slot_count_wins() -> None:
