@@ -26,7 +26,10 @@
     keepalive_timeout = 20.0 # an idle connection between requests is closed after this
     max_connections = 512    # open connections (default: half of `ulimit -n`); past it the
                              #   longest-idle one is closed, or, all busy, the new one 503'd
-    aging_seconds = 30.0
+    aging_seconds = 30.0     # a waiting request rises a tier per this long, never into the best
+    upstream_engine = "self-hosted"  # "vllm-priority": engines that take vLLM's priority
+                             #   field (vLLM with --scheduling-policy priority) get each
+                             #   request's tier in it
 
     [[tiers]]                # default: interactive > default > batch
     name = "interactive"
@@ -44,6 +47,11 @@
     requests_per_minute = 60 # quotas of the tenant: past them a request gets 429 with
     tokens_per_minute = 50000#   retry-after and the rate-limit headers clients pace by;
                              #   one set per tenant: its keys must agree on them
+    gateway = false          # true: may name the end tenant it acts for (a seam-tenant
+                             #   header), scheduled as "team-a/<name>" on the key's quota
+
+    [tenants]                # fair-share weights of a gateway key's end tenants
+    "team-a/acme" = 2.0
 
 Keys are stored hashed and compared in constant time against every configured key.
 """
@@ -83,6 +91,7 @@ class KeyEntry:
     weight: float = 1.0
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    gateway: bool = False  # may name the end tenant it acts for (seam-tenant)
 
     def __repr__(self) -> str:
         return f"KeyEntry(tenant={self.tenant!r}, tier={self.tier!r}, max_tier={self.max_tier!r})"
@@ -90,14 +99,21 @@ class KeyEntry:
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who is asking: the tenant, the tier its requests get by default, the best one it
-    may ask for."""
+    """Who is asking: the tenant (the scheduler's fair-share unit), the tier its requests
+    get by default, the best one it may ask for. ``account``: the key's own tenant, whose
+    quota applies (a gateway key's end tenants share it, :mod:`._seam`)."""
 
     tenant: str
     tier: Tier
     max_tier: Tier
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    gateway: bool = False
+    account: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.account:
+            object.__setattr__(self, "account", self.tenant)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +136,7 @@ class ServerConfig:
     max_connections: int | None = None  # None: half the descriptor limit (sdk.server._serve)
     stall_seconds: float = 1.0
     aging_seconds: float = 30.0
+    upstream_engine: str = "self-hosted"
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -162,6 +179,11 @@ class ServerConfig:
                 )
         if not (self.stall_seconds >= 0 and math.isfinite(self.stall_seconds)):
             raise ConfigError("stall_seconds must be a finite number >= 0")
+        if self.upstream_engine not in ("self-hosted", "llama-server", "vllm", "vllm-priority"):
+            raise ConfigError(
+                f"upstream_engine {self.upstream_engine!r}: one of "
+                "self-hosted, llama-server, vllm, vllm-priority"
+            )
         if not self.aging_seconds > 0:
             raise ConfigError("aging_seconds must be positive")
 
@@ -204,6 +226,7 @@ class ServerConfig:
             "max_connections",
             "stall_seconds",
             "aging_seconds",
+            "upstream_engine",
         }
         unknown = set(server) - known
         if unknown:
@@ -238,6 +261,7 @@ class ServerConfig:
                 float(k.get("weight", 1.0)),
                 None if rpm is None else float(rpm),
                 None if tpm is None else float(tpm),
+                _flag(k, "gateway"),
             )
             for name, v in (
                 ("requests_per_minute", entry.requests_per_minute),
@@ -247,7 +271,18 @@ class ServerConfig:
                     raise ConfigError(f"key of tenant {entry.tenant!r}: {name} must be a positive number")
             keys.append(entry)
             weights[entry.tenant] = entry.weight
+        for name, w in dict(raw.get("tenants") or {}).items():  # end tenants of gateway keys
+            if isinstance(w, bool) or not isinstance(w, int | float) or not (w > 0 and math.isfinite(w)):
+                raise ConfigError(f"[tenants] {name!r}: a weight must be a positive number")
+            weights[str(name)] = float(w)
         return cls(tiers=tuple(tiers), keys=tuple(keys), tenant_weights=weights, **server)
+
+
+def _flag(table: Mapping[str, Any], name: str) -> bool:
+    v = table.get(name, False)
+    if not isinstance(v, bool):
+        raise ConfigError(f"key of tenant {table.get('tenant')!r}: {name} must be true or false")
+    return v
 
 
 class Keyring:
@@ -263,7 +298,8 @@ class Keyring:
         """The key's principal, or None (no key, or no such key). Without configured keys
         every request is the anonymous tenant with the default tier, any tier allowed."""
         if self.open:
-            return Principal("", self._tiers.default, next(iter(self._tiers)))
+            # no authentication: one team's server, whose callers may name tenants
+            return Principal("", self._tiers.default, next(iter(self._tiers)), gateway=True)
         if not key:
             return None
         digest = hash_key(key).encode()
@@ -279,4 +315,5 @@ class Keyring:
             self._tiers.resolve(found.max_tier),
             found.requests_per_minute,
             found.tokens_per_minute,
+            found.gateway,
         )
