@@ -10,7 +10,9 @@ scheduler, so admission, fairness, preemption and metrics are decided in one pla
 - **admission** by tier (a key's tier, or the ``priority`` the request asks for within
   the key's ``max_tier``: a ``seam-priority`` header or a ``priority`` body field, a tier
   name or vLLM's integer) and tenant; a full queue answers 503 with ``retry-after``, a
-  tenant past its quota 429 (:mod:`._quota`);
+  tenant past its quota 429 (:mod:`._quota`). Every route that costs engine work is
+  metered and queued so: ``count_tokens`` and ``/tokenize`` too. A request is checked
+  once at its entry (:mod:`._validate`): what cannot be served is a 400, never a 500;
 - **preemption**: a preemptible stream is paused for a higher tier by the client's
   stream machinery (upstream closed at a resumable point, continued by prefill when a
   slot frees); its client sees one uninterrupted stream;
@@ -22,8 +24,16 @@ scheduler, so admission, fairness, preemption and metrics are decided in one pla
 - **reattach**: the engine stream belongs to the server (a :class:`~._live.LiveStream`
   fed by a task of the server's own), not to the connection. Every SSE event carries an
   ``id:`` (``<stream id>:<n>``, the stream id also in the ``seam-stream-id`` header); a
-  client that lost its connection re-sends its request with ``Last-Event-ID`` and gets
-  the rest exactly once, with no new engine request.
+  client that lost its connection re-sends its request with ``Last-Event-ID`` (on the
+  same route: a stream keeps its protocol) and gets the rest exactly once, with no new
+  engine request;
+- **clients that leave**: one that leaves before its response's head never learnt the
+  stream's id, so its stream is ended at once (a queued request leaves the queue, an
+  admitted one is cancelled); a stream with no client is kept ``replay_seconds``, at most
+  ``replay_max_streams`` of them and within ``replay_total_bytes`` of all they hold, then
+  ended, its slot, route and memory freed (:meth:`ServerApp.sweep`); a write that waits
+  ``send_timeout`` for a client that stopped reading ends the response and its stream
+  (the bound on a stream that cannot be paused).
 
 Upstream errors keep their status and type; their text never carries an upstream URL or
 key.
@@ -31,10 +41,11 @@ key.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
@@ -46,11 +57,12 @@ from .._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
+    InvalidRequestError,
     RequestRejectedError,
     SDKError,
     StreamProtocolError,
 )
-from ..scheduler import RequestMetrics, Scheduler, Tier, UnknownTierError
+from ..scheduler import Cost, RequestMetrics, Scheduler, Tier, UnknownTierError
 from ..stream import FlowControl, StallPolicy
 from ..stream._accumulate import message_to_wire
 from ._config import Keyring, Principal, ServerConfig
@@ -64,6 +76,7 @@ from ._http import (
     Receive,
     Scope,
     Send,
+    WriteTimeout,
     error_body,
     header_map,
     model_entry,
@@ -77,12 +90,15 @@ from ._metrics import CONTENT_TYPE, ServerMetrics
 from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
 from ._quota import Quotas
 from ._route import ROUTE_HEADER, Engine, Router
+from ._validate import check_messages, event_id, priority
 
 __all__ = ["ServerApp"]
 
 log = logging.getLogger("sdk.server")
 
 HEALTH_INTERVAL = 5.0
+
+T = TypeVar("T")
 
 
 class ServerApp:
@@ -95,7 +111,10 @@ class ServerApp:
         config: ServerConfig | None = None,
         *,
         upstream_api_key: str | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
+        """``transport``: how the engines are reached (default: HTTP over TCP); the
+        engines' traffic and their health checks go through it."""
         if not upstreams:
             raise ValueError("at least one upstream is needed")
         self.config = config = config or ServerConfig()
@@ -108,6 +127,7 @@ class ServerApp:
         )
         self.keyring = Keyring(config)
         self._upstream_key = upstream_api_key
+        self._transport = transport
         self._urls = [u.rstrip("/") for u in upstreams]
         self.upstreams: list[Engine] = []
         self.router: Router | None = None
@@ -136,7 +156,7 @@ class ServerApp:
             control = Client(base_url=url, backend="messages", api_key=key)
             control._slots_known = True
             self.upstreams.append(Engine(i, url, control))
-        self.router = Router(self.upstreams, on_health=self._health_changed)
+        self.router = Router(self.upstreams, self._transport, on_health=self._health_changed)
         self._client = Client(
             base_url="http://engine",  # the router sends each request to its engine
             backend="messages",
@@ -182,7 +202,7 @@ class ServerApp:
         self.metrics.observe(m)
 
     async def _health_loop(self) -> None:
-        async with httpx2.AsyncClient(timeout=HEALTH_INTERVAL) as http:
+        async with httpx2.AsyncClient(timeout=HEALTH_INTERVAL, transport=self._transport) as http:
             while True:
                 router = self._router()
                 for u in self.upstreams:
@@ -229,11 +249,17 @@ class ServerApp:
         if not self.upstreams:
             await self.startup()  # served without a lifespan
         started: list[bool] = [False]
+        timeout = self.config.send_timeout
 
         async def tracked(message: Message) -> None:
+            """``send``, bounded: a client that stops reading holds nothing for long."""
             if message["type"] == "http.response.start":
                 started[0] = True
-            await send(message)
+            try:
+                with anyio.fail_after(timeout):
+                    await send(message)
+            except TimeoutError:
+                raise WriteTimeout(f"a write to the client took over {timeout:g} s") from None
 
         try:
             await self._route(scope, receive, tracked)
@@ -244,6 +270,8 @@ class ServerApp:
                 await send_json(tracked, e.status, body, e.headers)
         except OSError:
             pass  # the client went away
+        except WriteTimeout as e:
+            log.info("%s: its response was ended", e)  # the connection closes unfinished
         except Exception:
             log.exception("unexpected error")
             if not started[0]:
@@ -306,7 +334,8 @@ class ServerApp:
             raise HTTPError(401, "authentication_error", "invalid x-api-key" if key else "missing x-api-key")
         return p
 
-    async def _body(self, receive: Receive) -> dict[str, Any]:
+    async def _body(self, receive: Receive) -> tuple[dict[str, Any], int]:
+        """The request's JSON object and its size in bytes."""
         limit = self.config.max_body_bytes
         chunks: list[bytes] = []
         size = 0
@@ -327,23 +356,21 @@ class ServerApp:
             raise HTTPError(400, "invalid_request_error", f"the body is not valid JSON: {e}") from None
         if not isinstance(data, dict):
             raise HTTPError(400, "invalid_request_error", "the body must be a JSON object")
-        return data
+        return data, size
 
     def _tier(self, scope: Scope, data: dict[str, Any], who: Principal) -> Tier:
-        asked: str | int | None = header_map(scope).get("seam-priority")
-        body_priority = data.pop("priority", None)
-        if asked is None and body_priority is not None:
-            asked = body_priority
-        if isinstance(asked, str) and asked.strip().lstrip("-").isdigit():
-            asked = int(asked)
+        """The tier the request asks for (taking ``priority`` out of the body), within the
+        key's ``max_tier``."""
+        asked = priority(header_map(scope).get("seam-priority"), data.pop("priority", None))
         if asked is None:
             return who.tier
-        if not isinstance(asked, str | int) or isinstance(asked, bool):
-            raise HTTPError(400, "invalid_request_error", "priority must be a tier name or an integer")
         try:
             tier = self.scheduler.tiers.resolve(asked)
-        except UnknownTierError as e:
-            raise HTTPError(400, "invalid_request_error", str(e)) from None
+        except UnknownTierError:
+            known = ", ".join(repr(t.name) for t in self.scheduler.tiers)
+            raise HTTPError(
+                400, "invalid_request_error", f"priority: unknown tier (known: {known})", param="priority"
+            ) from None
         if tier.rank < who.max_tier.rank:
             raise HTTPError(403, "permission_error", f"this key may not use the tier {tier.name!r}")
         return tier
@@ -353,22 +380,46 @@ class ServerApp:
         request; closed with ``self.router.close`` when the request is over."""
         return self._router().open(header_map(scope).get("x-conversation-id"))
 
-    async def _messages(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
-        data = await self._body(receive)
-        if not isinstance(data.get("model"), str):
-            raise HTTPError(400, "invalid_request_error", "model: a model name is required")
-        if not isinstance(data.get("messages"), list):
-            raise HTTPError(400, "invalid_request_error", "messages: a list of messages is required")
-        mt = data.get("max_tokens")
-        if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
-            raise HTTPError(400, "invalid_request_error", "max_tokens: a positive integer is required")
-        streaming = data.pop("stream", False) is True
-        await self._serve(
-            scope, receive, send, who, data, MessagesFramer() if streaming else None, message_to_wire
+    def _meter(self, who: Principal, tokens: int) -> dict[str, str]:
+        """Take one request of ``tokens`` from the tenant's quota (429 past it); the
+        rate-limit headers of the answer."""
+        if not (who.requests_per_minute or who.tokens_per_minute):
+            return {}
+        verdict = self.quotas.check(
+            who.account,  # the key's quota, whichever end tenant a gateway names
+            anyio.current_time(),
+            rpm=who.requests_per_minute,
+            tpm=who.tokens_per_minute,
+            tokens=tokens,
         )
+        if not verdict.ok:
+            self.metrics.rejected.labels("quota").inc()
+            raise HTTPError(429, "rate_limit_error", "this key's quota is used up for now", verdict.headers)
+        return verdict.headers
+
+    async def _scheduled(self, tier: Tier, who: Principal, cost: Cost, work: Callable[[], Awaitable[T]]) -> T:
+        """Engine work that is not a generation (counting, tokenizing) waits for a slot
+        like one: a tokenizer pass over megabytes is engine time too."""
+        flight = self.client._dispatch.flight(priority=tier, tenant=who.tenant, cost=cost, preemptible=False)
+        await flight.admit()  # a cancelled wait leaves the queue
+        ok = False
+        try:
+            result = await work()
+            ok = True
+            return result
+        finally:
+            flight.finish(ok=ok)
+
+    async def _messages(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+        data, size = await self._body(receive)
+        streaming = data.pop("stream", False) is True
+        tier = self._tier(scope, data, who)
+        check_messages(data, max_tokens=True)
+        framer = MessagesFramer() if streaming else None
+        await self._serve(scope, receive, send, who, tier, data, size, framer, message_to_wire)
 
     async def _chat(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
-        raw = await self._body(receive)
+        raw, size = await self._body(receive)
         model = raw.get("model")
         if not isinstance(model, str):
             raise HTTPError(400, "invalid_request_error", "model: a model name is required", param="model")
@@ -376,14 +427,16 @@ class ServerApp:
             data = chat_to_messages(raw)
         except ChatError as e:
             raise HTTPError(400, "invalid_request_error", str(e), param=e.param) from None
-        if "priority" in raw:
-            data["priority"] = raw["priority"]
+        tier = self._tier(scope, {"priority": raw.get("priority")}, who)
+        check_messages(data, max_tokens=True)
         framer: Framer | None = None
         if raw.get("stream") is True:
             opts = raw.get("stream_options")
             include = isinstance(opts, Mapping) and opts.get("include_usage") is True
             framer = ChatFramer(ChunkWriter(model, include_usage=include))
-        await self._serve(scope, receive, send, who, data, framer, lambda msg: completion(msg, model))
+        await self._serve(
+            scope, receive, send, who, tier, data, size, framer, lambda msg: completion(msg, model)
+        )
 
     async def _serve(
         self,
@@ -391,30 +444,20 @@ class ServerApp:
         receive: Receive,
         send: Send,
         who: Principal,
+        tier: Tier,
         data: dict[str, Any],
+        size: int,
         framer: Framer | None,
         render: Callable[[Any], object],
     ) -> None:
-        """Admit and run one request: streamed through ``framer``, or whole through
-        ``render`` (the message to the protocol's JSON)."""
-        tier = self._tier(scope, data, who)
+        """Admit and run one checked request: streamed through ``framer``, or whole
+        through ``render`` (the message to the protocol's JSON)."""
         quota: dict[str, str] = {}
         if who.requests_per_minute or who.tokens_per_minute:
-            cost = await _cost(data)
-            verdict = self.quotas.check(
-                who.tenant,
-                anyio.current_time(),
-                rpm=who.requests_per_minute,
-                tpm=who.tokens_per_minute,
-                tokens=cost.tokens,
-            )
-            quota = verdict.headers
-            if not verdict.ok:
-                self.metrics.rejected.labels("quota").inc()
-                raise HTTPError(429, "rate_limit_error", "this key's quota is used up for now", quota)
+            quota = self._meter(who, (await _cost(data)).tokens)
         route = self._route_for(scope)
         if framer is not None:  # its producer closes the route (it outlives this connection)
-            await self._stream(route, data, tier, who, receive, send, framer, quota)
+            await self._stream(scope["path"], route, data, size, tier, who, receive, send, framer, quota)
             return
         try:
             msg = await self._call(
@@ -427,9 +470,10 @@ class ServerApp:
         finally:
             self._router().close(route)
 
-    async def _call(self, receive: Receive, work: Awaitable[Any]) -> Any:
-        """Run ``work`` (queued, then sent upstream) and give up if the client leaves."""
-        result: list[Any] = []
+    async def _call(self, receive: Receive, work: Awaitable[T]) -> T:
+        """Run ``work`` (queued, then sent upstream) and give up if the client leaves: a
+        request still queued leaves the queue, one sent upstream is cancelled there."""
+        result: list[T] = []
         failure: list[BaseException] = []
         async with anyio.create_task_group() as tg:
 
@@ -446,13 +490,17 @@ class ServerApp:
         if failure:
             raise self._translate(failure[0])
         if not result:
+            if inspect.iscoroutine(work):
+                work.close()  # cancelled before it started: never awaited, nothing to undo
             raise OSError("the client disconnected")
         return result[0]
 
     async def _stream(
         self,
+        path: str,
         route: str,
         data: dict[str, Any],
+        size: int,
         tier: Tier,
         who: Principal,
         receive: Receive,
@@ -470,18 +518,21 @@ class ServerApp:
             keep_bytes=cfg.replay_bytes,
             lead_bytes=cfg.buffer_bytes,
             done_frame=framer.done(),
+            route=path,
+            request_bytes=size,
+            now=anyio.current_time(),
         )
         self._live[sid] = live
         if self._tg is not None:
             self._tg.start_soon(self._produce, live, route, data, tier, who, framer)
-            await self._attach(live, 0, receive, send, headers)
+            await self._attach(live, 0, receive, send, headers, first=True)
             return
         async with anyio.create_task_group() as tg:  # served without a lifespan: no reattach
             tg.start_soon(self._produce, live, route, data, tier, who, framer)
             try:
-                await self._attach(live, 0, receive, send, headers)
+                await self._attach(live, 0, receive, send, headers, first=True)
             finally:
-                live.scope.cancel()
+                self._end(live)
 
     async def _produce(
         self,
@@ -527,30 +578,45 @@ class ServerApp:
         receive: Receive,
         send: Send,
         headers: Mapping[str, str] | None = None,
+        *,
+        first: bool = False,
     ) -> None:
-        """Send ``live``'s frames from index ``start`` until it ends or the client leaves."""
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-            await live.opened.wait()
-            if live.failure is not None and live.next == 0:
-                tg.cancel_scope.cancel()
-                self._live.pop(live.sid, None)
-            else:
-                live.attached += 1
-                live.idle_since = None
+        """Send ``live``'s frames from index ``start`` until it ends or the client leaves.
+
+        The connection counts as attached while it waits for the stream to open (its
+        request queued, or admitted and not yet answered). A ``first`` connection that
+        leaves before the response's head never learnt the stream's id, so nobody can
+        come back for it: the stream is ended at once (a queued request leaves the queue,
+        an admitted one is cancelled, freeing its slot, route and memory). One that leaves
+        later leaves it kept for a reattach within ``replay_seconds``; one that stops
+        reading for ``send_timeout`` ends it."""
+        live.attach()
+        shown = False  # the head, with the stream's id, went out
+        failure: list[Exception] = []
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
                 try:
-                    await self._send_frames(live, start, send, headers or {})
-                finally:
-                    live.attached -= 1
-                    if live.attached == 0:
-                        live.idle_since = anyio.current_time()
+                    await live.opened.wait()
+                    if live.failure is None or live.next > 0:
+                        await self._send_head(live, send, headers or {})
+                        shown = True
+                        await self._send_frames(live, start, send)
+                except Exception as e:  # raised after the task group, not as a group
+                    failure.append(e)
                 tg.cancel_scope.cancel()
+        finally:
+            live.detach(anyio.current_time())
+            if (first and not shown) or any(isinstance(e, WriteTimeout) for e in failure):
+                self._end(live)
+            else:
+                self.sweep(anyio.current_time())
+        if failure:
+            raise failure[0]
         if live.failure is not None and live.next == 0:
             raise self._translate(live.failure)
 
-    async def _send_frames(
-        self, live: LiveStream, start: int, send: Send, headers: Mapping[str, str]
-    ) -> None:
+    async def _send_head(self, live: LiveStream, send: Send, headers: Mapping[str, str]) -> None:
         hdrs = [
             (b"content-type", b"text/event-stream; charset=utf-8"),
             (b"cache-control", b"no-cache"),
@@ -558,6 +624,8 @@ class ServerApp:
         ]
         hdrs += [(k.encode(), v.encode()) for k, v in headers.items()]
         await send({"type": "http.response.start", "status": 200, "headers": hdrs})
+
+    async def _send_frames(self, live: LiveStream, start: int, send: Send) -> None:
         i = start
         while True:
             while i < live.next:
@@ -573,12 +641,19 @@ class ServerApp:
         await send({"type": "http.response.body", "body": live.done_frame, "more_body": False})
 
     async def _reattach(self, scope: Scope, receive: Receive, send: Send, who: Principal, last: str) -> None:
-        """A client back after a dropped connection: the frames after ``last``."""
-        sid, _, n = last.rpartition(":")
+        """A client back after a dropped connection: the frames after ``last``, on the
+        route (so in the protocol) the stream was started on."""
+        sid, n = event_id(last)
         live = self._live.get(sid)
-        if live is None or live.tenant != who.tenant or not n.isdigit():
+        if live is None or live.tenant != who.tenant:
             raise HTTPError(404, "not_found_error", f"no stream {sid!r} to reattach to (expired or unknown)")
-        start = int(n) + 1
+        if live.route != scope["path"]:
+            raise HTTPError(
+                400,
+                "invalid_request_error",
+                f"stream {sid!r} was started on {live.route}; reattach to it there",
+            )
+        start = n + 1
         if start < live.base or start > live.next:
             raise HTTPError(
                 404, "not_found_error", f"event {last!r} is no longer kept; the stream cannot continue"
@@ -588,52 +663,89 @@ class ServerApp:
 
     async def _janitor(self) -> None:
         """Drop kept streams nobody came back for (stopping their producers), and keep
-        all streams' kept events within ``replay_total_bytes``."""
+        what kept streams hold within the bounds (:meth:`sweep`)."""
         while True:
             await anyio.sleep(1.0)
             self.sweep(anyio.current_time())
 
+    def _end(self, live: LiveStream) -> None:
+        """Stop ``live``'s producer (its engine request leaves the queue or is cancelled,
+        its slot and route freed) and forget the stream."""
+        live.scope.cancel()
+        self._live.pop(live.sid, None)
+
     def sweep(self, now: float) -> None:
-        for sid, live in list(self._live.items()):
-            idle = live.idle_since
-            if live.attached or idle is None or now - idle < self.config.replay_seconds:
-                continue
-            live.scope.cancel()
-            del self._live[sid]
-        excess = sum(live.kept_bytes for live in self._live.values()) - self.config.replay_total_bytes
-        if excess <= 0:
-            return
-        # The longest-idle streams first (a stream with a connection attached last).
-        order = sorted(
-            self._live.values(),
-            key=lambda s: (s.attached > 0, s.idle_since if s.idle_since is not None else now),
+        """Keep the streams with no client attached within their bounds: each for at most
+        ``replay_seconds`` (queued, running or finished alike), at most
+        ``replay_max_streams`` of them, and together with every stream's kept events
+        within ``replay_total_bytes``: past it the longest-idle streams' kept events go
+        first, then the longest-idle streams themselves, and the kept events of streams
+        with a connection attached last."""
+        cfg = self.config
+        idle = sorted(
+            (s for s in self._live.values() if not s.attached),
+            key=lambda s: s.idle_since if s.idle_since is not None else now,
         )
-        for live in order:
+        kept: list[LiveStream] = []
+        for live in idle:
+            since = live.idle_since if live.idle_since is not None else now
+            if now - since >= cfg.replay_seconds:
+                self._end(live)
+            else:
+                kept.append(live)
+        over = len(kept) - cfg.replay_max_streams
+        if over > 0:
+            for live in kept[:over]:
+                self._end(live)
+            kept = kept[over:]
+        attached = [s for s in self._live.values() if s.attached]
+        held = sum(s.held_bytes for s in kept) + sum(s.kept_bytes for s in attached)
+        excess = held - cfg.replay_total_bytes
+        for live in kept:
             if excess <= 0:
-                break
+                return
+            excess -= live.drop_kept(live.kept_bytes - excess)
+        for live in kept:
+            if excess <= 0:
+                return
+            excess -= live.held_bytes
+            self._end(live)
+        for live in attached:
+            if excess <= 0:
+                return
             excess -= live.drop_kept(live.kept_bytes - excess)
 
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
-        data = await self._body(receive)
-        if not isinstance(data.get("messages"), list):
-            raise HTTPError(400, "invalid_request_error", "messages: a list of messages is required")
-        data.pop("priority", None)
+        data, _ = await self._body(receive)
+        tier = self._tier(scope, data, who)
+        check_messages(data, max_tokens=False)
+        cost = await _cost(data)
+        quota = self._meter(who, cost.input_tokens)
         route = self._route_for(scope)
         try:
             n = await self._call(
-                receive, self.client.count_tokens(extra_headers={ROUTE_HEADER: route}, extra_body=data)
+                receive,
+                self._scheduled(
+                    tier,
+                    who,
+                    Cost(cost.input_tokens, 0),
+                    lambda: self.client.count_tokens(extra_headers={ROUTE_HEADER: route}, extra_body=data),
+                ),
             )
         finally:
             self._router().close(route)
-        await send_json(send, 200, {"input_tokens": n.input_tokens})
+        await send_json(send, 200, {"input_tokens": n.input_tokens}, quota)
 
     async def _tokenize(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         """An engine's ``/tokenize``, in llama-server's shape (``content``, ``with_pieces``)
         or vLLM's (``prompt``, ``model``): no special tokens are added, and special-token
         strings are ordinary text where the engine allows it. The answer has ``tokens``
         (ids, or ``{"id", "piece"}`` objects with ``with_pieces`` where the engine gives
-        pieces) and ``count``."""
-        data = await self._body(receive)
+        pieces) and ``count``. Metered and scheduled like a generation's prompt: the
+        quota's tokens are estimated at four characters a token (an exact count is the
+        engine work being paid for)."""
+        data, _ = await self._body(receive)
+        tier = self._tier(scope, data, who)
         text = data.get("content", data.get("prompt"))
         if not isinstance(text, str):
             raise HTTPError(
@@ -641,15 +753,22 @@ class ServerApp:
             )
         model = data.get("model")
         pieces = data.get("with_pieces") is True
+        estimate = len(text) // 4 + 1
+        quota = self._meter(who, estimate)
         route = self._route_for(scope)
         try:
             ids, got = await self._call(
                 receive,
-                self.client._tokenize(
-                    text,
-                    model=model if isinstance(model, str) else None,
-                    pieces=pieces,
-                    extra_headers={ROUTE_HEADER: route},
+                self._scheduled(
+                    tier,
+                    who,
+                    Cost(estimate, 0),
+                    lambda: self.client._tokenize(
+                        text,
+                        model=model if isinstance(model, str) else None,
+                        pieces=pieces,
+                        extra_headers={ROUTE_HEADER: route},
+                    ),
                 ),
             )
         finally:
@@ -657,7 +776,7 @@ class ServerApp:
         tokens: list[Any] = (
             [{"id": i, "piece": p} for i, p in zip(ids, got, strict=True)] if got is not None else ids
         )
-        await send_json(send, 200, {"tokens": tokens, "count": len(ids)})
+        await send_json(send, 200, {"tokens": tokens, "count": len(ids)}, quota)
 
     async def _known_models(self) -> list[dict[str, Any]]:
         """The engines' models, asked at most every 30 s."""
@@ -702,6 +821,8 @@ class ServerApp:
         without upstream URLs or keys."""
         if isinstance(e, HTTPError):
             return e
+        if isinstance(e, InvalidRequestError):  # refused by the engine client's own check
+            return HTTPError(400, "invalid_request_error", str(e), param=e.param)
         if isinstance(e, RequestRejectedError):
             self.metrics.rejected.labels("queue full" if "queue" in e.reason else "cost").inc()
             status = 503 if "queue" in e.reason else 429

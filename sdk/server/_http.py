@@ -23,6 +23,7 @@ __all__ = [
     "Receive",
     "Scope",
     "Send",
+    "WriteTimeout",
     "error_body",
     "header_map",
     "model_entry",
@@ -57,6 +58,12 @@ class HTTPError(Exception):
         self.message = message
         self.headers = dict(headers or {})
         self.param = param
+
+
+class WriteTimeout(Exception):
+    """A write to the client took longer than the server's ``send_timeout``: a client that
+    stopped reading. Its response is abandoned (the connection closes) and a stream
+    written to it is ended, its slot freed."""
 
 
 ERROR_TYPES = {

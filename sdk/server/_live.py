@@ -7,6 +7,12 @@ ahead of what was sent, which is the backpressure: a client that stops reading, 
 connection that is gone, stops the producer, and the engine stream's own stall policy
 then pauses the generation. Frames already sent are kept, up to ``keep_bytes``, because
 a dropped connection loses what was in its buffers; an id older than that has expired.
+
+A stream counts its connections from the moment one starts waiting for it (a request
+still queued has its client), so "no connection attached" (``idle_since`` set) means
+nobody is there, whatever the producer is doing: the server expires such a stream after
+its grace, queued, running or finished alike. :attr:`LiveStream.held_bytes` is what the
+stream pins, the server's measure for bounding kept streams together.
 """
 
 from __future__ import annotations
@@ -19,9 +25,22 @@ __all__ = ["LiveStream"]
 
 
 class LiveStream:
-    def __init__(self, sid: str, tenant: str, *, keep_bytes: int, lead_bytes: int, done_frame: bytes) -> None:
+    def __init__(
+        self,
+        sid: str,
+        tenant: str,
+        *,
+        keep_bytes: int,
+        lead_bytes: int,
+        done_frame: bytes,
+        route: str = "/v1/messages",
+        request_bytes: int = 0,
+        now: float = 0.0,
+    ) -> None:
         self.sid = sid
         self.tenant = tenant
+        self.route = route  # the path it was started on: its frames are in that protocol
+        self.request_bytes = request_bytes  # the request body, pinned while the producer runs
         self.keep_bytes = keep_bytes
         self.lead_bytes = lead_bytes
         self.done_frame = done_frame  # what ends the response (``data: [DONE]`` for chat)
@@ -31,11 +50,12 @@ class LiveStream:
         self.sent = 0  # frames below this index have been handed to a connection
         self._kept = 0  # bytes of kept frames below ``sent``
         self._unsent = 0  # bytes of frames at or above ``sent``
+        self._produced = 0  # bytes of all frames pushed (the producer's message so far is no more)
         self.done = False
         self.opened = anyio.Event()  # the engine stream is open (or failed to open)
         self.failure: BaseException | None = None
         self.attached = 0
-        self.idle_since: float | None = None  # no connection attached since then
+        self.idle_since: float | None = now  # no connection attached since then
         self.scope = anyio.CancelScope()  # the producer's
         self._changed = anyio.Event()
 
@@ -49,10 +69,21 @@ class LiveStream:
     async def changed(self) -> None:
         await self._changed.wait()
 
+    def attach(self) -> None:
+        """A connection waits for the stream or is sent its frames."""
+        self.attached += 1
+        self.idle_since = None
+
+    def detach(self, now: float) -> None:
+        self.attached -= 1
+        if self.attached == 0:
+            self.idle_since = now
+
     def push(self, frame: bytes) -> None:
         self._frames.append(frame)
         self.next += 1
         self._unsent += len(frame)
+        self._produced += len(frame)
         self._signal()
 
     def finish(self) -> None:
@@ -73,6 +104,17 @@ class LiveStream:
     def kept_bytes(self) -> int:
         """Bytes of frames already sent and kept for a reattach."""
         return self._kept
+
+    @property
+    def held_bytes(self) -> int:
+        """What the stream pins: its frames, sent and kept or not yet sent, and while its
+        producer runs, the request (parsed, and again as the engine request's body), the
+        message so far (no more than the frames made of it) and the producer's lead. A
+        finished stream holds only its frames."""
+        held = self._kept + self._unsent
+        if not self.done:
+            held += 2 * self.request_bytes + self._produced + self.lead_bytes
+        return held
 
     def drop_kept(self, limit: int) -> int:
         """Forget sent frames, oldest first, until at most ``limit`` bytes of them are

@@ -110,7 +110,10 @@ def chat_to_messages(data: Mapping[str, Any]) -> dict[str, Any]:
             add("user", _text_parts(m.get("content"), where))
         elif role == "assistant":
             blocks = _text_parts(m.get("content"), where)
-            for call in m.get("tool_calls") or ():
+            calls = m.get("tool_calls") or ()
+            if not isinstance(calls, list | tuple):
+                raise ChatError(f"{where}.tool_calls must be a list", f"{where}.tool_calls")
+            for call in calls:
                 fn = call.get("function") if isinstance(call, Mapping) else None
                 if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
                     raise ChatError(
@@ -154,6 +157,8 @@ def chat_to_messages(data: Mapping[str, Any]) -> dict[str, Any]:
         raise ChatError("stop must be a string or a list of strings", "stop")
     tools = data.get("tools")
     if tools:
+        if not isinstance(tools, list):
+            raise ChatError("tools must be a list of tools", "tools")
         out["tools"] = [_tool(t) for t in tools]
     choice = data.get("tool_choice")
     if choice is not None:

@@ -6,7 +6,10 @@ families the SDK's scheduler reads (``x-ratelimit-{limit,remaining,reset}-{reque
 tokens}`` with durations, ``anthropic-ratelimit-*`` with RFC 3339 resets), so a client
 paces itself instead of meeting the 429. The buckets refill continuously (a minute's
 allowance per minute), start full, and are kept per tenant while the tenant exists in
-the configuration.
+the configuration. A tenant has one set of buckets, whichever of its keys a request
+comes with: a limit that changes adjusts the bucket's size and rate and never adds to
+what is left (the configuration refuses keys of one tenant that disagree; a fresh, full
+bucket per change let two such keys refill each other's).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..scheduler import TokenBucket
+from ..scheduler._limits import DEFAULT_PERIOD
 
 __all__ = ["Quotas", "Verdict"]
 
@@ -34,9 +38,13 @@ class Quotas:
 
     def _bucket(self, tenant: str, dim: str, per_minute: float, now: float) -> TokenBucket:
         b = self._buckets.get((tenant, dim))
-        if b is None or b.capacity != per_minute:
+        if b is None:
             b = self._buckets[(tenant, dim)] = TokenBucket(per_minute, now)
         b.refill(now)
+        if b.capacity != per_minute:  # resized, never refilled by the change
+            b.capacity = per_minute
+            b.rate = per_minute / DEFAULT_PERIOD
+            b.tokens = min(b.tokens, per_minute)
         return b
 
     def check(self, tenant: str, now: float, *, rpm: float | None, tpm: float | None, tokens: int) -> Verdict:
