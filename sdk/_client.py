@@ -525,7 +525,8 @@ class Client:
         root: bool = False,
     ) -> httpx2.Response:
         """Send with retries until the response headers are in; raise the typed error for
-        an error status. With ``stream`` the body is left unread for the caller. With a
+        an error status. With ``stream`` the body is left unread for the caller, and a 2xx
+        must be an event stream (:func:`_is_event_stream`). With a
         ``flight`` every response's rate-limit headers go to the scheduler, and a 429 or
         529 that the retry policy would retry sends the request back to the scheduler's
         queue instead of sleeping (the scheduler holds all admissions for the delay)."""
@@ -605,6 +606,8 @@ class Client:
             if status < 400:
                 if not stream:
                     return await self._whole(response, deadline)
+                if not _is_event_stream(response):
+                    raise await self._not_a_stream(response, deadline)
                 return response
             err = await self._error(response, deadline)
             if status == 404 and method == "POST" and path == backend_path:
@@ -678,6 +681,29 @@ class Client:
             except orjson.JSONDecodeError:
                 body = raw.decode("utf-8", "replace")
         return api_error_from_body(body, status=response.status_code, request_id=_request_id(response))
+
+    @staticmethod
+    async def _not_a_stream(response: httpx2.Response, deadline: float | None) -> StreamProtocolError:
+        """The error for a streamed request answered 2xx with something else (a proxy's
+        HTML, a whole JSON answer): decided on the head, so nothing sends it again or
+        resumes it (the SSE decoder would find no events in it, and a stream that ends
+        without events reads as a dropped connection). Its ``event`` is a masked excerpt
+        of the body, read within the deadline."""
+        raw = b""
+        try:
+            with anyio.move_on_after(deadline):
+                raw, _ = await read_bounded(response, _EXCERPT_BYTES + min(longest_secret(), 8192))
+        except Exception:
+            pass  # the excerpt is a courtesy: the head already says what is wrong
+        finally:
+            await response.aclose()
+        excerpt = _excerpt(raw)
+        ctype = response.headers.get("content-type", "")[:100]
+        return StreamProtocolError(
+            f"the streamed response (HTTP {response.status_code}) is {ctype!r}, not an event stream "
+            f"(text/event-stream): {excerpt[:200]!r}",
+            event=excerpt,
+        )
 
     def _request(
         self, params: Mapping[str, Any], extra_body: Mapping[str, Any] | None, *, count: bool = False
@@ -1203,6 +1229,29 @@ def _without_userinfo(url: str) -> str:
     return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#]*@", r"\1***@", url, count=1)
 
 
+def _is_event_stream(response: httpx2.Response) -> bool:
+    """Whether a streamed answer is an event stream: ``text/event-stream``, with any
+    parameters. llama-server sends it bare, vLLM (Starlette) and the hosted APIs with
+    ``; charset=utf-8``; an answer that names no type is given the benefit of the doubt,
+    an answer that names another (HTML, JSON) is not one."""
+    ctype = response.headers.get("content-type", "")
+    media = ctype.partition(";")[0].strip().lower()
+    return not media or media == "text/event-stream"
+
+
+# A broken answer's excerpt: this many characters, masked.
+_EXCERPT = 2000
+_EXCERPT_BYTES = _EXCERPT * 4  # UTF-8: at most four bytes a character
+
+
+def _excerpt(raw: bytes) -> str:
+    """The start of a broken answer, masked: ``raw`` is cut before masking (a little
+    past the excerpt, so a key across the cut is still masked), since masking a whole
+    32 MiB answer would hold the event loop for seconds."""
+    head = raw[: _EXCERPT_BYTES + min(longest_secret(), 8192)]
+    return redact(head.decode("utf-8", "replace"))[:_EXCERPT]
+
+
 def _json(resp: httpx2.Response) -> dict[str, Any]:
     """A successful answer's JSON object. Anything else (HTML from a proxy, a truncated
     body, a list) is a broken answer, a :class:`StreamProtocolError` whose ``event`` is a
@@ -1211,10 +1260,7 @@ def _json(resp: httpx2.Response) -> dict[str, Any]:
     try:
         body = _jsonexact.loads(resp.content)
     except orjson.JSONDecodeError:
-        # cut before masking (a little more is kept, so a key across the cut is masked):
-        # masking a whole 32 MiB answer would hold the event loop for seconds
-        head = resp.content[: 2000 * 4 + min(longest_secret(), 8192)]
-        excerpt = redact(head.decode("utf-8", "replace"))[:2000]
+        excerpt = _excerpt(resp.content)
         raise StreamProtocolError(
             f"the response (HTTP {resp.status_code}) is not JSON: {excerpt[:200]!r}", event=excerpt
         ) from None

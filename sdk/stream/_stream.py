@@ -679,6 +679,10 @@ class MessageStream:
             err = error_from_transport(e, partial=state.message())
             if err is None:
                 raise
+            if err.partial is None:  # the hook's own error (its request's answer): what arrived
+                err.partial = state.message()
+            if err is e:
+                raise
             raise err from e
         buf.resumes += 1
         buf.note("resume")
