@@ -1002,7 +1002,9 @@ class Client:
     ) -> TokenCount:
         """Input tokens of a request: the server's count where the backend has the
         endpoint, else a local tiktoken estimate (``TokenCount.source`` says which). A
-        Messages server answering 404 there is asked no more; estimates follow."""
+        Messages server answering 404 there is asked no more; estimates follow. A 2xx
+        without a count (``input_tokens``, a non-negative integer) is a broken answer, a
+        :class:`StreamProtocolError`, never an estimate passed off as the server's."""
         request = self._request(params, extra_body, count=True)
         path = self._backend.count_tokens_path
         if path is not None and self._server_counts:
@@ -1013,8 +1015,12 @@ class Client:
                 self._server_counts = False  # a Messages server without the endpoint: once
             else:
                 n = _json(resp).get("input_tokens")
-                if isinstance(n, int):
-                    return TokenCount(n, "server")
+                if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                    raise StreamProtocolError(
+                        f"the count_tokens answer (HTTP {resp.status_code}) has no input_tokens "
+                        "count (a non-negative integer)"
+                    )
+                return TokenCount(n, "server")
         return TokenCount(_estimate(request), "estimate")
 
     async def tokenize(self, text: str, *, model: str | None = None, timeout: TimeoutArg = None) -> list[int]:

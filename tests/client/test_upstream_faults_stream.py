@@ -3,7 +3,8 @@ HTML, a whole JSON message from a server that ignored ``stream: true``) fails at
 with a :class:`~sdk.StreamProtocolError` carrying a masked excerpt of the body: it is
 decided on the response head, so it is neither sent again nor resumed (it used to reach
 the SSE decoder, which found no events, and the stream resumed it eight times before an
-:class:`~sdk.IncompleteStreamError`)."""
+:class:`~sdk.IncompleteStreamError`). And a ``count_tokens`` answer without a count is
+an error, not a silent estimate."""
 
 from __future__ import annotations
 
@@ -141,3 +142,45 @@ async def test_a_continuation_answered_with_html_fails_with_the_partial(
     assert len(server.requests) == 2  # the stream, one continuation
     assert err.partial is not None and err.partial.text.startswith("one ")
     assert KEY not in str(err.event) and KEY not in repr(err)
+
+
+# ---- count_tokens ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"{}",
+        b'{"tokens": 12}',
+        b'{"input_tokens": null}',
+        b'{"input_tokens": "12"}',
+        b'{"input_tokens": 12.0}',
+        b'{"input_tokens": true}',
+        b'{"input_tokens": -1}',
+    ],
+)
+async def test_a_count_without_an_integer_count_is_a_protocol_error(anyio_backend: str, body: bytes) -> None:
+    async def handler(req: Request, reply: Reply) -> None:
+        await whole(reply, body, "application/json")
+
+    async with fault_server(handler) as server, client(server, "messages") as c:
+        with anyio.fail_after(DEADLINE), pytest.raises(StreamProtocolError, match="input_tokens"):
+            await c.count_tokens(model="m", messages=MSG)
+    assert len(server.requests) == 1
+
+
+async def test_a_count_reads_the_servers_number_and_a_404_still_falls_back(anyio_backend: str) -> None:
+    async def handler(req: Request, reply: Reply) -> None:
+        if len(server.requests) == 1:
+            await whole(reply, b'{"input_tokens": 0}', "application/json")
+        else:
+            await reply.respond(404, {"type": "error", "error": {"type": "not_found_error", "message": "no"}})
+
+    async with fault_server(handler) as server, client(server, "messages") as c:
+        with anyio.fail_after(DEADLINE):
+            first = await c.count_tokens(model="m", messages=MSG)
+            second = await c.count_tokens(model="m", messages=MSG)
+            third = await c.count_tokens(model="m", messages=MSG)
+    assert (first.input_tokens, first.source) == (0, "server")
+    assert second.source == third.source == "estimate" and second.input_tokens > 0
+    assert len(server.requests) == 2  # a server without the endpoint is asked no more
