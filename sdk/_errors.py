@@ -37,6 +37,7 @@ socket, a malformed byte stream), the caller catches the same classes::
     ├── SessionBudgetError            the session's own budget cannot hold what must stay
     ├── SessionConflict               another writer saved a newer version
     ├── SessionFileError              a session file is damaged (names the byte offset)
+    ├── CheckpointError               a map's checkpoint cannot be used (OSError)  Client.map
     ├── ConfigError                   a scheduling server's configuration is wrong  sdk.server
     └── StreamProtocolError           the bytes or events of a stream break the protocol
         ├── SSEError                  malformed server-sent-event framing
@@ -56,6 +57,7 @@ anything shaped like an API key or an authorization value.
 from __future__ import annotations
 
 import base64
+import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -71,6 +73,7 @@ __all__ = [
     "APITimeoutError",
     "AuthenticationError",
     "BadRequestError",
+    "CheckpointError",
     "ConflictError",
     "ContextOverflowError",
     "IncompleteStreamError",
@@ -409,6 +412,16 @@ class RequestRejectedError(SDKError):
     def __init__(self, reason: str) -> None:
         super().__init__(f"the request was not sent: {reason}")
         self.reason = reason
+
+
+class CheckpointError(SDKError, OSError):
+    """A map's checkpoint cannot be used: its path is a symbolic link or not a regular
+    file, it cannot be opened or read, or it holds a line over ``sdk._map.MAX_LINE_BYTES``.
+    ``path`` is the checkpoint's path. An ``OSError``, as other file errors are."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        super().__init__(f"the map checkpoint {os.fspath(path)!s}: {reason}")
+        self.path = os.fspath(path)
 
 
 class StreamProtocolError(SDKError):

@@ -51,7 +51,7 @@ import orjson
 from anyio.abc import TaskGroup
 
 from ._backends import MessagesBackend
-from ._errors import SDKError
+from ._errors import CheckpointError
 from .scheduler import RequestMetrics, Tier
 from .stream import Message
 from .stream._accumulate import message_to_wire
@@ -59,23 +59,13 @@ from .stream._accumulate import message_to_wire
 if TYPE_CHECKING:
     from ._client import Client, Stream
 
-__all__ = ["CheckpointError", "MapProgress", "MapResult", "MapRun"]
+__all__ = ["MapProgress", "MapResult", "MapRun"]
 
 log = logging.getLogger("sdk")
 
 MAX_LINE_BYTES = 16 << 20  # one checkpoint line: a result's message, with room to spare
 _BLOCK = 1 << 20  # the checkpoint is read this much at a time
 _THREAD_LINE = 1 << 20  # a saved line this long is read back and parsed off the event loop
-
-
-class CheckpointError(SDKError, OSError):
-    """A map's checkpoint cannot be used: its path is a symbolic link or not a regular
-    file, it cannot be opened or read, or it holds a line over ``MAX_LINE_BYTES``.
-    ``path`` is the checkpoint's path. An ``OSError``, as other file errors are."""
-
-    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
-        super().__init__(f"the map checkpoint {os.fspath(path)!s}: {reason}")
-        self.path = os.fspath(path)
 
 
 @dataclass(frozen=True, slots=True)
