@@ -8,6 +8,9 @@ an error, not a silent estimate."""
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,6 +19,8 @@ import pytest
 
 from sdk import APIError, Client, IncompleteStreamError, StreamProtocolError
 
+from ..server.conftest import serving
+from ..server.http_engine import http_engine
 from .fault_server import FaultServer, Reply, Request, events_for, fault_server, prefill_of
 
 pytestmark = pytest.mark.anyio
@@ -142,6 +147,27 @@ async def test_a_continuation_answered_with_html_fails_with_the_partial(
     assert len(server.requests) == 2  # the stream, one continuation
     assert err.partial is not None and err.partial.text.startswith("one ")
     assert KEY not in str(err.event) and KEY not in repr(err)
+
+
+def test_a_scheduling_server_answers_502_for_an_engine_stream_that_is_not_one(tmp_path: Path) -> None:
+    """``python -m sdk.server`` in front of an engine that answers a stream with HTML: its
+    client fails on the head, before the server has answered, so the server's client
+    gets a 502 (it got a 200 whose only event was an error)."""
+    body = {"model": "not-json", "max_tokens": 5, "stream": True, "messages": MSG}
+    with http_engine() as engine, serving([engine], "[server]\nslots = 1\n", tmp_path) as (url, _):
+        req = urllib.request.Request(
+            url + "/v1/messages",
+            data=orjson.dumps(body),
+            headers={"content-type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=DEADLINE) as r:
+                status, raw = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, raw = e.code, e.read()
+    assert status == 502, raw
+    assert orjson.loads(raw)["error"]["type"] == "api_error"
 
 
 # ---- count_tokens ----------------------------------------------------------------------
