@@ -278,7 +278,8 @@ class Harness:
         self, path: str, body: object, headers: Mapping[str, str] | None = None, *, method: str = "POST"
     ) -> Conn:
         conn = self.open(path, body, headers, method=method)
-        await conn.ended.wait()
+        with anyio.fail_after(30):  # a test that would hang fails instead
+            await conn.ended.wait()
         return conn
 
     def idle(self) -> dict[str, Any]:

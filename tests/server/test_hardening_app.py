@@ -39,7 +39,12 @@ async def settle() -> None:
     await wait_all_tasks_blocked()
 
 
-async def until(cond: Any, what: str = "") -> None:
+async def wait(event: anyio.Event) -> None:
+    with anyio.fail_after(10):
+        await event.wait()
+
+
+async def until(cond: Any) -> None:
     with anyio.fail_after(10):
         while not cond():
             await anyio.sleep(0.001)
@@ -54,19 +59,17 @@ async def test_a_stream_whose_client_leaves_while_queued_leaves_the_queue() -> N
     app = make(engine)
     async with serving(app, engine) as h:
         first = h.open("/v1/messages", request(1))
-        await first.started.wait()  # admitted, the slot held while the engine is held
+        await wait(first.started)  # admitted, the slot held while the engine is held
         second = h.open("/v1/messages", request(2, size=200_000))  # costed in a thread
         await until(lambda: h.idle()["waiting"] == 1)
         assert h.idle()["in_flight"] == 2
         second.leave()
-        with anyio.fail_after(10):
-            await second.ended.wait()
+        await wait(second.ended)
         await settle()
         # out of the queue at once, its route closed, nothing kept for it
         assert h.idle() == {**IDLE, "running": 1, "in_flight": 1, "live": 1, "engine_open": 1}
         engine.release()
-        with anyio.fail_after(10):
-            await first.complete.wait()
+        await wait(first.complete)
         await settle()
         assert len(engine.generations) == 1  # never sent to the engine, decoded for nobody
         app.sweep(anyio.current_time() + app.config.replay_seconds)
@@ -84,8 +87,7 @@ async def test_a_stream_whose_client_leaves_before_its_head_is_ended_at_once() -
         await until(lambda: len(engine.generations) == 1)
         assert h.idle()["running"] == 1 and not conn.started.is_set()
         conn.leave()
-        with anyio.fail_after(10):
-            await conn.ended.wait()
+        await wait(conn.ended)
         await settle()
         assert h.idle() == IDLE
         engine.answer()
@@ -104,13 +106,11 @@ async def test_a_non_streaming_request_whose_client_leaves_while_queued_leaves_t
         await settle()
         assert h.idle()["waiting"] == 1
         second.leave()
-        with anyio.fail_after(10):
-            await second.ended.wait()
+        await wait(second.ended)
         await settle()
         assert h.idle() == {**IDLE, "running": 1, "in_flight": 1}
         engine.release()
-        with anyio.fail_after(10):
-            await first.ended.wait()
+        await wait(first.ended)
         assert first.status == 200 and len(engine.generations) == 1
         await settle()
         assert h.idle() == IDLE
@@ -121,10 +121,9 @@ async def test_an_admitted_stream_whose_client_left_is_cancelled_after_the_grace
     app = make(engine, replay_seconds=30.0)
     async with serving(app, engine) as h:
         conn = h.open("/v1/messages", request(1))
-        await conn.got.wait()
+        await wait(conn.got)
         conn.leave()
-        with anyio.fail_after(10):
-            await conn.ended.wait()
+        await wait(conn.ended)
         await settle()
         assert len(app._live) == 1  # kept for a reattach within the grace
         app.sweep(anyio.current_time() + 30.0)
@@ -145,8 +144,7 @@ async def test_a_stream_that_completed_after_its_client_left_expires() -> None:
             conn = h.open("/v1/messages", request(n))
             await until(lambda n=n: len(engine.generations) == n + 1)
             conn.leave()
-            with anyio.fail_after(10):
-                await conn.ended.wait()
+            await wait(conn.ended)
             engine.answer()
             await settle()
         app.sweep(anyio.current_time() + 30.0)
@@ -202,13 +200,12 @@ async def test_tokenize_and_count_tokens_are_metered(path: str, body: dict[str, 
         engine.hold()
         app.quotas = Quotas()
         gen = h.open("/v1/messages", request(1), {"x-api-key": KEY})
-        await gen.started.wait()
+        await wait(gen.started)
         conn = h.open(path, body, {"x-api-key": KEY})
         await settle()
         assert h.idle()["waiting"] == 1 and engine.tokenized + engine.counted == 2
         engine.release()
-        with anyio.fail_after(10):
-            await conn.ended.wait()
+        await wait(conn.ended)
         assert conn.status == 200 and engine.tokenized + engine.counted == 3
 
 
@@ -237,10 +234,9 @@ def test_a_tenant_has_one_set_of_buckets() -> None:
 async def abandon(h: Harness, n: int, size: int) -> None:
     for i in range(n):
         conn = h.open("/v1/messages", request(i, size=size))
-        await conn.got.wait()  # the head and a first frame: the client has the stream's id
+        await wait(conn.got)  # the head and a first frame: the client has the stream's id
         conn.leave()
-        with anyio.fail_after(10):
-            await conn.ended.wait()
+        await wait(conn.ended)
 
 
 async def test_the_number_of_kept_streams_is_bounded() -> None:
@@ -404,10 +400,9 @@ async def test_a_messages_stream_is_not_reattached_through_chat_completions() ->
     app = make(engine, replay_seconds=3600.0)
     async with serving(app, engine) as h:
         conn = h.open("/v1/messages", request(1))
-        await conn.got.wait()
+        await wait(conn.got)
         conn.leave()
-        with anyio.fail_after(10):
-            await conn.ended.wait()
+        await wait(conn.ended)
         last = conn.events()[-1][0]
         assert last is not None
         other = await h.call("/v1/chat/completions", GOOD_CHAT | {"stream": True}, {"last-event-id": last})
@@ -415,12 +410,11 @@ async def test_a_messages_stream_is_not_reattached_through_chat_completions() ->
         assert "/v1/messages" in other.json()["error"]["message"]
         assert len(app._live) == 1  # still there for the right route
         back = h.open("/v1/messages", request(1), {"last-event-id": last})
-        await back.got.wait()
+        await wait(back.got)
         sid, _, n = last.rpartition(":")
         assert back.status == 200 and back.events()[0][0] == f"{sid}:{int(n) + 1}"  # the next one
         back.leave()
-        with anyio.fail_after(10):
-            await back.ended.wait()
+        await wait(back.ended)
         app.sweep(anyio.current_time() + 3600.0)
         await until(lambda: h.idle() == IDLE)
 
@@ -436,10 +430,9 @@ async def test_a_client_that_stops_reading_an_unpausable_stream_is_cut_and_the_s
     app = make(engine, send_timeout=0.2, replay_seconds=3600.0)
     async with serving(app, engine) as h:
         conn = h.open("/v1/messages", request(1))
-        await conn.got.wait()
+        await wait(conn.got)
         conn.reading = anyio.Event()  # stops reading
-        with anyio.fail_after(20):
-            await conn.ended.wait()
+        await wait(conn.ended)
         await until(lambda: h.idle() == IDLE)
         # the next request gets the slot
         engine.deltas = 2
