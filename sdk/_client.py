@@ -554,6 +554,11 @@ class Client:
         t: httpx2.Timeout = self.timeout
         if timeout is not None:
             t = timeout if isinstance(timeout, httpx2.Timeout) else httpx2.Timeout(timeout)
+        elif flight is not None and profile is not None and profile.schedules:
+            # A scheduling server answers when it admits the request: the wait for the head
+            # is its queue, as long as the load makes it. The body is still watched: a
+            # stream's idle timeout ends one that brings nothing but pings.
+            t = httpx2.Timeout(connect=t.connect, read=None, write=t.write, pool=t.pool)
         elif stream and self.idle_timeout is not None:
             t = httpx2.Timeout(connect=t.connect, read=self.idle_timeout, write=t.write, pool=t.pool)
         hdrs["accept-encoding"] = "identity" if stream else "gzip, deflate"  # what _body reads

@@ -85,7 +85,7 @@ from ._http import (
     watch_disconnect,
     with_id,
 )
-from ._live import LiveStream
+from ._live import LiveStream, overdue
 from ._metrics import CONTENT_TYPE, ServerMetrics
 from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
 from ._quota import Quotas
@@ -675,45 +675,17 @@ class ServerApp:
         self._live.pop(live.sid, None)
 
     def sweep(self, now: float) -> None:
-        """Keep the streams with no client attached within their bounds: each for at most
-        ``replay_seconds`` (queued, running or finished alike), at most
-        ``replay_max_streams`` of them, and together with every stream's kept events
-        within ``replay_total_bytes``: past it the longest-idle streams' kept events go
-        first, then the longest-idle streams themselves, and the kept events of streams
-        with a connection attached last."""
+        """End the streams with no client attached that are past their bounds
+        (:func:`~._live.overdue`)."""
         cfg = self.config
-        idle = sorted(
-            (s for s in self._live.values() if not s.attached),
-            key=lambda s: s.idle_since if s.idle_since is not None else now,
-        )
-        kept: list[LiveStream] = []
-        for live in idle:
-            since = live.idle_since if live.idle_since is not None else now
-            if now - since >= cfg.replay_seconds:
-                self._end(live)
-            else:
-                kept.append(live)
-        over = len(kept) - cfg.replay_max_streams
-        if over > 0:
-            for live in kept[:over]:
-                self._end(live)
-            kept = kept[over:]
-        attached = [s for s in self._live.values() if s.attached]
-        held = sum(s.held_bytes for s in kept) + sum(s.kept_bytes for s in attached)
-        excess = held - cfg.replay_total_bytes
-        for live in kept:
-            if excess <= 0:
-                return
-            excess -= live.drop_kept(live.kept_bytes - excess)
-        for live in kept:
-            if excess <= 0:
-                return
-            excess -= live.held_bytes
+        for live in overdue(
+            self._live.values(),
+            now,
+            seconds=cfg.replay_seconds,
+            max_streams=cfg.replay_max_streams,
+            total_bytes=cfg.replay_total_bytes,
+        ):
             self._end(live)
-        for live in attached:
-            if excess <= 0:
-                return
-            excess -= live.drop_kept(live.kept_bytes - excess)
 
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         data, _ = await self._body(receive)

@@ -18,10 +18,11 @@ stream pins, the server's measure for bounding kept streams together.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 
 import anyio
 
-__all__ = ["LiveStream"]
+__all__ = ["LiveStream", "overdue"]
 
 
 class LiveStream:
@@ -138,3 +139,43 @@ class LiveStream:
             self._kept -= len(self._frames.popleft())
             self.base += 1
         self._signal()
+
+
+def overdue(
+    streams: Iterable[LiveStream], now: float, *, seconds: float, max_streams: int, total_bytes: int
+) -> list[LiveStream]:
+    """The streams to end now, so that those with no client attached stay within their
+    bounds: each kept at most ``seconds`` (queued, running or finished alike), at most
+    ``max_streams`` of them, and together with every stream's kept events within
+    ``total_bytes``. Past that the longest-idle streams' kept events go first (trimmed
+    here), then the longest-idle streams themselves, and the kept events of streams with
+    a connection attached last."""
+    streams = list(streams)
+    idle = sorted(
+        (s for s in streams if not s.attached),
+        key=lambda s: s.idle_since if s.idle_since is not None else now,
+    )
+    end: list[LiveStream] = []
+    kept: list[LiveStream] = []
+    for live in idle:
+        since = live.idle_since if live.idle_since is not None else now
+        (end if now - since >= seconds else kept).append(live)
+    over = max(0, len(kept) - max_streams)
+    end += kept[:over]
+    kept = kept[over:]
+    attached = [s for s in streams if s.attached]
+    excess = sum(s.held_bytes for s in kept) + sum(s.kept_bytes for s in attached) - total_bytes
+    for live in kept:
+        if excess <= 0:
+            return end
+        excess -= live.drop_kept(live.kept_bytes - excess)
+    for live in kept:
+        if excess <= 0:
+            return end
+        excess -= live.held_bytes
+        end.append(live)
+    for live in attached:
+        if excess <= 0:
+            break
+        excess -= live.drop_kept(live.kept_bytes - excess)
+    return end

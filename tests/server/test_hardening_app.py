@@ -15,6 +15,7 @@ import pytest
 from anyio import wait_all_tasks_blocked
 
 from sdk.server import ConfigError, ServerApp, ServerConfig, hash_key
+from sdk.server._live import LiveStream, overdue
 from sdk.server._quota import Quotas
 
 from .engine import IDLE, FakeEngine, Harness, request, serving
@@ -439,3 +440,34 @@ async def test_a_client_that_stops_reading_an_unpausable_stream_is_cut_and_the_s
         engine.tool = False
         nxt = await h.call("/v1/messages", request(2))
         assert nxt.status == 200 and nxt.complete.is_set()
+
+
+def _kept_stream(sid: str, idle_since: float | None, *, sent: int, body: int = 0) -> LiveStream:
+    live = LiveStream(sid, "t", keep_bytes=1 << 20, lead_bytes=1024, done_frame=b"", request_bytes=body)
+    for _ in range(sent):
+        live.push(b"x" * 100)
+    live.advance(sent)
+    if idle_since is None:
+        live.attach()
+    else:
+        live.idle_since = idle_since
+    return live
+
+
+async def test_overdue_streams_longest_idle_first_attached_spared() -> None:
+    """The pure policy: expired streams, then the longest idle past the count, then past
+    the bytes (their kept events trimmed first); a stream with a client is never ended,
+    only its kept events trimmed, last."""
+    a, b, c = (_kept_stream(s, t, sent=10) for s, t in (("a", 1.0), ("b", 2.0), ("c", 3.0)))
+    on = _kept_stream("on", None, sent=10)
+    bound = {"seconds": 10.0, "max_streams": 10, "total_bytes": 1 << 30}
+    assert overdue([a, b, c, on], 11.5, **bound) == [a]  # idle 10.5 s
+    assert overdue([c, b, a, on], 5.0, **{**bound, "max_streams": 2}) == [a]
+    # running streams pin their request twice (parsed, and as the engine's body)
+    big = _kept_stream("big", 4.0, sent=1, body=50_000)
+    assert big.held_bytes >= 100_000
+    assert overdue([a, b, c, big, on], 5.0, **{**bound, "total_bytes": 60_000}) == [a, b, c, big]
+    assert on.kept_bytes == 1000  # the attached stream kept its events
+    done = _kept_stream("done", 4.0, sent=1, body=50_000)
+    done.finish()  # its producer returned: the stream holds only its frames
+    assert done.held_bytes == 100
