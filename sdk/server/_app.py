@@ -45,7 +45,7 @@ import inspect
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import httpx2
@@ -62,6 +62,7 @@ from .._errors import (
     SDKError,
     StreamProtocolError,
 )
+from ..client import EngineName, engine_profile
 from ..scheduler import Cost, RequestMetrics, Scheduler, Tier, UnknownTierError
 from ..stream import FlowControl, StallPolicy
 from ..stream._accumulate import message_to_wire
@@ -90,6 +91,7 @@ from ._metrics import CONTENT_TYPE, ServerMetrics
 from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
 from ._quota import Quotas
 from ._route import ROUTE_HEADER, Engine, Router
+from ._seam import TENANT_HEADER, acting_for, capabilities
 from ._validate import check_messages, event_id, priority
 
 __all__ = ["ServerApp"]
@@ -127,6 +129,7 @@ class ServerApp:
         )
         self.keyring = Keyring(config)
         self._upstream_key = upstream_api_key
+        self._engine = engine_profile(cast(EngineName, config.upstream_engine))  # validated by the config
         self._transport = transport
         self._urls = [u.rstrip("/") for u in upstreams]
         self.upstreams: list[Engine] = []
@@ -153,7 +156,7 @@ class ServerApp:
         engine, and learn the slot count (unless configured)."""
         key = self._upstream_key or ""
         for i, url in enumerate(self._urls):
-            control = Client(base_url=url, backend="messages", api_key=key)
+            control = Client(base_url=url, backend="messages", api_key=key, engine="self-hosted")
             control._slots_known = True
             self.upstreams.append(Engine(i, url, control))
         self.router = Router(self.upstreams, self._transport, on_health=self._health_changed)
@@ -166,6 +169,7 @@ class ServerApp:
             stall=self.stall,
             flow=self.flow,
             on_metrics=self._observe,
+            engine=self._engine,
         )
         self._client._slots_known = True  # the server sums the engines' slots itself
         if self.config.slots is None:
@@ -305,6 +309,7 @@ class ServerApp:
             "/v1/chat/completions": ("POST", self._chat),
             "/v1/models": ("GET", self._list_models),
             "/tokenize": ("POST", self._tokenize),
+            "/v1/seam": ("GET", self._capabilities),
         }
         route = routes.get(path)
         if route is None and path.startswith("/v1/models/") and len(path) > len("/v1/models/"):
@@ -322,6 +327,10 @@ class ServerApp:
 
     # ---- requests --------------------------------------------------------------------
 
+    async def _capabilities(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+        """``GET /v1/seam``: this server schedules for its clients (:mod:`._seam`)."""
+        await send_json(send, 200, capabilities(self.config, self.scheduler, who))
+
     def _authenticate(self, scope: Scope) -> Principal:
         headers = header_map(scope)
         key = headers.get("x-api-key")
@@ -332,7 +341,7 @@ class ServerApp:
         p = self.keyring.principal(key)
         if p is None:
             raise HTTPError(401, "authentication_error", "invalid x-api-key" if key else "missing x-api-key")
-        return p
+        return acting_for(p, headers.get(TENANT_HEADER))
 
     async def _body(self, receive: Receive) -> tuple[dict[str, Any], int]:
         """The request's JSON object and its size in bytes."""
