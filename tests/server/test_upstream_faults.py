@@ -68,11 +68,6 @@ def test_a_good_answer_still_passes(server: str) -> None:
     assert status == 200 and orjson.loads(raw)["content"] == [{"type": "text", "text": "done"}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sdk/server/_app.py's _translate passes an upstream RedirectError's 3xx status "
-    "and message on; it needs a RedirectError case answering 502 (owned by another engineer)",
-)
 def test_an_engine_redirect_is_a_502_that_does_not_name_its_target(server: str) -> None:
     status, headers, raw = post(server, "/v1/messages", ask("redirect"))
     assert status == 502, raw
