@@ -58,6 +58,7 @@ from .._errors import (
     APIError,
     APITimeoutError,
     InvalidRequestError,
+    RedirectError,
     RequestRejectedError,
     SDKError,
     StreamProtocolError,
@@ -813,6 +814,8 @@ class ServerApp:
                 e.reason,
                 {"retry-after": "1"},
             )
+        if isinstance(e, RedirectError):  # the engine's own URLs are no client's to follow
+            return HTTPError(502, "api_error", "the upstream server answered with a redirect")
         if isinstance(e, APIError):
             status = e.status or 500
             return HTTPError(
