@@ -88,7 +88,7 @@ from ._http import (
     with_id,
 )
 from ._live import LiveStream, overdue
-from ._metrics import CONTENT_TYPE, ServerMetrics
+from ._metrics import CONTENT_TYPE, ServerMetrics, StreamGauges
 from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
 from ._quota import Quotas
 from ._route import ROUTE_HEADER, Engine, Router
@@ -140,6 +140,7 @@ class ServerApp:
             self.scheduler,
             lambda: [u.healthy for u in self.upstreams],
             lambda: self.router.failovers if self.router is not None else 0,
+            self._stream_gauges,
         )
         self.stall = StallPolicy(
             True, stall_timeout=config.stall_seconds, max_backlog_bytes=config.buffer_bytes
@@ -205,6 +206,15 @@ class ServerApp:
 
     def _observe(self, m: RequestMetrics) -> None:
         self.metrics.observe(m)
+
+    def _stream_gauges(self) -> StreamGauges:
+        gone = [s for s in self._live.values() if not s.attached]
+        return StreamGauges(
+            attached=len(self._live) - len(gone),
+            detached=len(gone),
+            held_bytes=sum(s.held_bytes for s in gone),
+            in_flight=tuple(u.in_flight for u in self.upstreams),
+        )
 
     async def _health_loop(self) -> None:
         async with httpx2.AsyncClient(timeout=HEALTH_INTERVAL, transport=self._transport) as http:

@@ -4,13 +4,15 @@ Histograms per tier fed by each finished request's :class:`~sdk.scheduler.Reques
 (the names of vLLM's serving benchmark: TTFT, TPOT, ITL, E2EL, plus queue time), counters
 of requests by outcome, preemptions, backpressure pauses and rejections, and gauges read
 from the scheduler at scrape time (queue depth and running requests per tier, slots, the
-adaptive window, upstream health, failovers). Upstreams are labelled by their index, never their
-URL.
+adaptive window, upstream health, failovers, each upstream's requests in flight, the
+streams kept for a client and what those with no client hold). Upstreams are labelled by
+their index, never their URL.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -18,20 +20,35 @@ from prometheus_client.registry import Collector
 
 from ..scheduler import RequestMetrics, Scheduler
 
-__all__ = ["CONTENT_TYPE", "ServerMetrics"]
+__all__ = ["CONTENT_TYPE", "ServerMetrics", "StreamGauges"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 _TOKEN = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
+@dataclass(frozen=True, slots=True)
+class StreamGauges:
+    """The server's tables at one moment: what must come back to zero when it is idle."""
+
+    attached: int = 0  # streams with a client attached (or waiting for them)
+    detached: int = 0  # streams kept with no client, for a reattach
+    held_bytes: int = 0  # what the streams with no client hold
+    in_flight: tuple[int, ...] = ()  # routes open on each upstream
+
+
 class _SchedulerCollector(Collector):
     def __init__(
-        self, scheduler: Scheduler, health: Callable[[], Sequence[bool]], failovers: Callable[[], int]
+        self,
+        scheduler: Scheduler,
+        health: Callable[[], Sequence[bool]],
+        failovers: Callable[[], int],
+        streams: Callable[[], StreamGauges],
     ) -> None:
         self.scheduler = scheduler
         self.health = health
         self.failovers = failovers
+        self.streams = streams
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         st = self.scheduler.stats()
@@ -58,6 +75,24 @@ class _SchedulerCollector(Collector):
             "Requests moved to another upstream after theirs failed",
             value=self.failovers(),
         )
+        g = self.streams()
+        flying = GaugeMetricFamily(
+            "seam_upstream_in_flight", "Requests routed to the upstream and not over", labels=["upstream"]
+        )
+        for i, n in enumerate(g.in_flight):
+            flying.add_metric([str(i)], n)
+        yield flying
+        kept = GaugeMetricFamily(
+            "seam_streams", "Streams the server keeps, by whether a client is attached", labels=["client"]
+        )
+        kept.add_metric(["attached"], g.attached)
+        kept.add_metric(["gone"], g.detached)
+        yield kept
+        yield GaugeMetricFamily(
+            "seam_stream_held_bytes",
+            "What the streams with no client attached hold (bounded by replay_total_bytes)",
+            value=g.held_bytes,
+        )
 
 
 class ServerMetrics:
@@ -66,6 +101,7 @@ class ServerMetrics:
         scheduler: Scheduler,
         health: Callable[[], Sequence[bool]],
         failovers: Callable[[], int] = lambda: 0,
+        streams: Callable[[], StreamGauges] = StreamGauges,
     ) -> None:
         r = self.registry = CollectorRegistry()
         self.ttft = Histogram(
@@ -95,7 +131,7 @@ class ServerMetrics:
         self.reattached = Counter(
             "seam_reattached", "Streams continued after a dropped connection", registry=r
         )
-        r.register(_SchedulerCollector(scheduler, health, failovers))
+        r.register(_SchedulerCollector(scheduler, health, failovers, streams))
 
     def observe(self, m: RequestMetrics) -> None:
         t = m.tier

@@ -18,7 +18,7 @@ from sdk.server import ConfigError, ServerApp, ServerConfig, hash_key
 from sdk.server._live import LiveStream, overdue
 from sdk.server._quota import Quotas
 
-from .engine import IDLE, FakeEngine, Harness, request, serving
+from .engine import IDLE, Conn, FakeEngine, Harness, request, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -471,3 +471,37 @@ async def test_overdue_streams_longest_idle_first_attached_spared() -> None:
     done = _kept_stream("done", 4.0, sent=1, body=50_000)
     done.finish()  # its producer returned: the stream holds only its frames
     assert done.held_bytes == 100
+
+
+def _gauges(conn: Conn) -> dict[str, float]:
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in conn.body.decode().splitlines()
+        if line.startswith(
+            (
+                "seam_streams",
+                "seam_stream_held",
+                "seam_upstream_in_flight",
+                "seam_queue_depth",
+                "seam_running",
+            )
+        )
+    }
+
+
+async def test_metrics_show_the_kept_streams_and_their_return_to_idle() -> None:
+    engine = FakeEngine(deltas=None)
+    app = make(engine, replay_seconds=30.0)
+    async with serving(app, engine) as h:
+        await abandon(h, 1, 10_000)
+        busy = _gauges(await h.call("/metrics", None, method="GET"))
+        assert busy['seam_streams{client="gone"}'] == 1 and busy["seam_stream_held_bytes"] > 20_000
+        assert busy['seam_upstream_in_flight{upstream="0"}'] == 1
+        app.sweep(anyio.current_time() + 30.0)
+        await until(lambda: h.idle() == IDLE)
+        idle = _gauges(await h.call("/metrics", None, method="GET"))
+        assert idle['seam_streams{client="gone"}'] == 0 and idle['seam_streams{client="attached"}'] == 0
+        assert idle["seam_stream_held_bytes"] == 0 and idle['seam_upstream_in_flight{upstream="0"}'] == 0
+        assert all(v >= 0 for v in idle.values()) and not any(
+            v for k, v in idle.items() if k.startswith(("seam_queue_depth", "seam_running"))
+        )
