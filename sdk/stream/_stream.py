@@ -262,7 +262,8 @@ class MessageStream:
         self._pos = 0
         self._state = MessageState()
         self._done = False
-        self._attempts = 0
+        self._attempts = 0  # resumes that spend the policy's max_resumes (all but preemptions)
+        self._resumes = 0  # every resume, preemptions included
         self._deltas = 0  # text deltas handed out: a lower bound of the output tokens
         self._reader: anyio.CancelScope | None = None  # the running reader's scope
         self._progress = 0  # reads that brought a non-ping event (the idle watch's clock)
@@ -644,7 +645,9 @@ class MessageStream:
             return
         tg = self._tg
         assert tg is not None
-        self._attempts += 1
+        self._resumes += 1
+        if why is not ResumeCause.PREEMPTED:
+            self._attempts += 1
         try:
             upstream = await self._open()
         except Exception as e:
@@ -659,13 +662,19 @@ class MessageStream:
         self._orphan = None  # the hook takes over the broken stream (replay or stop)
         hook, buf, tg = self._resume, self._buf, self._tg
         assert hook is not None and buf is not None and tg is not None
-        self._attempts += 1
+        self._resumes += 1
+        if why is not ResumeCause.PREEMPTED:
+            # A preemption is the scheduler's decision, bounded by its own rules: it spends
+            # none of the budget that bounds failures. Counted, a batch stream preempted
+            # max_resumes times could no longer be paused, and held its slot against every
+            # interactive request until it ended.
+            self._attempts += 1
         state = self._state
         reported = state.usage.output_tokens or 0
         request = ResumeRequest(
             state.message(),
             state.text(),
-            self._attempts,
+            self._resumes,
             state,
             max(reported, self._deltas),
             self._last_event_id,

@@ -16,6 +16,7 @@ from sdk import MapProgress, RequestMetrics
 from sdk._client import Client
 from sdk._retry import RetryPolicy
 from sdk.scheduler import Scheduler, TicketState, UnknownTierError
+from sdk.stream import StallPolicy
 
 from .fault_server import FaultServer, Reply, Request, events_for, fault_server, prefill_of, sse
 
@@ -325,6 +326,55 @@ async def test_a_batch_stream_is_preempted_for_an_interactive_request_and_resume
     assert prefill_of(resumed) and TEXT.startswith(prefill_of(resumed))
     assert stats[0].preemptions == 1 and stats[0].resumes == 1
     assert sched.stats().preempted == 1
+
+
+async def test_preemptions_do_not_spend_the_resume_budget() -> None:
+    """A batch stream preempted more often than ``max_resumes`` is still paused for each
+    interactive request: the budget bounds failures, not the scheduler's decisions (once
+    spent, the stream declined every preemption and held its slot until it ended)."""
+    long_text = " ".join(f"w{i}" for i in range(240))
+    progress = anyio.Event()
+
+    async def handler(req: Request, reply: Reply) -> None:
+        nonlocal progress
+        if tag_of(req).startswith("urgent"):
+            await answer(req, reply, ["ok"])
+            return
+        rest = long_text[len(prefill_of(req)) :]
+        await reply.start()
+        for n, ev in enumerate(events_for("messages", [rest[i : i + 4] for i in range(0, len(rest), 4)])):
+            await reply.chunk(ev)
+            if n == 4:
+                progress.set()
+            await anyio.sleep(0.005)
+        await reply.end()
+
+    sched = Scheduler(slots=1, min_run=0)
+    async with (
+        fault_server(handler) as server,
+        client(server, scheduler=sched, stall=StallPolicy(True, max_resumes=1)) as c,
+    ):
+        with anyio.fail_after(DEADLINE):
+            async with anyio.create_task_group() as tg:
+                texts: list[str] = []
+
+                async def batch() -> None:
+                    async with c.stream(
+                        model="m", max_tokens=500, messages=msg("bulk"), priority="batch"
+                    ) as s:
+                        texts.extend([t async for t in s.text_deltas()])
+
+                tg.start_soon(batch)
+                for k in range(3):
+                    await progress.wait()
+                    progress = anyio.Event()
+                    await c.create(
+                        model="m", max_tokens=5, messages=msg(f"urgent{k}"), priority="interactive"
+                    )
+    assert "".join(texts) == long_text
+    tags = [tag_of(r) for r in server.requests]
+    assert tags == ["bulk", "urgent0", "bulk", "urgent1", "bulk", "urgent2", "bulk"]
+    assert sched.stats().preempted == 3
 
 
 async def test_a_preempted_stream_continues_when_its_kept_stream_cannot_be_stopped() -> None:
