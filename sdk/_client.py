@@ -421,14 +421,18 @@ class Client:
         *,
         preempt: Callable[[], bool] | None = None,
         held: list[Flight] | None = None,
+        asked: bool = True,
     ) -> Flight:
         """Submit a request to the scheduler and wait for its admission. ``preempt``
         pauses it for a higher tier (registered before it can be admitted, so no
-        decision finds it missing); ``held`` receives the flight at once."""
+        decision finds it missing); ``held`` receives the flight at once. ``asked``: the
+        caller named the tier (only then does it go on the wire: else a scheduling
+        server gives the key's own tier)."""
         await self._learn_slots()
         flight = self._dispatch.flight(
             priority=tier, tenant=tenant, cost=await _cost(params), preemptible=preempt is not None
         )
+        flight.asked = asked
         if preempt is not None:
             flight.on_preempt(preempt)
         if held is not None:
@@ -534,19 +538,17 @@ class Client:
         hdrs = self._request_headers(headers)
         profile = self._profile
         if flight is not None and profile is not None:
-            # The tier travels with the request, to an engine that honours it and only there.
-            tier = flight.ticket.tier
-            if profile.priority == "header":
-                hdrs[PRIORITY_HEADER] = tier.name
-            elif profile.priority == "body" and body is not None and "priority" not in body:
-                body = {**body, "priority": tier.rank}
+            if flight.asked:
+                # The tier the caller named travels with the request, to an engine that
+                # honours it and only there (unnamed, a scheduling server gives the key's).
+                tier = flight.ticket.tier
+                if profile.priority == "header":
+                    hdrs[PRIORITY_HEADER] = tier.name
+                elif profile.priority == "body" and body is not None and "priority" not in body:
+                    body = {**body, "priority": tier.rank}
             info = self.server_info
-            if (
-                profile.schedules
-                and flight.ticket.tenant
-                and info is not None
-                and info.get("gateway") is True
-            ):
+            gateway = info is not None and info.get("gateway") is True
+            if profile.schedules and flight.ticket.tenant and gateway:
                 hdrs[TENANT_HEADER] = flight.ticket.tenant  # a gateway key names its end tenant
         content = orjson.dumps(body) if body is not None else None
         if content is not None:
@@ -740,7 +742,7 @@ class Client:
         request = self._request(params, extra_body)
         body = self._backend.body(request, stream=False)
         self._check_open()
-        flight = await self._flight(request, tier, tenant)
+        flight = await self._flight(request, tier, tenant, asked=priority is not None)
         try:
             resp = await self._send(
                 "POST",
@@ -822,7 +824,12 @@ class Client:
                 schedules = self._profile is not None and self._profile.schedules
                 resumable = not self._service and not schedules and stall.max_resumes > 0
                 flight = await self._flight(
-                    request, tier, tenant, preempt=inner.preempt if resumable else None, held=held
+                    request,
+                    tier,
+                    tenant,
+                    preempt=inner.preempt if resumable else None,
+                    held=held,
+                    asked=priority is not None,
                 )
             resp = await post(flight, body, conversation_headers())
             return Upstream(

@@ -138,12 +138,13 @@ class Dispatcher:
 class Flight:
     """One request's link to the scheduler (see the module doc)."""
 
-    __slots__ = ("_ended_at", "_metrics", "dispatcher", "pauses", "ticket", "timer")
+    __slots__ = ("_ended_at", "_metrics", "asked", "dispatcher", "pauses", "ticket", "timer")
 
     def __init__(self, dispatcher: Dispatcher, ticket: Ticket, timer: RequestTimer) -> None:
         self.dispatcher = dispatcher
         self.ticket = ticket
         self.timer = timer
+        self.asked = True  # the caller named the tier (else the default stands in for it)
         self.pauses = 0
         self._metrics: RequestMetrics | None = None
         self._ended_at: float | None = None

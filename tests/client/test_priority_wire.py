@@ -69,6 +69,21 @@ async def test_a_scheduling_server_gets_each_requests_tier_in_a_header() -> None
     assert all("seam-tenant" not in r.headers for r in got)  # not a gateway key
 
 
+async def test_a_tier_the_caller_did_not_name_stays_off_the_wire() -> None:
+    """Without ``priority=`` a scheduling server gives the key's own tier: the client's
+    stand-in default must not override it (a batch key's unnamed requests became default
+    work, which is not preemptible)."""
+    async with fault_server(answer) as server:
+        server.seam = SEAM
+        async with Client(base_url=server.url, api_key=KEY) as c:
+            await c.create(model="m", max_tokens=5, messages=MSG)
+            async with c.stream(model="m", max_tokens=5, messages=MSG) as s:
+                async for _ in s:
+                    pass
+            await c.create(model="m", max_tokens=5, messages=MSG, priority="default")
+    assert [r.headers.get("seam-priority") for r in posts(server)] == [None, None, "default"]
+
+
 async def test_a_gateway_key_names_the_end_tenant() -> None:
     async with fault_server(answer) as server:
         server.seam = {**SEAM, "gateway": True}
