@@ -242,7 +242,11 @@ def bounded_protocol(limits: Limits) -> type[asyncio.Protocol]:
         def pause_writing(self) -> None:
             super().pause_writing()
             if self._send_timer is None:
-                self._send_timer = self.loop.call_later(limits.send_timeout, self._send_timed_out)
+                # A moment after the app's own bound on the same write: the app's fires
+                # first and ends the stream at once, freeing its slot; this one only ends
+                # what the app no longer waits on (an answer's tail nobody reads).
+                delay = limits.send_timeout + min(1.0, 0.1 * limits.send_timeout)
+                self._send_timer = self.loop.call_later(delay, self._send_timed_out)
 
         def resume_writing(self) -> None:
             super().resume_writing()
