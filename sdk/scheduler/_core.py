@@ -45,7 +45,8 @@ adaptive window), no ``retry-after`` hold is in force, and its cost fits every r
 bucket learnt from the headers (a cost larger than a bucket's whole capacity could never
 fit and is rejected). When the head of the queue waits only for a slot and running
 streams of a worse tier are preemptible, :meth:`poll` names victims (the worst tier
-first, the newest admitted first, each having run ``min_run`` seconds), one per waiting
+first, then a stream past its first token before one still in its prefill, then the
+newest admitted, each having run ``min_run`` seconds), one per waiting
 request of a better tier; the host pauses each and reports :meth:`paused`, and
 :meth:`resume` puts it back in line (ahead of its tier's new requests).
 
@@ -669,8 +670,9 @@ class Scheduler:
             assert run == q.running, f"{q.tier.name}: {run} running, counted {q.running}"
         for t in self._holding.values():
             assert t.state in _HOLDING and t._lane is None, f"{t!r} holds a slot"
-        if self.max_queue is not None:
-            assert self._waiting <= self.max_queue, f"{self._waiting} waiting over {self.max_queue}"
+        if self.max_queue is not None:  # paused streams come back whatever the bound
+            fresh = sum(1 for t in live.values() if t.first_admitted_at is None)
+            assert fresh <= self.max_queue, f"{fresh} new requests waiting over {self.max_queue}"
 
     def _evictable(self, new: Ticket) -> Ticket | None:
         """When the queue is full: the request ``new`` pushes out, or ``None``. The newest
@@ -904,8 +906,9 @@ class Scheduler:
 
     def _victims(self, now: float) -> tuple[list[Ticket], float | None]:
         """One victim per waiting request of a better level (less those already being
-        preempted): the worst level first, the newest first, each past ``min_run`` and
-        none that would take its tier below its reserved share."""
+        preempted): the worst level first, a decoding stream before one in its prefill,
+        the newest first, each past ``min_run`` and none that would take its tier below
+        its reserved share."""
         candidates: list[Ticket] = []
         ready_at: float | None = None
         covered = 0
@@ -921,7 +924,11 @@ class Scheduler:
                     ready_at = ready if ready_at is None else min(ready_at, ready)
         if not candidates:
             return [], ready_at
-        candidates.sort(key=lambda t: (t._level, t._admit_seq), reverse=True)
+        # The worst level first; inside it a stream already past its first token (its
+        # engine stops it at the next token) before one still in its prefill (a prefill
+        # runs to its end whatever we close, so cutting it frees nothing sooner and wastes
+        # it); then the newest.
+        candidates.sort(key=lambda t: (t._level, t.first_token_at is not None, t._admit_seq), reverse=True)
         cap = self.capacity()
         kept = {
             q.tier.name: math.floor(q.tier.min_share * cap) if math.isfinite(cap) else 0

@@ -497,6 +497,22 @@ def test_preemption_picks_the_newest_stream_of_the_lowest_tier() -> None:
     assert d.admit == (new_batch,) and new_batch.resumed
 
 
+def test_a_decoding_stream_is_preempted_before_one_still_in_its_prefill() -> None:
+    """Closing a stream in its prefill frees its slot no sooner (the engine runs the
+    prefill to its end) and wastes it: the decoding one goes, though older."""
+    s = Scheduler(slots=2, min_run=0)
+    older = s.submit(0.0, tier="batch")
+    s.poll(0.0)
+    s.first_token(older, 1.0)
+    newer = s.submit(2.0, tier="batch")
+    s.poll(2.0)  # admitted, prefilling: no token yet
+    s.submit(3.0, tier="interactive")
+    assert s.poll(3.0).preempt == (older,)
+    s.first_token(newer, 3.5)
+    s.submit(3.5, tier="interactive")
+    assert s.poll(3.5).preempt == (newer,)  # now both decode: the newest
+
+
 def test_preemption_needs_a_worse_tier_min_run_and_the_tiers_consent() -> None:
     s = Scheduler(slots=2, min_run=2.0)  # default tiers: only batch is preemptible
     d1 = s.submit(0.0, tier="default")
