@@ -1,0 +1,86 @@
+"""One scheduler for several processes: two application processes share one
+``python -m sdk.server`` in front of the real llama-server (2 slots). Process B runs
+``Client.map`` over 16 long batch requests (300 tokens, concurrency 8); process I, started
+4 s later, sends 8 short interactive streams, one a second. Both use the public API only:
+no header is set by hand, each client learns that the server schedules and sends its
+requests' tiers itself.
+
+The interactive requests must not wait for the other process's batch work: their TTFT
+p90 stays within 1.5x the idle TTFT + 0.5 s (the bound the single-process scheduler
+meets), every batch request still completes, and the server's metrics show the tiers the
+clients asked for.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.fleet.worker import collect, config, spawn
+from tests.llama import LlamaServer
+from tests.server.conftest import serving
+
+BATCH_KEY, INTERACTIVE_KEY = "fleet-batch-7c1e", "fleet-web-52ad"
+
+
+def metric(url: str, line_start: str) -> float:
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
+
+
+def p90(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10, method="inclusive")[-1]
+
+
+def test_an_interactive_process_does_not_wait_for_another_process_batch_work(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    with serving([llama_server.url], config(BATCH_KEY, INTERACTIVE_KEY), tmp_path) as (url, _log):
+        idle_run = spawn(
+            "interactive",
+            url,
+            INTERACTIVE_KEY,
+            tmp_path / "idle.json",
+            "--n",
+            "5",
+            "--interval",
+            "1",
+            "--offset",
+            "50",
+        )
+        idle = collect(idle_run, tmp_path / "idle.json", 120)
+        assert idle["errors"] == [] and idle["engine"] == "seam"
+        idle_ttft = statistics.median(idle["ttft"][1:])  # the first one also asked GET /v1/seam
+
+        batch = spawn(
+            "batch", url, BATCH_KEY, tmp_path / "batch.json", "--batch-n", "16", "--batch-tokens", "300"
+        )
+        time.sleep(4)  # the workload's schedule: the interactive process starts 4 s into the batch job
+        inter = spawn(
+            "interactive", url, INTERACTIVE_KEY, tmp_path / "inter.json", "--n", "8", "--interval", "1"
+        )
+        i = collect(inter, tmp_path / "inter.json", 300)
+        b = collect(batch, tmp_path / "batch.json", 900)
+
+        assert i["errors"] == [] and i["engine"] == "seam", i
+        ttft = [t for t in i["ttft"] if t is not None]
+        assert len(ttft) == 8
+        bound = 1.5 * idle_ttft + 0.5
+        assert p90(ttft) <= bound, (
+            f"interactive TTFT {sorted(ttft)} against {bound:.2f} s (idle {idle_ttft:.2f} s)"
+        )
+
+        assert b["engine"] == "seam"
+        failed = [r["error"] for r in b["results"] if not r["ok"]]
+        assert failed == [], failed
+        assert sorted(r["index"] for r in b["results"]) == list(range(16))
+        assert all(r["output_tokens"] > 0 and r["text"] for r in b["results"])
+
+        # what the clients asked for is what the server saw: tiers from the SDK, not the keys
+        assert metric(url, 'seam_requests_total{outcome="ok",tier="interactive"}') == 13
+        assert metric(url, 'seam_requests_total{outcome="ok",tier="batch"}') == 16
+        assert metric(url, "seam_preemptions_total") >= 1
+        assert metric(url, "seam_running") == 0 and metric(url, "seam_queue_depth") == 0
