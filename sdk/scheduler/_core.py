@@ -235,10 +235,12 @@ class Scheduler:
     """See the module doc. ``slots``: concurrent requests the upstream takes (``None``:
     unknown, no limit but the adaptive window). ``aging``: seconds of waiting per level a
     request rises (``None`` disables aging). ``quantum``: tokens of credit per
-    deficit-round-robin visit. ``min_run``: seconds a stream runs before it may be
-    preempted. ``max_queue``: waiting requests in all; a submission beyond it pushes out
-    the newest waiting request of a worse tier (or, in its own tier, of a tenant holding
-    more of the queue), else it is rejected.
+    deficit-round-robin visit (small, so tenants alternate every few requests: a larger
+    one lets a tenant of small requests take that many tokens' worth in a row; a request
+    costing more waits for the rounds it needs, credited at once). ``min_run``: seconds
+    a stream runs before it may be preempted. ``max_queue``: waiting requests in all; a
+    submission beyond it pushes out the newest waiting request of a worse tier (or, in
+    its own tier, of a tenant holding more of the queue), else it is rejected.
     ``max_hold``: the longest ``retry-after`` the scheduler obeys. ``tenant_weights``:
     fair-share weights by tenant (else the tier's ``weight``).
     """
@@ -249,7 +251,7 @@ class Scheduler:
         *,
         slots: int | None = None,
         aging: float | None = 30.0,
-        quantum: int = 4096,
+        quantum: int = 128,
         min_run: float = 0.0,
         max_queue: int | None = None,
         max_hold: float = 60.0,

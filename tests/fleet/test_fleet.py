@@ -84,3 +84,42 @@ def test_an_interactive_process_does_not_wait_for_another_process_batch_work(
         assert metric(url, 'seam_requests_total{outcome="ok",tier="batch"}') == 16
         assert metric(url, "seam_preemptions_total") >= 1
         assert metric(url, "seam_running") == 0 and metric(url, "seam_queue_depth") == 0
+
+
+def test_a_gateway_key_shares_between_its_end_tenants_by_their_weights(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    """Two batch processes behind one gateway key, acting for end tenants weighted 2:1
+    (`seam-tenant`, sent by the SDK's ``tenant=``): while both have work waiting, their
+    shares of the completed batch tokens are within 15% of the weights."""
+    gateway = "fleet-gateway-4e0b"
+    cfg = config(BATCH_KEY, INTERACTIVE_KEY, gateway, {"acme": 2.0, "globex": 1.0})
+    with serving([llama_server.url], cfg, tmp_path) as (url, _log):
+        runs = {
+            name: spawn(
+                "batch",
+                url,
+                gateway,
+                tmp_path / f"{name}.json",
+                "--batch-n",
+                "12",
+                "--batch-tokens",
+                "100",
+                "--tenant",
+                name,
+                "--offset",
+                str(off),
+                "--unordered",
+            )
+            for name, off in (("acme", 0), ("globex", 20))
+        }
+        got = {name: collect(p, tmp_path / f"{name}.json", 900) for name, p in runs.items()}
+    for name, r in got.items():
+        assert r["engine"] == "seam" and all(x["ok"] for x in r["results"]), (name, r)
+    # the window in which both had work: until the first of them completed its last request
+    until = min(max(x["at"] for x in r["results"]) for r in got.values())
+    done = {
+        name: sum(x["output_tokens"] for x in r["results"] if x["at"] <= until) for name, r in got.items()
+    }
+    share = done["acme"] / (done["acme"] + done["globex"])
+    assert abs(share - 2 / 3) <= 0.15 * 2 / 3, (done, share)

@@ -65,7 +65,13 @@ async def batch(args: argparse.Namespace, client: Client | None = None) -> dict[
     t0 = time.monotonic()
     async with Client(base_url=args.url, api_key=args.key) if client is None else _borrowed(client) as c:
         reqs = [batch_request(i + args.offset, args.batch_tokens) for i in range(args.batch_n)]
-        async with c.map(reqs, priority="batch", tenant=args.tenant, concurrency=args.concurrency) as results:
+        async with c.map(
+            reqs,
+            priority="batch",
+            tenant=args.tenant,
+            concurrency=args.concurrency,
+            ordered=not args.unordered,
+        ) as results:
             async for r in results:
                 msg = r.message
                 out.append(
@@ -76,6 +82,7 @@ async def batch(args: argparse.Namespace, client: Client | None = None) -> dict[
                         "text": msg.text if msg is not None else "",
                         "output_tokens": msg.usage.output_tokens if msg is not None else 0,
                         "end": time.monotonic() - t0,
+                        "at": time.time(),  # the wall clock, comparable between processes
                     }
                 )
         engine = c.engine.name if c.engine is not None else None
@@ -129,14 +136,30 @@ async def both(args: argparse.Namespace) -> dict[str, Any]:
     return got
 
 
-def config(batch_key: str, interactive_key: str) -> str:
+def config(
+    batch_key: str, interactive_key: str, gateway_key: str = "", weights: dict[str, float] | None = None
+) -> str:
     """A scheduling server's configuration for a fleet run: a batch application's key
     (tier batch) and a web application's key whose requests are ``default`` unless they
     ask for better (up to interactive): an interactive request is one only if the SDK
-    sent the tier it was given."""
+    sent the tier it was given. ``gateway_key``: a batch gateway key (tenant ``gw``)
+    whose end tenants have ``weights``."""
     from sdk.server import hash_key
 
-    return f"""
+    gateway = ""
+    if gateway_key:
+        gateway = f"""
+[[keys]]
+sha256 = "{hash_key(gateway_key)}"
+tenant = "gw"
+tier = "batch"
+gateway = true
+
+[tenants]
+""" + "".join(f'"gw/{name}" = {w}\n' for name, w in (weights or {}).items())
+    return (
+        gateway
+        + f"""
 [server]
 stall_seconds = 5.0
 
@@ -151,6 +174,7 @@ tenant = "web-app"
 tier = "default"
 max_tier = "interactive"
 """
+    )
 
 
 def spawn(mode: str, url: str, key: str, out: Path, *extra: str) -> subprocess.Popen[bytes]:
@@ -184,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval", type=float, default=1.0)
     ap.add_argument("--offset", type=int, default=0)
     ap.add_argument("--tenant", default=None)
+    ap.add_argument("--unordered", action="store_true", help="map results as they finish")
     args = ap.parse_args(argv)
     run = {"batch": batch, "interactive": interactive, "both": both}[args.mode]
     result = anyio.run(run, args)

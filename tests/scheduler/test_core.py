@@ -257,6 +257,22 @@ def test_tenant_shares_follow_their_weights(weights: list[float], sizes: list[in
         assert a / total == pytest.approx(w / total_w, rel=0.10)
 
 
+def test_tenants_alternate_within_a_few_requests_by_default() -> None:
+    """Weights 2:1, small requests: every window of three admissions is two and one (with
+    a quantum of 4096 tokens the first tenant took 34 requests of 120 tokens in a row)."""
+    s = Scheduler(slots=1, aging=None, tenant_weights={"a": 2.0, "b": 1.0})
+    t = [s.submit(0.0, tier="batch", tenant=n, cost=Cost(20, 100)) for n in "ab" * 12]
+    order = []
+    for k in range(24):
+        (admitted,) = s.poll(float(k)).admit
+        order.append(admitted.tenant)
+        s.finished(admitted, float(k) + 0.5)
+    assert len(t) == 24
+    for i in range(1, 17):  # while both have work: never more than a request from 2:1
+        a = order[:i].count("a")
+        assert abs(a - 2 * (i - a)) <= 2, order
+
+
 def test_one_tenants_huge_prompts_do_not_crowd_out_small_ones() -> None:
     s = Scheduler(slots=1, aging=None, quantum=1000)
     now = 0.0
