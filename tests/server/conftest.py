@@ -9,7 +9,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,18 +63,29 @@ tokens_per_minute = 100000
 
 
 @contextmanager
-def serving(upstreams: list[str], config: str, d: Path) -> Iterator[tuple[str, Path]]:
-    """``python -m sdk.server`` in front of ``upstreams``, healthy; its URL and log."""
+def launch(
+    upstreams: list[str],
+    config: str,
+    d: Path,
+    *,
+    module: str = "sdk.server",
+    first: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    ready: Callable[[], bool] = lambda: True,
+) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """``python -m <module> <first...> --port ... --config ... --upstream ...`` (the
+    scheduling server, or a module that serves it), healthy and ``ready``: its URL,
+    process and log; stopped on exit."""
     cfg = d / "server.toml"
     cfg.write_text(config)
     log = d / "server.log"
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "sdk.server", "--port", str(port), "--config", str(cfg)]
+    environ = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", module, *first, "--port", str(port), "--config", str(cfg)]
     for u in upstreams:
         cmd += ["--upstream", u]
     with log.open("ab") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     try:
@@ -83,16 +94,23 @@ def serving(upstreams: list[str], config: str, d: Path) -> Iterator[tuple[str, P
                 raise RuntimeError(f"the server exited at start-up; see {log}")
             try:
                 with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if r.status == 200:
+                    if r.status == 200 and ready():
                         break
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the server did not become healthy; see {log}")
             time.sleep(0.1)
-        yield url, log
+        yield url, proc, log
     finally:
         stop(proc)
+
+
+@contextmanager
+def serving(upstreams: list[str], config: str, d: Path) -> Iterator[tuple[str, Path]]:
+    """``python -m sdk.server`` in front of ``upstreams``, healthy; its URL and log."""
+    with launch(upstreams, config, d) as (url, _proc, log):
+        yield url, log
 
 
 @pytest.fixture(scope="session")

@@ -13,21 +13,14 @@ starts it the way :func:`tests.server.conftest.serving` starts the plain server.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.llama import free_port, stop
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.server.conftest import launch
 
 
 @dataclass(frozen=True)
@@ -67,36 +60,18 @@ def serving_counted(
     upstreams: list[str], config: str, d: Path, env: dict[str, str] | None = None
 ) -> Iterator[Process]:
     """The server in front of ``upstreams`` with ``config`` (and ``env`` added to its
-    environment), healthy (as ``serving``)."""
-    cfg = d / "server.toml"
-    cfg.write_text(config)
-    log, tasks = d / "server.log", d / "tasks"
-    port = free_port()
-    env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "tests.server.soak_serve", str(tasks)]
-    cmd += ["--port", str(port), "--config", str(cfg)]
-    for u in upstreams:
-        cmd += ["--upstream", u]
-    with log.open("ab") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the server exited at start-up; see {log}")
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if r.status == 200 and tasks.exists():
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not become healthy; see {log}")
-            time.sleep(0.1)
+    environment), healthy (as ``serving``) and counting its tasks."""
+    tasks = d / "tasks"
+    with launch(
+        upstreams,
+        config,
+        d,
+        module="tests.server.soak_serve",
+        first=[str(tasks)],
+        env=env,
+        ready=tasks.exists,
+    ) as (url, proc, log):
         yield Process(url, proc.pid, log, tasks)
-    finally:
-        stop(proc)
 
 
 if __name__ == "__main__":
