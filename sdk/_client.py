@@ -72,7 +72,7 @@ from ._params import CountTokensParams, CreateParams, check_request
 from ._retry import RetryBudget, RetryPolicy, parse_retry_after, retry_decision
 from ._tokens import checked_text, count_tokens
 from ._transport import StaleConnectionResend
-from .client import EngineName, EngineProfile, engine_profile
+from .client import PRIORITY_HEADER, SEAM_PROBE_PATH, TENANT_HEADER, EngineName, EngineProfile, engine_profile
 from .scheduler import Cost, MetricsHook, RequestMetrics, Scheduler, Tier, TierMetrics
 from .stream import (
     FlowControl,
@@ -105,9 +105,6 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Hosted APIs by host name: nothing there is a self-hosted engine with slots.
 HOSTED_HOSTS = frozenset({"api.anthropic.com", "api.openai.com"})
 _PROBE_BYTES = 1 << 16
-PRIORITY_HEADER = "seam-priority"  # a request's tier, for a scheduling server (sdk.server)
-TENANT_HEADER = "seam-tenant"  # the end tenant a gateway key acts for (sdk.server)
-SEAM_PROBE_PATH = "/v1/seam"  # a scheduling server's capabilities (sdk.server)
 STREAM_ID_HEADER = "seam-stream-id"  # a scheduling server (sdk.server) keeps the stream: reattach by id
 _BIG_PROMPT = 200_000  # characters: above this the cost estimate runs in a worker thread
 DEFAULT_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)

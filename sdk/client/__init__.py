@@ -6,6 +6,22 @@ client must know lives in one profile per engine, chosen by ``Client(engine=...)
 learnt once from the server.
 """
 
-from ._profile import ENGINES, EngineName, EngineProfile, engine_profile
+from ._profile import (
+    ENGINES,
+    PRIORITY_HEADER,
+    SEAM_PROBE_PATH,
+    TENANT_HEADER,
+    EngineName,
+    EngineProfile,
+    engine_profile,
+)
 
-__all__ = ["ENGINES", "EngineName", "EngineProfile", "engine_profile"]
+__all__ = [
+    "ENGINES",
+    "PRIORITY_HEADER",
+    "SEAM_PROBE_PATH",
+    "TENANT_HEADER",
+    "EngineName",
+    "EngineProfile",
+    "engine_profile",
+]

@@ -30,7 +30,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-__all__ = ["ENGINES", "EngineName", "EngineProfile", "engine_profile"]
+__all__ = [
+    "ENGINES",
+    "PRIORITY_HEADER",
+    "SEAM_PROBE_PATH",
+    "TENANT_HEADER",
+    "EngineName",
+    "EngineProfile",
+    "engine_profile",
+]
+
+# The scheduling server's wire names, for both its ends (sdk.server reads what the client sends).
+PRIORITY_HEADER = "seam-priority"  # a request's tier
+TENANT_HEADER = "seam-tenant"  # the end tenant a gateway key acts for
+SEAM_PROBE_PATH = "/v1/seam"  # the server's capabilities: it schedules for its clients
 
 EngineName = Literal["hosted", "self-hosted", "llama-server", "vllm", "vllm-priority", "seam"]
 ENGINES: tuple[EngineName, ...] = get_args(EngineName)

@@ -63,7 +63,7 @@ from .._errors import (
     SDKError,
     StreamProtocolError,
 )
-from ..client import EngineName, engine_profile
+from ..client import PRIORITY_HEADER, TENANT_HEADER, EngineName, engine_profile
 from ..scheduler import Cost, RequestMetrics, Scheduler, Tier, UnknownTierError
 from ..stream import FlowControl, StallPolicy
 from ..stream._accumulate import message_to_wire
@@ -92,7 +92,7 @@ from ._metrics import CONTENT_TYPE, ServerMetrics, StreamGauges
 from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
 from ._quota import Quotas
 from ._route import ROUTE_HEADER, Engine, Router
-from ._seam import TENANT_HEADER, acting_for, capabilities
+from ._seam import acting_for, capabilities
 from ._validate import check_messages, event_id, priority
 
 __all__ = ["ServerApp"]
@@ -381,7 +381,7 @@ class ServerApp:
     def _tier(self, scope: Scope, data: dict[str, Any], who: Principal) -> Tier:
         """The tier the request asks for (taking ``priority`` out of the body), within the
         key's ``max_tier``."""
-        asked = priority(header_map(scope).get("seam-priority"), data.pop("priority", None))
+        asked = priority(header_map(scope).get(PRIORITY_HEADER), data.pop("priority", None))
         if asked is None:
             return who.tier
         try:

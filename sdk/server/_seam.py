@@ -22,13 +22,13 @@ import dataclasses
 import re
 from typing import Any
 
+from ..client import PRIORITY_HEADER, TENANT_HEADER
 from ..scheduler import Scheduler
 from ._config import Principal, ServerConfig
 from ._http import HTTPError
 
-__all__ = ["TENANT_HEADER", "acting_for", "capabilities"]
+__all__ = ["acting_for", "capabilities"]
 
-TENANT_HEADER = "seam-tenant"
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,63}")
 
 
@@ -52,7 +52,7 @@ def capabilities(config: ServerConfig, scheduler: Scheduler, who: Principal) -> 
     return {
         "object": "seam.server",
         "schedules": True,
-        "priority_header": "seam-priority",
+        "priority_header": PRIORITY_HEADER,
         "tenant_header": TENANT_HEADER,
         "tenant": who.tenant,
         "gateway": who.gateway,
