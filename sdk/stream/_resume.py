@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import BadRequestError, SDKError
+from .._models import RedactedThinkingBlock, ThinkingBlock
 
 __all__ = [
     "Continuation",
@@ -209,15 +210,17 @@ class PrefillRefusals:
             self._models.add(model)
 
 
+# Blocks a prefill cannot carry (it would have to start with the block and its signature).
+UNPREFILLABLE = (ThinkingBlock, RedactedThinkingBlock)
+
+
 def thought(message: Any) -> bool:
     """The message holds a thinking block: a continuation by prefill cannot carry it (a
     prefill must then start with the thinking block and its signature, and ``max_tokens``
     must stay above the thinking budget), so such a message is not continued. Decided by
     what was generated, not by the request's ``thinking`` field, which an engine may
     ignore and which a caller must not be able to use to switch preemption off."""
-    return any(
-        getattr(b, "type", None) in ("thinking", "redacted_thinking") for b in getattr(message, "content", ())
-    )
+    return any(isinstance(b, UNPREFILLABLE) for b in getattr(message, "content", ()))
 
 
 def refusal_reason(model: object, cause: SDKError | None = None) -> str:

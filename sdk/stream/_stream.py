@@ -49,14 +49,12 @@ from ._events import (
     MessageStartEvent,
     MessageStopEvent,
     PingEvent,
-    RedactedThinkingBlock,
     TextBlock,
     TextDelta,
-    ThinkingBlock,
     Usage,
 )
 from ._flow import FlowBuffer, FlowControl, StallPolicy, StreamStatistics, _End
-from ._resume import RepeatFilter, ResumeCause
+from ._resume import UNPREFILLABLE, RepeatFilter, ResumeCause
 
 log = logging.getLogger("sdk.stream")
 
@@ -444,7 +442,7 @@ class MessageStream:
                             continue
                         progress = True
                         if isinstance(ev, ContentBlockStartEvent):
-                            if isinstance(ev.block, ThinkingBlock | RedactedThinkingBlock):
+                            if isinstance(ev.block, UNPREFILLABLE):
                                 self._thought = True
                             resumable = replayable or (isinstance(ev.block, TextBlock) and not self._thought)
                         elif isinstance(ev, ContentBlockStopEvent):
@@ -645,9 +643,7 @@ class MessageStream:
             return
         tg = self._tg
         assert tg is not None
-        self._resumes += 1
-        if why is not ResumeCause.PREEMPTED:
-            self._attempts += 1
+        self._count_resume(why)
         try:
             upstream = await self._open()
         except Exception as e:
@@ -658,10 +654,7 @@ class MessageStream:
             raise err from cause
         tg.start_soon(self._pump, upstream, None)
 
-    async def _resume_upstream(self, why: ResumeCause) -> None:
-        self._orphan = None  # the hook takes over the broken stream (replay or stop)
-        hook, buf, tg = self._resume, self._buf, self._tg
-        assert hook is not None and buf is not None and tg is not None
+    def _count_resume(self, why: ResumeCause) -> None:
         self._resumes += 1
         if why is not ResumeCause.PREEMPTED:
             # A preemption is the scheduler's decision, bounded by its own rules: it spends
@@ -669,6 +662,12 @@ class MessageStream:
             # max_resumes times could no longer be paused, and held its slot against every
             # interactive request until it ended.
             self._attempts += 1
+
+    async def _resume_upstream(self, why: ResumeCause) -> None:
+        self._orphan = None  # the hook takes over the broken stream (replay or stop)
+        hook, buf, tg = self._resume, self._buf, self._tg
+        assert hook is not None and buf is not None and tg is not None
+        self._count_resume(why)
         state = self._state
         reported = state.usage.output_tokens or 0
         request = ResumeRequest(
