@@ -12,7 +12,8 @@ import pytest
 from sdk import Client, RetryPolicy
 from sdk.client import EngineProfile, engine_profile
 
-from .fault_server import FaultServer, Reply, Request, events_for, fault_server
+from .fault_server import FaultServer, Reply, Request, fault_server
+from .test_scheduling import answer as answer_pieces
 
 pytestmark = pytest.mark.anyio
 
@@ -22,22 +23,7 @@ SEAM = {"object": "seam.server", "schedules": True, "slots": 2, "tenant": "t", "
 
 
 async def answer(req: Request, reply: Reply) -> None:
-    if not req.json().get("stream"):
-        body = {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "m",
-            "content": [{"type": "text", "text": "ok"}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": 3, "output_tokens": 1},
-        }
-        await reply.respond(200, body)
-        return
-    await reply.start()
-    for ev in events_for("messages", ["o", "k"]):
-        await reply.chunk(ev)
-    await reply.end()
+    await answer_pieces(req, reply, ["o", "k"])
 
 
 async def one_of_each(c: Client) -> None:
