@@ -25,6 +25,7 @@ import anyio
 from ._errors import RequestRejectedError
 from .scheduler import (
     Cost,
+    Decisions,
     MetricsHook,
     MetricsWindow,
     RequestMetrics,
@@ -53,6 +54,7 @@ class Dispatcher:
         self.scheduler = scheduler
         self.window = window or MetricsWindow()
         self.hooks: list[MetricsHook] = []
+        self.observers: list[Callable[[Decisions], None]] = []  # see every poll's decisions
         self._events: dict[int, anyio.Event] = {}
         self._wake_at: float | None = None
         self._preempt: dict[int, Callable[[], bool]] = {}
@@ -84,6 +86,8 @@ class Dispatcher:
         for _ in range(1000):  # a declined preemption lets the next poll pick another victim
             now = self.now()
             d = sched.poll(now)
+            for observe in self.observers:
+                observe(d)
             for t in (*d.admit, *d.reject):
                 ev = self._events.pop(t.id, None)
                 if ev is not None:

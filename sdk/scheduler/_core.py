@@ -143,6 +143,12 @@ class Ticket:
         """Admitted before: an admission now is a resume, not a start."""
         return self.first_admitted_at is not None
 
+    @property
+    def level(self) -> int:
+        """The level it waits at, or was admitted at (its tier's place in the rank order,
+        0 the best; better than its tier's once it aged)."""
+        return self._level
+
 
 @dataclass(frozen=True, slots=True)
 class AIMD:
@@ -276,6 +282,7 @@ class Scheduler:
             self.set_tenant_weight(k, w)
         self._slots: int | None = None
         self._window: float | None = None
+        self._share: int | None = None
         self.set_slots(slots)
         self._ordered = [_TierQueue(t, i) for i, t in enumerate(self.tiers)]
         self._queues = {q.tier.name: q for q in self._ordered}
@@ -310,6 +317,18 @@ class Scheduler:
         if slots is not None and self._window is not None:
             self._window = min(self._window, float(slots))
 
+    @property
+    def share(self) -> int | None:
+        return self._share
+
+    def set_share(self, share: int | None) -> None:
+        """The slots this host may use of the engines' slots it shares with others (a
+        server replica's leases, :mod:`sdk.server`), 0 included; ``None``: all of them.
+        A share smaller than what runs makes :meth:`poll` preempt the excess."""
+        if share is not None and share < 0:
+            raise ValueError("share must be >= 0 (or None)")
+        self._share = share
+
     def set_tenant_weight(self, tenant: str, weight: float) -> None:
         if not (weight > 0 and math.isfinite(weight)):
             raise ValueError("a tenant's weight must be a positive number")
@@ -325,7 +344,8 @@ class Scheduler:
         cap = math.inf if self._slots is None else float(self._slots)
         if self._window is not None:
             cap = min(cap, math.floor(self._window))
-        return max(cap, 1.0)
+        cap = max(cap, 1.0)
+        return cap if self._share is None else min(cap, float(self._share))
 
     @property
     def running(self) -> int:
@@ -334,6 +354,11 @@ class Scheduler:
     @property
     def waiting(self) -> int:
         return self._waiting
+
+    def waiting_by_level(self) -> tuple[int, ...]:
+        """Waiting requests at each level, the best first (aged ones at the level they
+        rose to)."""
+        return tuple(q.waiting for q in self._ordered)
 
     def stats(self) -> SchedulerStats:
         return SchedulerStats(
@@ -903,8 +928,28 @@ class Scheduler:
             preempt, ready_at = self._victims(now)
             if ready_at is not None:
                 wake = min(wake, ready_at)
+        if self._share is not None:
+            preempt += self._shed()
         rejects, self._rejects = tuple(self._rejects), []
         return Decisions(tuple(admit), tuple(preempt), rejects, wake if math.isfinite(wake) else None)
+
+    def _shed(self) -> list[Ticket]:
+        """Preempt what runs beyond the share (it shrank): preemptible streams, the
+        worst level first, then the newest; those that cannot be paused stay."""
+        assert self._share is not None
+        holding = list(self._holding.values())
+        excess = sum(t.state is TicketState.RUNNING for t in holding) - self._share
+        if excess <= 0:
+            return []
+        out: list[Ticket] = []
+        holding.sort(key=lambda t: (t._level, t._admit_seq), reverse=True)
+        for t in holding:
+            if len(out) == excess:
+                break
+            if t.state is TicketState.RUNNING and t.preemptible:
+                t.state = TicketState.PREEMPTING
+                out.append(t)
+        return out
 
     def _victims(self, now: float) -> tuple[list[Ticket], float | None]:
         """One victim per waiting request of a better level (less those already being

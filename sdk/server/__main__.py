@@ -37,6 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--config", help="a TOML file: tiers, keys, bounds (see sdk.server._config)")
     ap.add_argument("--log-level", default="info")
+    ap.add_argument(
+        "--state",
+        metavar="URL",
+        help="share slots, tier order and quotas with other replicas through this Valkey/Redis "
+        "(redis://[:password@]host:6379/0; valkey:// too)",
+    )
+    ap.add_argument("--fleet", metavar="NAME", help="the replicas that share (default: by upstream URLs)")
     limits = ap.add_argument_group("connection limits (over the configuration's [server] values)")
     for flag, kind, what in _LIMITS:
         limits.add_argument(flag, type=kind, metavar="N" if kind is int else "SECONDS", help=what)
@@ -46,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         given: dict[str, Any] = {}
         for flag, _, _ in _LIMITS:
             name = flag[2:].replace("-", "_")
+            if getattr(args, name) is not None:
+                given[name] = getattr(args, name)
+        for name in ("state", "fleet"):
             if getattr(args, name) is not None:
                 given[name] = getattr(args, name)
         if given:

@@ -53,6 +53,7 @@ import orjson
 from anyio.abc import TaskGroup
 
 from .._client import Client, _cost
+from .._dispatch import Dispatcher
 from .._errors import (
     APIConnectionError,
     APIError,
@@ -68,6 +69,7 @@ from ..scheduler import Cost, RequestMetrics, Scheduler, Tier, UnknownTierError
 from ..stream import FlowControl, StallPolicy
 from ..stream._accumulate import message_to_wire
 from ._config import Keyring, Principal, ServerConfig
+from ._fleet import FleetAdmission, FleetLink, fleet_name
 from ._http import (
     ERROR_TYPES,
     ChatFramer,
@@ -90,7 +92,7 @@ from ._http import (
 from ._live import LiveStream, overdue
 from ._metrics import CONTENT_TYPE, ServerMetrics, StreamGauges
 from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
-from ._quota import Quotas
+from ._quota import Quotas, SharedQuotas
 from ._route import ROUTE_HEADER, Engine, Router
 from ._seam import acting_for, capabilities
 from ._validate import check_messages, event_id, priority
@@ -141,6 +143,7 @@ class ServerApp:
             lambda: [u.healthy for u in self.upstreams],
             lambda: self.router.failovers if self.router is not None else 0,
             self._stream_gauges,
+            lambda: self.fleet,
         )
         self.stall = StallPolicy(
             True, stall_timeout=config.stall_seconds, max_backlog_bytes=config.buffer_bytes
@@ -148,7 +151,16 @@ class ServerApp:
         self.flow = FlowControl(high_water_bytes=config.buffer_bytes)
         self._models: tuple[float, list[dict[str, Any]]] | None = None
         self._live: dict[str, LiveStream] = {}
-        self.quotas = Quotas()
+        self.quotas: Quotas | SharedQuotas = Quotas()
+        self.link: FleetLink | None = None
+        self.fleet: FleetAdmission | None = None
+        if config.state is not None:
+            self.link = FleetLink(
+                config.state,
+                fleet=config.fleet or fleet_name(self._urls),
+                replica=secrets.token_hex(6),
+            )
+            self.quotas = SharedQuotas(self.link, degraded_share=config.degraded_share)
         self._tg: TaskGroup | None = None  # the server's own tasks (from the lifespan)
 
     # ---- life ------------------------------------------------------------------------
@@ -178,6 +190,14 @@ class ServerApp:
             for u in self.upstreams:
                 u.slots = await u.client._probe_slots()
             self._health_changed()
+        if self.link is not None:
+            self.fleet = FleetAdmission(
+                self.link,
+                Dispatcher.of(self.scheduler),
+                lambda: self.scheduler.slots or 1,
+                ttl=self.config.lease_seconds,
+                degraded_share=self.config.degraded_share,
+            )
 
     def _health_changed(self) -> None:
         """Learnt slots follow health: a dead engine's slots are not handed out."""
@@ -198,6 +218,10 @@ class ServerApp:
         return self.router
 
     async def shutdown(self) -> None:
+        if self.fleet is not None:
+            await self.fleet.leave()
+        if self.link is not None:
+            self.link.close()
         for u in self.upstreams:
             await u.client.aclose()
         if self._client is not None:
@@ -244,6 +268,8 @@ class ServerApp:
             self._tg = tg
             tg.start_soon(self._health_loop)
             tg.start_soon(self._janitor)
+            if self.fleet is not None:
+                tg.start_soon(self.fleet.run)
             await send({"type": "lifespan.startup.complete"})
             while (await receive())["type"] != "lifespan.shutdown":
                 pass
@@ -400,18 +426,17 @@ class ServerApp:
         request; closed with ``self.router.close`` when the request is over."""
         return self._router().open(header_map(scope).get("x-conversation-id"))
 
-    def _meter(self, who: Principal, tokens: int) -> dict[str, str]:
+    async def _meter(self, who: Principal, tokens: int) -> dict[str, str]:
         """Take one request of ``tokens`` from the tenant's quota (429 past it); the
         rate-limit headers of the answer."""
         if not (who.requests_per_minute or who.tokens_per_minute):
             return {}
-        verdict = self.quotas.check(
-            who.account,  # the key's quota, whichever end tenant a gateway names
-            anyio.current_time(),
-            rpm=who.requests_per_minute,
-            tpm=who.tokens_per_minute,
-            tokens=tokens,
-        )
+        args = (who.account, anyio.current_time())  # the key's quota, whichever end tenant a gateway names
+        rpm, tpm = who.requests_per_minute, who.tokens_per_minute
+        if isinstance(self.quotas, SharedQuotas):
+            verdict = await self.quotas.check(*args, rpm=rpm, tpm=tpm, tokens=tokens)
+        else:
+            verdict = self.quotas.check(*args, rpm=rpm, tpm=tpm, tokens=tokens)
         if not verdict.ok:
             self.metrics.rejected.labels("quota").inc()
             raise HTTPError(429, "rate_limit_error", "this key's quota is used up for now", verdict.headers)
@@ -474,7 +499,7 @@ class ServerApp:
         through ``render`` (the message to the protocol's JSON)."""
         quota: dict[str, str] = {}
         if who.requests_per_minute or who.tokens_per_minute:
-            quota = self._meter(who, (await _cost(data)).tokens)
+            quota = await self._meter(who, (await _cost(data)).tokens)
         route = self._route_for(scope)
         if framer is not None:  # its producer closes the route (it outlives this connection)
             await self._stream(scope["path"], route, data, size, tier, who, receive, send, framer, quota)
@@ -712,7 +737,7 @@ class ServerApp:
         tier = self._tier(scope, data, who)
         check_messages(data, max_tokens=False)
         cost = await _cost(data)
-        quota = self._meter(who, cost.input_tokens)
+        quota = await self._meter(who, cost.input_tokens)
         route = self._route_for(scope)
         try:
             n = await self._call(
@@ -746,7 +771,7 @@ class ServerApp:
         model = data.get("model")
         pieces = data.get("with_pieces") is True
         estimate = len(text) // 4 + 1
-        quota = self._meter(who, estimate)
+        quota = await self._meter(who, estimate)
         route = self._route_for(scope)
         try:
             ids, got = await self._call(

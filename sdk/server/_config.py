@@ -30,6 +30,13 @@
     upstream_engine = "self-hosted"  # "vllm-priority": engines that take vLLM's priority
                              #   field (vLLM with --scheduling-policy priority) get each
                              #   request's tier in it
+    state = "redis://host:6379/0"  # replicas share slots, quotas and order through this
+                             #   Valkey/Redis (default: none, the replica is alone)
+    fleet = "prod"           # the replicas that share the engines (default: named after
+                             #   the upstream URLs, so replicas in front of the same share)
+    lease_seconds = 3.0      # a replica that misses beats this long loses its slots
+    degraded_share = 0.5     # of the slots and of each quota, used alone while the state
+                             #   does not answer
 
     [[tiers]]                # default: interactive > default > batch
     name = "interactive"
@@ -137,6 +144,10 @@ class ServerConfig:
     stall_seconds: float = 1.0
     aging_seconds: float = 30.0
     upstream_engine: str = "self-hosted"
+    state: str | None = field(default=None, repr=False)  # its URL may carry a password
+    fleet: str | None = None
+    lease_seconds: float = 3.0
+    degraded_share: float = 0.5
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -186,6 +197,12 @@ class ServerConfig:
             )
         if not self.aging_seconds > 0:
             raise ConfigError("aging_seconds must be positive")
+        if not (self.lease_seconds > 0 and math.isfinite(self.lease_seconds)):
+            raise ConfigError("lease_seconds must be a finite number > 0")
+        if not 0 < self.degraded_share <= 1:
+            raise ConfigError("degraded_share must be in (0, 1]")
+        if self.fleet is not None and (not self.fleet or any(c in self.fleet for c in "{}: \t\n")):
+            raise ConfigError("fleet: a non-empty name without braces, colons or spaces")
 
     @classmethod
     def load(cls, path: str | Path) -> ServerConfig:
@@ -227,6 +244,10 @@ class ServerConfig:
             "stall_seconds",
             "aging_seconds",
             "upstream_engine",
+            "state",
+            "fleet",
+            "lease_seconds",
+            "degraded_share",
         }
         unknown = set(server) - known
         if unknown:

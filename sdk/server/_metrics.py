@@ -19,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..scheduler import RequestMetrics, Scheduler
+from ._fleet import FleetAdmission
 
 __all__ = ["CONTENT_TYPE", "ServerMetrics", "StreamGauges"]
 
@@ -44,11 +45,13 @@ class _SchedulerCollector(Collector):
         health: Callable[[], Sequence[bool]],
         failovers: Callable[[], int],
         streams: Callable[[], StreamGauges],
+        fleet: Callable[[], FleetAdmission | None],
     ) -> None:
         self.scheduler = scheduler
         self.health = health
         self.failovers = failovers
         self.streams = streams
+        self.fleet = fleet
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         st = self.scheduler.stats()
@@ -93,6 +96,45 @@ class _SchedulerCollector(Collector):
             "What the streams with no client attached hold (bounded by replay_total_bytes)",
             value=g.held_bytes,
         )
+        f = self.fleet()
+        if f is not None:
+            yield from _fleet_metrics(f, [t.name for t in self.scheduler.tiers])
+
+
+def _fleet_metrics(
+    f: FleetAdmission, tiers: Sequence[str]
+) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    """The replica's share of the fleet, and the fleet's totals as of its last beat."""
+    yield GaugeMetricFamily(
+        "seam_fleet_degraded",
+        "1 while the shared state does not answer (admitting alone)",
+        value=int(f.degraded),
+    )
+    yield CounterMetricFamily(
+        "seam_fleet_degraded_seconds",
+        "Time spent admitting alone, the shared state away",
+        value=f.degraded_time(),
+    )
+    yield GaugeMetricFamily("seam_fleet_leases", "Engine slots this replica holds", value=f.held)
+    yield GaugeMetricFamily(
+        "seam_fleet_leases_total", "Engine slots the fleet's replicas hold", value=f.fleet_held
+    )
+    yield GaugeMetricFamily("seam_fleet_replicas", "Replicas alive in the fleet", value=f.fleet_replicas)
+    wants = GaugeMetricFamily(
+        "seam_fleet_waiting_replicas",
+        "Replicas whose best waiting request waits for a slot, by its tier",
+        labels=["tier"],
+    )
+    for level, name in enumerate(tiers):
+        wants.add_metric([name], f.fleet_wants.get(level, 0))
+    yield wants
+    yield CounterMetricFamily(
+        "seam_fleet_round_trips", "Calls to the shared state (scripts and reads)", value=f.link.round_trips
+    )
+    yield CounterMetricFamily(
+        "seam_fleet_handoffs", "Slots given to another replica's request", value=f.handoffs
+    )
+    yield CounterMetricFamily("seam_fleet_grants", "Slots received from another replica", value=f.grants)
 
 
 class ServerMetrics:
@@ -102,6 +144,7 @@ class ServerMetrics:
         health: Callable[[], Sequence[bool]],
         failovers: Callable[[], int] = lambda: 0,
         streams: Callable[[], StreamGauges] = StreamGauges,
+        fleet: Callable[[], FleetAdmission | None] = lambda: None,
     ) -> None:
         r = self.registry = CollectorRegistry()
         self.ttft = Histogram(
@@ -131,7 +174,7 @@ class ServerMetrics:
         self.reattached = Counter(
             "seam_reattached", "Streams continued after a dropped connection", registry=r
         )
-        r.register(_SchedulerCollector(scheduler, health, failovers, streams))
+        r.register(_SchedulerCollector(scheduler, health, failovers, streams, fleet))
 
     def observe(self, m: RequestMetrics) -> None:
         t = m.tier
