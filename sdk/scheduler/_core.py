@@ -355,6 +355,11 @@ class Scheduler:
     def waiting(self) -> int:
         return self._waiting
 
+    @property
+    def preempting(self) -> int:
+        """Streams asked to pause that still hold their slots."""
+        return sum(t.state is TicketState.PREEMPTING for t in self._holding.values())
+
     def waiting_by_level(self) -> tuple[int, ...]:
         """Waiting requests at each level, the best first (aged ones at the level they
         rose to)."""

@@ -31,8 +31,11 @@ ends with nothing waiting, one ``release``; a contended one adds the holder's
 **Valkey away.** A script that fails or takes longer than ``timeout`` puts the replica in
 degraded mode: it logs it once, runs alone on ``degraded_share`` of the slots (its
 scheduler preempts what runs beyond that), counts the time in ``/metrics``, and tries to
-re-join every second. Re-joining writes the replica's true count of running requests, so
-once Valkey is back nothing is admitted beyond the engines' slots.
+re-join every second. Re-joining writes the replica's true count of running requests.
+A Valkey that lost its data (restarted without persistence) has no fleet **epoch**: the
+first replica to re-join writes one and the fleet settles for one lease time, handing out
+no lease while the others, which ran alone meanwhile, re-join with their counts; so once
+Valkey is back nothing is admitted beyond the engines' slots.
 """
 
 from __future__ import annotations
@@ -60,8 +63,10 @@ log = logging.getLogger("sdk.server")
 GHOST_TENANT = "(fleet)"  # not a configured tenant's name: those have no parentheses
 
 # The scripts' shared part. KEYS[1] is the fleet's key prefix; ARGV[1] the replica,
-# ARGV[2] the engines' slots, ARGV[3] the lease time-to-live (ms). Every script first
-# drops the replicas that missed their beats, then renews the caller's.
+# ARGV[2] the engines' slots, ARGV[3] the lease time-to-live (ms), ARGV[4] the leases the
+# caller holds by its own count. Every script first drops the replicas that missed their
+# beats, then renews the caller's; a caller found dropped (its beat came late) is taken
+# back with its own count, since its requests still run.
 _COMMON = """
 local P = KEYS[1]
 local me = ARGV[1]
@@ -78,7 +83,9 @@ local function forget(r)
   redis.call('ZREM', P..'alive', r)
 end
 for _, r in ipairs(redis.call('ZRANGEBYSCORE', P..'alive', '-inf', now)) do forget(r) end
-redis.call('ZADD', P..'alive', now + ttl, me)
+if redis.call('ZADD', P..'alive', now + ttl, me) == 1 then
+  redis.call('HSET', P..'held', me, tonumber(ARGV[4]))
+end
 local function held(r) return tonumber(redis.call('HGET', P..'held', r) or '0') end
 local function total()
   local s = 0
@@ -100,16 +107,18 @@ local function unwant(r)
   redis.call('HDEL', P..'since', r)
   redis.call('HDEL', P..'told', r)
 end
+-- A want's age counts at its level: one that rises (a better request, or aging) is new there.
 local function want(r, level)
   local old = redis.call('HGET', P..'want', r)
   if old == false or tonumber(old) ~= level then
     redis.call('HSET', P..'want', r, level)
-    if old == false then redis.call('HSET', P..'since', r, now) end
+    if old == false or tonumber(old) > level then redis.call('HSET', P..'since', r, now) end
   end
 end
 -- Free leases to the best wants, one each; a grant to another replica goes to its inbox.
 local function distribute()
   local mine = 0
+  if redis.call('EXISTS', P..'settling') == 1 then return 0 end
   while total() < slots do
     local who = best()
     if who == nil then break end
@@ -137,12 +146,12 @@ local function tell(r, level)
 end
 """
 
-# ARGV[4]: the level of the caller's best waiting request. Returns 1: a lease is the
+# ARGV[5]: the level of the caller's best waiting request. Returns 1: a lease is the
 # caller's; 0: its want is recorded and told.
 _ACQUIRE = (
     _COMMON
     + """
-local level = tonumber(ARGV[4])
+local level = tonumber(ARGV[5])
 want(me, level)
 if distribute() > 0 then return 1 end
 tell(me, level)
@@ -150,13 +159,13 @@ return 0
 """
 )
 
-# ARGV[4]: leases given back; ARGV[5]: the caller's want now (-1: none). Returns the
+# ARGV[5]: leases given back; ARGV[6]: the caller's want now (-1: none). Returns the
 # leases granted back to the caller (its own want may be the best).
 _RELEASE = (
     _COMMON
     + """
-local n = tonumber(ARGV[4])
-local level = tonumber(ARGV[5])
+local n = tonumber(ARGV[5])
+local level = tonumber(ARGV[6])
 if n > 0 then redis.call('HSET', P..'held', me, math.max(0, held(me) - n)) end
 if level < 0 then unwant(me) else want(me, level) end
 local mine = distribute()
@@ -165,12 +174,12 @@ return mine
 """
 )
 
-# ARGV[4]: the level of the caller's admitted ghost. Returns 1 when another replica
+# ARGV[5]: the level of the caller's admitted ghost. Returns 1 when another replica
 # wanted a lease at that level or better and the caller's is given back for it.
 _HANDOFF = (
     _COMMON
     + """
-local level = tonumber(ARGV[4])
+local level = tonumber(ARGV[5])
 local who, lvl = best()
 if who == nil or who == me or lvl > level then return 0 end
 redis.call('HSET', P..'held', me, math.max(0, held(me) - 1))
@@ -179,20 +188,26 @@ return 1
 """
 )
 
-# ARGV[4]: the caller's count of running requests, written over the stored one when
-# ARGV[6] is 1 (a re-join: the inbox's old messages are dropped with it); ARGV[5]: its
+# ARGV[5]: the caller's count of running requests, written over the stored one when
+# ARGV[7] is 1 (a join) or 2 (a re-join after running alone, which settles a fleet whose
+# server lost its data); the inbox's old messages are dropped with it. ARGV[6]: its
 # want (-1: none). Returns {leases granted to the caller, the best level another replica
 # wants (-1: none), leases held in the fleet, replicas alive, wants per level (a flat
 # list of level, count)}.
 _BEAT = (
     _COMMON
     + """
-local running = tonumber(ARGV[4])
-local level = tonumber(ARGV[5])
-if ARGV[6] == '1' then
+local running = tonumber(ARGV[5])
+local level = tonumber(ARGV[6])
+if ARGV[7] ~= '0' then
   redis.call('HSET', P..'held', me, running)
   redis.call('DEL', P..'inbox:'..me)
   redis.call('HDEL', P..'told', me)
+  if redis.call('SET', P..'epoch', now, 'NX') and ARGV[7] == '2' then
+    -- A re-join finds no epoch: the server lost its data. The replicas that ran alone
+    -- meanwhile re-join within a lease's time; until then no lease is handed out.
+    redis.call('SET', P..'settling', 1, 'PX', ttl)
+  end
 end
 if level < 0 then unwant(me) else want(me, level) end
 local mine = distribute()
@@ -293,9 +308,11 @@ class FleetLink:
         except self._error as e:
             raise self._scrub(e) from None
 
-    async def script(self, name: str, slots: int, ttl: float, *args: int) -> Any:
+    async def script(self, name: str, slots: int, ttl: float, held: int, *args: int) -> Any:
+        """Run one of the fleet's scripts for this replica, which holds ``held`` leases
+        by its own count."""
         fn = self._scripts[name]
-        argv: list[str | int] = [self.replica, slots, max(1, int(ttl * 1000)), *args]
+        argv: list[str | int] = [self.replica, slots, max(1, int(ttl * 1000)), held, *args]
         return await self._call(lambda: fn(keys=[self.prefix], args=argv))
 
     async def run(self, fn: Callable[[Any], Any]) -> Any:
@@ -380,6 +397,12 @@ class FleetAdmission:
         """Requests of this replica's own that hold a slot (ghosts excluded)."""
         ghosts = sum(t.state in (TicketState.RUNNING, TicketState.PREEMPTING) for t in self._ghosts.values())
         return self.scheduler.running - ghosts
+
+    def running(self) -> int:
+        """Requests of this replica's own that run and are not being paused: never more
+        than :attr:`held` (a stream asked to pause is on its way out)."""
+        ghosts = sum(t.state is TicketState.RUNNING for t in self._ghosts.values())
+        return self.scheduler.running - self.scheduler.preempting - ghosts
 
     def _want(self) -> int | None:
         """The level of the best request of this replica's own that waits only for a
@@ -488,7 +511,7 @@ class FleetAdmission:
             if g.state not in (TicketState.RUNNING, TicketState.PREEMPTING):
                 self._ghosts.pop(g.id, None)
                 continue
-            given = await self.link.script("handoff", self.slots(), self.ttl, g.level)
+            given = await self.link.script("handoff", self.slots(), self.ttl, self.held, g.level)
             if self.degraded:
                 return
             if int(given):
@@ -504,14 +527,16 @@ class FleetAdmission:
             self.held -= idle  # before the call: the scheduler must not use them meanwhile
             self.scheduler.set_share(self.held)
             mine = int(
-                await self.link.script("release", self.slots(), self.ttl, idle, -1 if want is None else want)
+                await self.link.script(
+                    "release", self.slots(), self.ttl, self.held + idle, idle, -1 if want is None else want
+                )
             )
             self._asked = want
             if mine:
                 self.held += mine
                 self._set_share()
         elif want is not None and want != self._asked:  # else it waits for a grant
-            got = int(await self.link.script("acquire", self.slots(), self.ttl, want))
+            got = int(await self.link.script("acquire", self.slots(), self.ttl, self.held, want))
             self._asked = None if got else want
             if got:
                 self.held += 1
@@ -524,7 +549,13 @@ class FleetAdmission:
         want = self._want()
         running = self._running()
         r = await self.link.script(
-            "beat", self.slots(), self.ttl, running, -1 if want is None else want, 1 if rejoin else 0
+            "beat",
+            self.slots(),
+            self.ttl,
+            running if rejoin else self.held,
+            running,
+            -1 if want is None else want,
+            (2 if self.joined else 1) if rejoin else 0,
         )
         self._last_beat = self.dispatcher.now()
         mine, other, total, alive, flat = int(r[0]), int(r[1]), int(r[2]), int(r[3]), r[4]
@@ -549,7 +580,7 @@ class FleetAdmission:
             return
         try:
             with anyio.fail_after(self.link.timeout * 2 + 0.5):
-                await self.link.script("leave", self.slots(), self.ttl)
+                await self.link.script("leave", self.slots(), self.ttl, self.held)
         except (FleetUnavailable, TimeoutError):
             pass  # they come back when the lease runs out
 

@@ -117,6 +117,11 @@ def _fleet_metrics(
     )
     yield GaugeMetricFamily("seam_fleet_leases", "Engine slots this replica holds", value=f.held)
     yield GaugeMetricFamily(
+        "seam_fleet_running",
+        "This replica's requests running (not being paused): at most its leases",
+        value=f.running(),
+    )
+    yield GaugeMetricFamily(
         "seam_fleet_leases_total", "Engine slots the fleet's replicas hold", value=f.fleet_held
     )
     yield GaugeMetricFamily("seam_fleet_replicas", "Replicas alive in the fleet", value=f.fleet_replicas)

@@ -1,0 +1,266 @@
+"""Two ``python -m sdk.server --state redis://...`` replicas in front of one real
+2-slot llama-server, sharing a real Valkey/Redis server (:mod:`sdk.server._fleet`).
+
+- Batch work through replica 1 fills the engine's slots; interactive streams through
+  replica 2 (and through replica 1) keep the one-server TTFT bound, 1.5x the idle TTFT +
+  0.5 s: the want of replica 2's interactive request preempts replica 1's batch stream.
+  The engine never runs more than 2 requests, and every replica runs no more requests
+  than it holds leases, at every sample.
+- A tenant's quota of 20 requests a minute, 40 requests at once split over the two
+  replicas: 20 pass, 20 get 429, 20 times over (a fresh tenant each time).
+- Valkey killed mid-load and restarted: no request fails, each replica runs within its
+  degraded share meanwhile, both re-join.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import anyio
+import httpx2
+import redis
+
+from sdk.server import hash_key
+from tests.fleet.worker import collect, config, spawn
+from tests.llama import LlamaServer
+from tests.server.conftest import launch
+from tests.valkey import ValkeyServer, running_valkey
+
+BATCH_KEY, INTERACTIVE_KEY = "fleet-batch-7c1e", "fleet-web-52ad"
+QUOTA_KEYS = [f"quota-key-{i:02d}-a91f" for i in range(20)]
+
+
+def scrape(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+def p90(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10, method="inclusive")[-1]
+
+
+@contextmanager
+def replicas(llama: LlamaServer, cfg: str, d: Path, state: str, n: int = 2) -> Iterator[list[str]]:
+    with ExitStack() as stack:
+        urls = []
+        for i in range(n):
+            sub = d / f"replica-{i + 1}"
+            sub.mkdir()
+            url, _proc, _log = stack.enter_context(launch([llama.url], cfg, sub, first=["--state", state]))
+            urls.append(url)
+        yield urls
+
+
+class Sampler:
+    """Samples, every 0.25 s until stopped (lightly: llama-server answers ``/slots`` in
+    the loop that generates): the engine's busy slots, each replica's
+    running requests against its leases (one scrape each, so consistent), and the
+    leases Valkey counts (when it answers)."""
+
+    def __init__(
+        self, llama: LlamaServer, urls: list[str], valkey: ValkeyServer, fleet_key: str = ""
+    ) -> None:
+        self.llama, self.urls, self.valkey = llama, urls, valkey
+        self.busy: list[int] = []
+        self.over: list[tuple[str, float, float]] = []  # (replica, running, leases) when running > leases
+        self.held: list[int] = []
+        self.degraded: dict[str, list[float]] = {u: [] for u in urls}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        r = redis.Redis.from_url(self.valkey.url, socket_timeout=0.5, socket_connect_timeout=0.5)
+        while not self._stop.is_set():
+            self.busy.append(self.llama.busy_slots())
+            for u in self.urls:
+                m = scrape(u)
+                if m["seam_fleet_running"] > m["seam_fleet_leases"]:
+                    self.over.append((u, m["seam_fleet_running"], m["seam_fleet_leases"]))
+                self.degraded[u].append(m["seam_fleet_degraded"])
+            try:
+                total = 0
+                for key in r.scan_iter(match="seam:fleet:*:held"):
+                    total += sum(int(v) for v in r.hvals(key))
+                self.held.append(total)
+            except redis.RedisError:
+                pass
+            time.sleep(0.25)
+        r.close()
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_two_replicas_share_the_slots_and_keep_interactive_ttft(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    with (
+        running_valkey(tmp_path) as valkey,
+        replicas(llama_server, config(BATCH_KEY, INTERACTIVE_KEY), tmp_path, valkey.url) as (r1, r2),
+    ):
+        idle_run = spawn(
+            "interactive",
+            r2,
+            INTERACTIVE_KEY,
+            tmp_path / "idle.json",
+            "--n",
+            "5",
+            "--interval",
+            "1",
+            "--offset",
+            "50",
+        )
+        idle = collect(idle_run, tmp_path / "idle.json", 120)
+        assert idle["errors"] == [], idle
+        idle_ttft = statistics.median(idle["ttft"][1:])  # the first one also asked GET /v1/seam
+
+        with Sampler(llama_server, [r1, r2], valkey) as s:
+            batch = spawn(
+                "batch", r1, BATCH_KEY, tmp_path / "batch.json", "--batch-n", "8", "--batch-tokens", "250"
+            )
+            time.sleep(4)  # the batch job holds both slots by now
+            m1 = scrape(r1)
+            assert m1["seam_fleet_leases"] == 2 and scrape(r2)["seam_fleet_leases"] == 0
+            inter2 = spawn(
+                "interactive", r2, INTERACTIVE_KEY, tmp_path / "i2.json", "--n", "6", "--interval", "1"
+            )
+            inter1 = spawn(
+                "interactive",
+                r1,
+                INTERACTIVE_KEY,
+                tmp_path / "i1.json",
+                "--n",
+                "5",
+                "--interval",
+                "2",
+                "--offset",
+                "20",
+            )
+            i2 = collect(inter2, tmp_path / "i2.json", 300)
+            i1 = collect(inter1, tmp_path / "i1.json", 300)
+            b = collect(batch, tmp_path / "batch.json", 900)
+
+        bound = 1.5 * idle_ttft + 0.5
+        for name, got, n in (("replica 2", i2, 6), ("replica 1", i1, 5)):
+            assert got["errors"] == [], got
+            assert len([t for t in got["ttft"] if t is not None]) == n
+            ttft = got["ttft"][1:]  # as for the idle TTFT: the first also loads the tokenizer, asks /v1/seam
+            assert p90(ttft) <= bound, f"{name}: interactive TTFT {sorted(ttft)} against {bound:.2f} s"
+        failed = [r["error"] for r in b["results"] if not r["ok"]]
+        assert failed == [], failed
+        assert all(r["output_tokens"] > 0 and r["text"] for r in b["results"])
+
+        assert max(s.busy) <= 2 and max(s.held) <= 2, (max(s.busy), max(s.held))
+        assert s.over == [], s.over[:5]
+        m1, m2 = scrape(r1), scrape(r2)
+        assert m2["seam_fleet_grants_total"] >= 1 and m1["seam_fleet_handoffs_total"] >= 1
+        assert m1["seam_fleet_replicas"] == 2
+        assert m1["seam_fleet_degraded_seconds_total"] == 0 and m2["seam_fleet_degraded_seconds_total"] == 0
+
+
+def quota_config() -> str:
+    keys = "".join(
+        f"""
+[[keys]]
+sha256 = "{hash_key(k)}"
+tenant = "quota-{i}"
+requests_per_minute = 20
+"""
+        for i, k in enumerate(QUOTA_KEYS)
+    )
+    return "[server]\nmax_queue = 256\n" + keys
+
+
+def test_a_quota_holds_across_replicas_under_a_burst(llama_server: LlamaServer, tmp_path: Path) -> None:
+    body = {"model": "gemma-3-270m", "messages": [{"role": "user", "content": "One, two, three"}]}
+
+    async def burst(urls: list[str], key: str) -> list[int]:
+        statuses: list[int] = []
+        async with httpx2.AsyncClient(timeout=120) as http:
+
+            async def one(url: str) -> None:
+                r = await http.post(
+                    url + "/v1/messages/count_tokens",
+                    json=body,
+                    headers={"x-api-key": key, "anthropic-version": "2023-06-01"},
+                )
+                statuses.append(r.status_code)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(40):
+                    tg.start_soon(one, urls[i % 2])
+        return statuses
+
+    with (
+        running_valkey(tmp_path) as valkey,
+        replicas(llama_server, quota_config(), tmp_path, valkey.url) as urls,
+    ):
+        for i, key in enumerate(QUOTA_KEYS):
+            statuses = anyio.run(burst, urls, key)
+            assert sorted(statuses) == [200] * 20 + [429] * 20, (i, sorted(statuses))
+
+
+def test_valkey_killed_mid_load_fails_nothing_and_the_replicas_rejoin(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    with (
+        running_valkey(tmp_path) as valkey,
+        replicas(llama_server, config(BATCH_KEY, INTERACTIVE_KEY), tmp_path, valkey.url) as (r1, r2),
+        Sampler(llama_server, [r1, r2], valkey) as s,
+    ):
+        batch = spawn(
+            "batch", r1, BATCH_KEY, tmp_path / "batch.json", "--batch-n", "6", "--batch-tokens", "200"
+        )
+        batch2 = spawn(
+            "batch",
+            r2,
+            BATCH_KEY,
+            tmp_path / "batch2.json",
+            "--batch-n",
+            "4",
+            "--batch-tokens",
+            "150",
+            "--offset",
+            "30",
+        )
+        inter = spawn("interactive", r2, INTERACTIVE_KEY, tmp_path / "i.json", "--n", "10", "--interval", "1")
+        time.sleep(3)
+        valkey.kill()
+        time.sleep(4)
+        down = [scrape(u)["seam_fleet_degraded"] for u in (r1, r2)]
+        valkey.start()  # the same port, empty
+        i = collect(inter, tmp_path / "i.json", 300)
+        b = collect(batch, tmp_path / "batch.json", 900)
+        b2 = collect(batch2, tmp_path / "batch2.json", 900)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(scrape(u)["seam_fleet_degraded"] for u in (r1, r2)):
+            time.sleep(0.2)
+        back = [scrape(u) for u in (r1, r2)]
+
+    assert down == [1, 1]
+    assert i["errors"] == [], i
+    for got in (b, b2):
+        failed = [r["error"] for r in got["results"] if not r["ok"]]
+        assert failed == [], failed
+    assert [m["seam_fleet_degraded"] for m in back] == [0, 0]
+    assert all(m["seam_fleet_degraded_seconds_total"] > 2 for m in back)
+    assert all(m["seam_fleet_replicas"] == 2 for m in back)
+    assert max(s.busy) <= 2 and max(s.held) <= 2, (max(s.busy), max(s.held))
+    assert s.over == [], s.over[:5]

@@ -1,0 +1,209 @@
+"""The fleet's shared state, script by script, against a real Valkey/Redis server: the
+leases' count never passes the slots, free leases go to the best want (level, then
+age), a want is told to the holders, a handoff moves a lease to the wanter, a replica
+that stops beating loses its leases, a re-join writes the true count; and the shared
+quota lets exactly its allowance through however many take at once."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+
+import anyio
+import pytest
+import redis
+
+from sdk.server._fleet import FleetLink
+from sdk.server._quota import SharedQuotas
+
+SLOTS, TTL = 2, 5.0
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def fleet(redis_url: str) -> Iterator[str]:
+    name = "t" + secrets.token_hex(4)
+    yield name
+    r = redis.Redis.from_url(redis_url)
+    for key in r.scan_iter(match=f"seam:fleet:{{{name}}}:*"):
+        r.delete(key)
+    r.close()
+
+
+def link(url: str, fleet: str, replica: str) -> FleetLink:
+    return FleetLink(url, fleet=fleet, replica=replica, timeout=2.0)
+
+
+def held(url: str, fleet: str) -> dict[str, int]:
+    r = redis.Redis.from_url(url)
+    try:
+        got = r.hgetall(f"seam:fleet:{{{fleet}}}:held")
+        return {k.decode(): int(v) for k, v in got.items() if int(v)}  # replicas holding leases
+    finally:
+        r.close()
+
+
+async def inbox(lk: FleetLink) -> list[str]:
+    lk.listen_timeout = 0.05
+    return await lk.inbox()
+
+
+@pytest.mark.anyio
+async def test_leases_never_pass_the_slots_and_a_want_is_told_to_the_holders(
+    redis_url: str, fleet: str
+) -> None:
+    a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
+    assert await a.script("acquire", SLOTS, TTL, 0, 2) == 1
+    assert await a.script("acquire", SLOTS, TTL, 0, 2) == 1
+    assert await b.script("acquire", SLOTS, TTL, 0, 0) == 0  # both taken
+    assert held(redis_url, fleet) == {"a": 2}
+    assert await inbox(a) == ["want:0"]
+    assert await b.script("acquire", SLOTS, TTL, 0, 0) == 0
+    assert await inbox(a) == []  # told once per level
+    # the holder's ghost of level 0 was admitted: its lease goes to b
+    assert await a.script("handoff", SLOTS, TTL, 0, 0) == 1
+    assert await inbox(b) == ["grant"]
+    assert held(redis_url, fleet) == {"a": 1, "b": 1}
+    # nobody wants now: a ghost admitted late hands nothing off
+    assert await a.script("handoff", SLOTS, TTL, 0, 2) == 0
+    assert held(redis_url, fleet) == {"a": 1, "b": 1}
+
+
+@pytest.mark.anyio
+async def test_a_ghost_of_a_worse_level_does_not_take_a_lease_for_a_better_want(
+    redis_url: str, fleet: str
+) -> None:
+    a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
+    for _ in range(SLOTS):
+        assert await a.script("acquire", SLOTS, TTL, 0, 0) == 1
+    assert await b.script("acquire", SLOTS, TTL, 0, 2) == 0  # b's batch want
+    # a ghost of level 1 (its want gone since) keeps its lease from a level-2 want
+    assert await a.script("handoff", SLOTS, TTL, 0, 1) == 0
+    assert held(redis_url, fleet) == {"a": SLOTS}
+    # one of level 2 gives it
+    assert await a.script("handoff", SLOTS, TTL, 0, 2) == 1
+    assert held(redis_url, fleet) == {"a": SLOTS - 1, "b": 1}
+
+
+@pytest.mark.anyio
+async def test_free_leases_go_to_the_best_level_then_the_oldest_want(redis_url: str, fleet: str) -> None:
+    a, b, c, d = (link(redis_url, fleet, x) for x in "abcd")
+    for _ in range(SLOTS):
+        assert await a.script("acquire", SLOTS, TTL, 0, 2) == 1
+    assert await b.script("acquire", SLOTS, TTL, 0, 2) == 0  # batch, first
+    assert await c.script("acquire", SLOTS, TTL, 0, 1) == 0  # default
+    assert await d.script("acquire", SLOTS, TTL, 0, 2) == 0  # batch, later
+    # a gives one back (it has nothing waiting): the default want gets it
+    assert await a.script("release", SLOTS, TTL, 0, 1, -1) == 0
+    assert await inbox(c) == ["grant"]
+    # then the older batch want
+    assert await a.script("release", SLOTS, TTL, 0, 1, -1) == 0
+    assert await inbox(b) == ["grant"]
+    assert await inbox(d) == []
+    assert held(redis_url, fleet) == {"b": 1, "c": 1}
+    # a new want of a better level goes before d's even though d waited longer
+    assert await a.script("acquire", SLOTS, TTL, 0, 0) == 0
+    assert await c.script("release", SLOTS, TTL, 0, 1, -1) == 0
+    assert (await inbox(a))[-1] == "grant"  # after what it was told as a holder
+    assert await inbox(d) == []
+
+
+@pytest.mark.anyio
+async def test_a_replica_that_stops_beating_loses_its_leases_within_the_ttl(
+    redis_url: str, fleet: str
+) -> None:
+    a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
+    for _ in range(SLOTS):
+        assert await a.script("acquire", SLOTS, 0.3, 0, 2) == 1
+    assert await b.script("acquire", SLOTS, TTL, 0, 0) == 0
+    await anyio.sleep(0.4)  # a, killed, beats no more
+    # the next script of anyone's drops a and hands its leases to the wants
+    r = await b.script("beat", SLOTS, TTL, 0, 0, 0, 0)
+    assert int(r[0]) == 1 and int(r[2]) == 1 and int(r[3]) == 1  # granted to b; b alone
+    assert held(redis_url, fleet) == {"b": 1}
+
+
+@pytest.mark.anyio
+async def test_a_rejoin_writes_the_true_count_and_the_slots_bound_what_follows(
+    redis_url: str, fleet: str
+) -> None:
+    a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
+    ttl = 1.0
+    # Valkey came back empty; each replica runs one request (its degraded share)
+    await a.script("beat", SLOTS, ttl, 1, 1, -1, 2)  # the first re-join writes the epoch: the fleet settles
+    await b.script("beat", SLOTS, ttl, 1, 1, -1, 2)
+    assert held(redis_url, fleet) == {"a": 1, "b": 1}
+    assert await a.script("acquire", SLOTS, ttl, 0, 0) == 0  # nothing beyond the slots
+    assert await b.script("release", SLOTS, ttl, 0, 1, -1) == 0
+    assert await inbox(a) == []  # settling: no lease handed out for a lease's time
+    await anyio.sleep(ttl + 0.1)
+    r = await a.script("beat", SLOTS, ttl, 1, 1, 0, 0)  # a holds 1 by its count
+    assert int(r[0]) == 1  # settled: the free lease goes to a's want
+    assert held(redis_url, fleet) == {"a": 2}  # a, late, taken back with its count; b dropped
+    # a re-join with the epoch in place does not settle again
+    await b.script("beat", SLOTS, ttl, 0, 0, -1, 2)
+    assert await a.script("release", SLOTS, ttl, 2, 1, -1) == 0
+    assert await b.script("acquire", SLOTS, ttl, 0, 1) == 1
+
+
+@pytest.mark.anyio
+async def test_a_new_fleet_hands_out_leases_at_once(redis_url: str, fleet: str) -> None:
+    a = link(redis_url, fleet, "a")
+    await a.script("beat", SLOTS, TTL, 0, 0, -1, 1)  # a first join: no epoch yet, nothing to settle
+    assert await a.script("acquire", SLOTS, TTL, 0, 0) == 1
+
+
+@pytest.mark.anyio
+async def test_leaving_gives_the_leases_back_at_once(redis_url: str, fleet: str) -> None:
+    a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
+    for _ in range(SLOTS):
+        assert await a.script("acquire", SLOTS, TTL, 0, 2) == 1
+    assert await b.script("acquire", SLOTS, TTL, 0, 1) == 0
+    await a.script("leave", SLOTS, TTL, 0)
+    assert await inbox(b) == ["grant"]
+    assert held(redis_url, fleet) == {"b": 1}
+
+
+def test_the_shared_quota_lets_its_allowance_through_however_many_take_at_once(
+    redis_url: str, fleet: str
+) -> None:
+    """40 takers at once, in threads (each its own connection), of a 20 a minute quota,
+    20 times over: exactly 20 pass each time."""
+
+    def take(tenant: str, barrier: threading.Barrier, passed: list[bool]) -> None:
+        q = SharedQuotas(link(redis_url, fleet, "x"))
+        barrier.wait()
+        v = anyio.run(lambda: q.check(tenant, 0.0, rpm=20, tpm=None, tokens=5))
+        passed.append(v.ok)
+        q.link.close()
+
+    for round_ in range(20):
+        passed: list[bool] = []
+        barrier = threading.Barrier(40)
+        args = (f"tenant-{round_}", barrier, passed)
+        threads = [threading.Thread(target=take, args=args) for _ in range(40)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(passed) == [False] * 20 + [True] * 20, round_
+
+
+@pytest.mark.anyio
+async def test_the_shared_quota_answers_with_the_standing_and_refills(redis_url: str, fleet: str) -> None:
+    q = SharedQuotas(link(redis_url, fleet, "x"))
+    v = await q.check("t", 0.0, rpm=600, tpm=1000, tokens=400)
+    assert v.ok and v.headers["x-ratelimit-remaining-requests"] == "599"
+    assert v.headers["x-ratelimit-remaining-tokens"] == "600"
+    v = await q.check("t", 0.0, rpm=600, tpm=1000, tokens=700)
+    assert not v.ok and int(v.headers["retry-after"]) >= 1  # 100 tokens missing: 6 s at 1000/min
+    assert 5.0 < v.retry_after < 7.0
+    time.sleep(0.2)
+    v = await q.check("t", 0.0, rpm=600, tpm=1000, tokens=1)
+    assert v.ok and int(v.headers["x-ratelimit-remaining-tokens"]) >= 600
