@@ -66,10 +66,13 @@ from .._errors import (
 )
 from ..client import PRIORITY_HEADER, TENANT_HEADER, EngineName, engine_profile
 from ..scheduler import Cost, RequestMetrics, Scheduler, Tier, UnknownTierError
-from ..stream import FlowControl, StallPolicy
-from ..stream._accumulate import message_to_wire
+from ..stream import FlowControl, StallPolicy, TextBlock
+from ..stream._accumulate import MessageState, message_to_wire
+from ..stream._resume import continuation, thought
+from ..stream._stream import Splicer
+from ..stream._wire import event_to_wire, sse_frame
 from ._config import Keyring, Principal, ServerConfig
-from ._fleet import FleetAdmission, FleetLink, fleet_name
+from ._fleet import FleetAdmission, FleetLink, FleetUnavailable, fleet_name
 from ._http import (
     ERROR_TYPES,
     ChatFramer,
@@ -95,6 +98,8 @@ from ._openai import ChatError, ChunkWriter, chat_to_messages, completion
 from ._quota import Quotas, SharedQuotas
 from ._route import ROUTE_HEADER, Engine, Router
 from ._seam import acting_for, capabilities
+from ._shared import SharedStreams
+from ._takeover import NotContinuable, framer_meta, rebuild
 from ._validate import check_messages, event_id, priority
 
 __all__ = ["ServerApp"]
@@ -161,6 +166,7 @@ class ServerApp:
                 replica=secrets.token_hex(6),
             )
             self.quotas = SharedQuotas(self.link, degraded_share=config.degraded_share)
+        self.shared = None if self.link is None else SharedStreams(self.link, seconds=config.replay_seconds)
         self._tg: TaskGroup | None = None  # the server's own tasks (from the lifespan)
 
     # ---- life ------------------------------------------------------------------------
@@ -270,6 +276,8 @@ class ServerApp:
             tg.start_soon(self._janitor)
             if self.fleet is not None:
                 tg.start_soon(self.fleet.run)
+            if self.shared is not None:
+                tg.start_soon(self.shared.run)
             await send({"type": "lifespan.startup.complete"})
             while (await receive())["type"] != "lifespan.shutdown":
                 pass
@@ -568,12 +576,26 @@ class ServerApp:
             now=anyio.current_time(),
         )
         self._live[sid] = live
+        if (
+            self.shared is not None
+            and self._tg is not None
+            and self.fleet is not None
+            and not self.fleet.degraded
+        ):
+            self.shared.up = True
+            meta = {
+                "tenant": who.tenant,
+                "route": path,
+                "tier": tier.name,
+                "request": orjson.dumps(data).decode(),
+            }
+            self.shared.share(live, {**meta, **framer_meta(framer)})
         if self._tg is not None:
-            self._tg.start_soon(self._produce, live, route, data, tier, who, framer)
+            self._tg.start_soon(self._produce, live, route, data, tier, who.tenant, framer)
             await self._attach(live, 0, receive, send, headers, first=True)
             return
         async with anyio.create_task_group() as tg:  # served without a lifespan: no reattach
-            tg.start_soon(self._produce, live, route, data, tier, who, framer)
+            tg.start_soon(self._produce, live, route, data, tier, who.tenant, framer)
             try:
                 await self._attach(live, 0, receive, send, headers, first=True)
             finally:
@@ -585,29 +607,58 @@ class ServerApp:
         route: str,
         data: dict[str, Any],
         tier: Tier,
-        who: Principal,
+        tenant: str,
         framer: Framer,
+        after: tuple[MessageState, int] | None = None,
     ) -> None:
         """Read the engine stream into ``live``, at most its lead ahead of the client.
         The stream's resumes go through the same route, so they follow it to another
-        engine when its engine fails (:mod:`._route`)."""
+        engine when its engine fails (:mod:`._route`). ``after``: the message so far of a
+        stream taken over from a dead replica and the tokens it used, continued by
+        prefill and spliced onto it."""
+        shared = self.shared
+
+        def push(ev_frame: bytes, frames: list[bytes]) -> None:
+            pushed = []
+            for frame in frames:
+                pushed.append(with_id(frame, live.sid, live.next))
+                live.push(pushed[-1])
+            if shared is not None:
+                shared.append(live, ev_frame, pushed)
+
         try:
             with live.scope:
+                params, splice = data, None
+                if after is not None:
+                    state, used = after
+                    if state.stopped:
+                        return  # the message was whole: only its end was not stored
+                    if thought(state.message()) or (
+                        state.open is not None and not isinstance(state.open.start, TextBlock)
+                    ):
+                        raise StreamProtocolError("the stream cannot be continued here (not at a text point)")
+                    echo = await self.client.echoes_prefill()
+                    cont = continuation(data, state.text(), echo=echo, used_tokens=used)
+                    params, splice = cont.params, Splicer(state, cont.repeat, used)
                 s = self.client.stream(
-                    priority=tier, tenant=who.tenant, extra_headers={ROUTE_HEADER: route}, extra_body=data
+                    priority=tier, tenant=tenant, extra_headers={ROUTE_HEADER: route}, extra_body=params
                 )
                 try:
                     async with s:  # queued, admitted, sent upstream; closed under a shield on exit
                         live.opened.set()
                         try:
                             async for ev in s:
-                                for frame in framer.frames(ev):
-                                    live.push(with_id(frame, live.sid, live.next))
+                                for e in [ev] if splice is None else splice([ev]):
+                                    push(sse_frame(*event_to_wire(e)), framer.frames(e))
                                 while live.ahead():
                                     await live.changed()
                         except SDKError as e:  # after the first byte: an error frame
-                            live.push(with_id(framer.error(self._translate(e)), live.sid, live.next))
+                            err = self._translate(e)
+                            push(MessagesFramer().error(err), [framer.error(err)])
                 except SDKError as e:  # before it: the error answer
+                    if after is not None:
+                        err = self._translate(e)
+                        push(MessagesFramer().error(err), [framer.error(err)])
                     live.failure = e
         except Exception as e:
             log.exception("a stream's producer failed")
@@ -615,6 +666,8 @@ class ServerApp:
         finally:
             self._router().close(route)
             live.finish()
+            if shared is not None:
+                shared.finish(live)
 
     async def _attach(
         self,
@@ -661,11 +714,12 @@ class ServerApp:
         if live.failure is not None and live.next == 0:
             raise self._translate(live.failure)
 
-    async def _send_head(self, live: LiveStream, send: Send, headers: Mapping[str, str]) -> None:
+    async def _send_head(self, live: LiveStream | str, send: Send, headers: Mapping[str, str]) -> None:
+        sid = live if isinstance(live, str) else live.sid
         hdrs = [
             (b"content-type", b"text/event-stream; charset=utf-8"),
             (b"cache-control", b"no-cache"),
-            (b"seam-stream-id", live.sid.encode()),
+            (b"seam-stream-id", sid.encode()),
         ]
         hdrs += [(k.encode(), v.encode()) for k, v in headers.items()]
         await send({"type": "http.response.start", "status": 200, "headers": hdrs})
@@ -673,14 +727,14 @@ class ServerApp:
     async def _send_frames(self, live: LiveStream, start: int, send: Send) -> None:
         i = start
         while True:
-            while i < live.next:
+            while i < live.sendable:
                 frame = live.frame(i)
                 if frame is None:  # trimmed: cannot happen to the frames not yet sent
                     raise RuntimeError("a frame to send was dropped")
                 await send({"type": "http.response.body", "body": frame, "more_body": True})
                 i += 1
                 live.advance(i)
-            if live.done:
+            if live.done and i >= live.next:
                 break
             await live.changed()
         await send({"type": "http.response.body", "body": live.done_frame, "more_body": False})
@@ -690,6 +744,9 @@ class ServerApp:
         route (so in the protocol) the stream was started on."""
         sid, n = event_id(last)
         live = self._live.get(sid)
+        if live is None and self.shared is not None:
+            await self._reattach_shared(scope, receive, send, who, sid, n)
+            return
         if live is None or live.tenant != who.tenant:
             raise HTTPError(404, "not_found_error", f"no stream {sid!r} to reattach to (expired or unknown)")
         if live.route != scope["path"]:
@@ -705,6 +762,113 @@ class ServerApp:
             )
         self.metrics.reattached.inc()
         await self._attach(live, start, receive, send)
+
+    async def _reattach_shared(
+        self, scope: Scope, receive: Receive, send: Send, who: Principal, sid: str, n: int
+    ) -> None:
+        """A stream another replica holds, or held: its frames from Valkey, then the new
+        ones as they are stored; if its replica died, this one takes it over."""
+        shared = self.shared
+        assert shared is not None
+        try:
+            meta = await shared.meta(sid)
+        except FleetUnavailable:
+            meta = None
+        if meta is None or meta.get("tenant") != who.tenant:
+            raise HTTPError(404, "not_found_error", f"no stream {sid!r} to reattach to (expired or unknown)")
+        if meta.get("route") != scope["path"]:
+            raise HTTPError(
+                400,
+                "invalid_request_error",
+                f"stream {sid!r} was started on {meta.get('route')}; reattach to it there",
+            )
+        self.metrics.reattached.inc()
+        done_frame = b"data: [DONE]\n\n" if meta.get("kind") == "chat" else b""
+        after = f"{n + 1}-0"  # frame n's entry
+        shown = False
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
+            while True:
+                try:
+                    got = await (shared.read(sid, after) if not shown else shared.wait(sid, after))
+                except FleetUnavailable as e:
+                    if not shown:
+                        raise HTTPError(
+                            503, "overloaded_error", "the stream's store is unreachable; retry"
+                        ) from e
+                    break  # the connection ends unfinished: the client reattaches again
+                if not shown:
+                    if got.frames and got.first != n + 1:
+                        raise HTTPError(404, "not_found_error", f"event {sid}:{n} is no longer kept")
+                    await self._send_head(sid, send, {})
+                    shown = True
+                for frame in got.frames:
+                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+                after = got.last_id
+                if got.ended:
+                    await send({"type": "http.response.body", "body": done_frame, "more_body": False})
+                    break
+                if got.frames or got.events:
+                    continue
+                claimed = await self._claimed(sid, meta)
+                if claimed is not None:
+                    try:
+                        await self._send_frames(claimed, got.first, send)
+                    finally:
+                        claimed.detach(anyio.current_time())
+                    break
+            tg.cancel_scope.cancel()
+
+    async def _claimed(self, sid: str, meta: Mapping[str, str]) -> LiveStream | None:
+        """Take the stream over if its replica is dead (else None): rebuild its message
+        from the stored events and continue it in a producer of this replica's."""
+        shared = self.shared
+        assert shared is not None and self._tg is not None
+        try:
+            if await shared.claim(sid) != 1:
+                return None
+            stored = await shared.read(sid, count=1 << 20)
+        except FleetUnavailable:
+            return None
+        live = self._live.get(sid)
+        if live is not None:
+            return live  # another connection took it over here first
+        if stored.first != 0 and stored.frames:
+            log.warning("stream %s cannot be continued: its start is no longer stored", sid)
+            return None
+        try:
+            state, framer, used = rebuild(meta, stored.events)
+        except NotContinuable as e:
+            log.warning("stream %s cannot be continued: %s", sid, e)
+            return None
+        cfg = self.config
+        request = meta.get("request", "{}")
+        live = LiveStream(
+            sid,
+            meta.get("tenant", ""),
+            keep_bytes=cfg.replay_bytes,
+            lead_bytes=cfg.buffer_bytes,
+            done_frame=framer.done(),
+            route=meta.get("route", "/v1/messages"),
+            request_bytes=len(request),
+            now=anyio.current_time(),
+        )
+        for frame in stored.frames:
+            live.push(frame)
+        live.opened.set()
+        self._live[sid] = live
+        shared.adopt(live, stored.last_id)
+        try:
+            tier = self.scheduler.tiers.resolve(meta.get("tier"))
+        except UnknownTierError:
+            tier = self.scheduler.tiers.default
+        data = orjson.loads(request)
+        log.info("took over stream %s after %d frames from a replica that died", sid, live.next)
+        live.attach()  # the connection that found it
+        self._tg.start_soon(
+            self._produce, live, self._router().open(None), data, tier, live.tenant, framer, (state, used)
+        )
+        return live
 
     async def _janitor(self) -> None:
         """Drop kept streams nobody came back for (stopping their producers), and keep

@@ -319,6 +319,17 @@ class FleetLink:
         """``fn(client)`` in a worker thread (another script of the server's, a read)."""
         return await self._call(lambda: fn(self._r))
 
+    async def listen(self, fn: Callable[[Any], Any]) -> Any:
+        """``fn(client)`` for a blocking read of up to ``listen_timeout`` seconds."""
+        self.round_trips += 1
+        try:
+            with anyio.fail_after(self.listen_timeout + self.timeout * 2 + 0.5):
+                return await anyio.to_thread.run_sync(lambda: fn(self._listen), abandon_on_cancel=True)
+        except TimeoutError as e:
+            raise self._scrub(e) from None
+        except self._error as e:
+            raise self._scrub(e) from None
+
     async def inbox(self) -> list[str]:
         """The messages for this replica: waits up to ``listen_timeout`` for the first."""
         key = f"{self.prefix}inbox:{self.replica}"

@@ -13,6 +13,10 @@ still queued has its client), so "no connection attached" (``idle_since`` set) m
 nobody is there, whatever the producer is doing: the server expires such a stream after
 its grace, queued, running or finished alike. :attr:`LiveStream.held_bytes` is what the
 stream pins, the server's measure for bounding kept streams together.
+
+A stream shared with other replicas (:mod:`._shared`) is sent only as far as its frames
+are stored in Valkey (:attr:`LiveStream.durable`): what a client has seen, any replica
+can continue after.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ class LiveStream:
         self.attached = 0
         self.idle_since: float | None = now  # no connection attached since then
         self.scope = anyio.CancelScope()  # the producer's
+        self.durable: int | None = None  # shared: frames below this index are in Valkey
         self._changed = anyio.Event()
 
     def __repr__(self) -> str:
@@ -91,6 +96,24 @@ class LiveStream:
         self.done = True
         self.opened.set()
         self._signal()
+
+    @property
+    def sendable(self) -> int:
+        """Frames below this index may be sent (all of them, unless the stream is shared
+        and some are not stored yet)."""
+        return self.next if self.durable is None else min(self.next, self.durable)
+
+    def stored(self, index: int) -> None:
+        """Frames below ``index`` are in the shared store (``None`` before: unshared)."""
+        if self.durable is not None and index > self.durable:
+            self.durable = index
+            self._signal()
+
+    def unshare(self) -> None:
+        """The shared store is away: the frames go out without it."""
+        if self.durable is not None:
+            self.durable = None
+            self._signal()
 
     def ahead(self) -> bool:
         """The producer is as far ahead of the connection as it may be."""

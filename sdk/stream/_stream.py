@@ -137,7 +137,7 @@ class StreamObserver(Protocol):
         closed: the server's slot is free, whenever the consumer reads the rest."""
 
 
-class _Splicer:
+class Splicer:
     """Re-indexes a continuation stream so it extends the interrupted message seamlessly."""
 
     def __init__(self, state: MessageState, repeat: str, output_tokens: int = 0) -> None:
@@ -399,7 +399,7 @@ class MessageStream:
                 reader.cancel()
                 since, k = now, 0
 
-    async def _pump(self, upstream: Upstream, splice: _Splicer | None) -> None:
+    async def _pump(self, upstream: Upstream, splice: Splicer | None) -> None:
         """Read one upstream into the buffer. Never raises: failures go to the consumer."""
         buf = self._buf
         assert buf is not None
@@ -694,7 +694,7 @@ class MessageStream:
             raise err from e
         buf.resumes += 1
         buf.note("resume")
-        splice = None if upstream.replay else _Splicer(state, upstream.repeat, request.output_tokens)
+        splice = None if upstream.replay else Splicer(state, upstream.repeat, request.output_tokens)
         tg.start_soon(self._pump, upstream, splice)
 
     async def get_final_message(self) -> Message:

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import statistics
+import subprocess
 import threading
 import time
 import urllib.request
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import anyio
 import httpx2
+import orjson
 import redis
 
 from sdk.server import hash_key
@@ -53,14 +55,22 @@ def p90(values: list[float]) -> float:
 
 @contextmanager
 def replicas(llama: LlamaServer, cfg: str, d: Path, state: str, n: int = 2) -> Iterator[list[str]]:
+    with replica_processes(llama, cfg, d, state, n) as got:
+        yield [url for url, _ in got]
+
+
+@contextmanager
+def replica_processes(
+    llama: LlamaServer, cfg: str, d: Path, state: str, n: int = 2
+) -> Iterator[list[tuple[str, subprocess.Popen[bytes]]]]:
     with ExitStack() as stack:
-        urls = []
+        out = []
         for i in range(n):
             sub = d / f"replica-{i + 1}"
             sub.mkdir()
-            url, _proc, _log = stack.enter_context(launch([llama.url], cfg, sub, first=["--state", state]))
-            urls.append(url)
-        yield urls
+            url, proc, _log = stack.enter_context(launch([llama.url], cfg, sub, first=["--state", state]))
+            out.append((url, proc))
+        yield out
 
 
 class Sampler:
@@ -264,3 +274,90 @@ def test_valkey_killed_mid_load_fails_nothing_and_the_replicas_rejoin(
     assert all(m["seam_fleet_replicas"] == 2 for m in back)
     assert max(s.busy) <= 2 and max(s.held) <= 2, (max(s.busy), max(s.held))
     assert s.over == [], s.over[:5]
+
+
+OTHER_KEY = "fleet-other-91d0"
+PROMPT = "A long list of facts about the moon, number 7:\n1."
+
+
+def stream_config() -> str:
+    return (
+        config(BATCH_KEY, INTERACTIVE_KEY)
+        + f"""
+[[keys]]
+sha256 = "{hash_key(OTHER_KEY)}"
+tenant = "other-app"
+tier = "default"
+"""
+    )
+
+
+def read_events(resp: httpx2.Response, until: int | None = None) -> tuple[list[str], str]:
+    """The SSE ids and the text of a Messages stream, read to its end or until ``until``
+    text deltas arrived."""
+    ids: list[str] = []
+    text: list[str] = []
+    current: str | None = None
+    for line in resp.iter_lines():
+        if line.startswith("id: "):
+            current = line[4:]
+            ids.append(current)
+        elif line.startswith("data: "):
+            data = orjson.loads(line[6:])
+            if data.get("type") == "content_block_delta" and data["delta"].get("type") == "text_delta":
+                text.append(data["delta"]["text"])
+                if until is not None and len(text) >= until:
+                    break
+    return ids, "".join(text)
+
+
+def test_a_stream_continues_through_another_replica_when_its_replica_dies(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    """Started through replica 1, which is SIGKILLed mid-answer; the client reattaches
+    through replica 2 with its Last-Event-ID and gets the rest: the text equals the
+    uninterrupted greedy answer, no event comes twice. Another tenant's key cannot
+    reattach to it through either replica."""
+    body = {
+        "model": "gemma-3-270m",
+        "max_tokens": 160,
+        "stream": True,
+        "messages": [{"role": "user", "content": PROMPT}],
+        "temperature": 0,
+        "top_k": 1,
+        "cache_prompt": False,
+    }
+    own = {"x-api-key": INTERACTIVE_KEY, "anthropic-version": "2023-06-01"}
+    other = {"x-api-key": OTHER_KEY, "anthropic-version": "2023-06-01"}
+    with (
+        running_valkey(tmp_path) as valkey,
+        replica_processes(llama_server, stream_config(), tmp_path, valkey.url) as ((r1, p1), (r2, _p2)),
+        httpx2.Client(timeout=120) as http,
+    ):
+        with http.stream("POST", r2 + "/v1/messages", json=body, headers=own) as resp:
+            assert resp.status_code == 200
+            _, whole = read_events(resp)
+        assert len(whole) > 200
+
+        with http.stream("POST", r1 + "/v1/messages", json=body, headers=own) as resp:
+            assert resp.status_code == 200
+            ids, head = read_events(resp, until=20)
+        last = ids[-1]
+        for url in (r1, r2):  # the local path and the shared one
+            r = http.post(url + "/v1/messages", json=body, headers={**other, "last-event-id": last})
+            assert r.status_code == 404, (url, r.status_code, r.text)
+        p1.kill()  # mid-answer: its engine stream dies with it
+        p1.wait()
+        with http.stream(
+            "POST", r2 + "/v1/messages", json=body, headers={**own, "last-event-id": last}
+        ) as resp:
+            assert resp.status_code == 200
+            rest_ids, rest = read_events(resp)
+        r = http.post(r2 + "/v1/messages", json=body, headers={**other, "last-event-id": last})
+        assert r.status_code == 404
+
+    sid = last.split(":")[0]
+    numbers = [int(i.split(":")[1]) for i in ids + rest_ids]
+    assert all(i.startswith(sid + ":") for i in ids + rest_ids)
+    assert numbers == list(range(len(numbers))), numbers  # every event once, in order
+    assert head + rest == whole
