@@ -8,6 +8,7 @@ the serving metrics (queue time, TTFT, TPOT, ITL, E2EL) from times the host pass
 """
 
 from ._core import AIMD, Decisions, Scheduler, SchedulerStats, Ticket, TicketState
+from ._fleet import GHOST_TENANT, Call, FleetMember, FleetStanding
 from ._limits import (
     Cost,
     LimitReading,
@@ -22,8 +23,12 @@ from ._tiers import DEFAULT_TIERS, Tier, Tiers, UnknownTierError
 __all__ = [
     "AIMD",
     "DEFAULT_TIERS",
+    "GHOST_TENANT",
+    "Call",
     "Cost",
     "Decisions",
+    "FleetMember",
+    "FleetStanding",
     "LimitReading",
     "MetricsHook",
     "MetricsWindow",

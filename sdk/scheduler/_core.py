@@ -360,6 +360,14 @@ class Scheduler:
         """Streams asked to pause that still hold their slots."""
         return sum(t.state is TicketState.PREEMPTING for t in self._holding.values())
 
+    def worst_preemptible(self) -> int | None:
+        """The worst level among the running streams that may be preempted (None: none
+        may)."""
+        levels = [
+            t._level for t in self._holding.values() if t.preemptible and t.state is TicketState.RUNNING
+        ]
+        return max(levels, default=None)
+
     def waiting_by_level(self) -> tuple[int, ...]:
         """Waiting requests at each level, the best first (aged ones at the level they
         rose to)."""

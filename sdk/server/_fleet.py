@@ -43,7 +43,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -51,34 +50,39 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import anyio
 
 from .._errors import SDKError
-from ..scheduler import Cost, Decisions, Scheduler, Ticket, TicketState
+from ..scheduler import Decisions
+from ..scheduler._fleet import Call, FleetMember
 
 if TYPE_CHECKING:
     from .._dispatch import Dispatcher
 
-__all__ = ["GHOST_TENANT", "FleetAdmission", "FleetLink", "FleetUnavailable", "fleet_name"]
+__all__ = ["FleetAdmission", "FleetLink", "FleetUnavailable", "fleet_name"]
 
 log = logging.getLogger("sdk.server")
 
-GHOST_TENANT = "(fleet)"  # not a configured tenant's name: those have no parentheses
-
 # The scripts' shared part. KEYS[1] is the fleet's key prefix; ARGV[1] the replica,
 # ARGV[2] the engines' slots, ARGV[3] the lease time-to-live (ms), ARGV[4] the leases the
-# caller holds by its own count. Every script first drops the replicas that missed their
-# beats, then renews the caller's; a caller found dropped (its beat came late) is taken
-# back with its own count, since its requests still run.
+# caller holds by its own count, ARGV[5] the time in ms (empty: the server's clock, as
+# replicas use it; a simulation passes its own), ARGV[6] the worst level among the
+# caller's running streams that may be preempted (-1: none). Every script first drops
+# the replicas that missed their beats, then renews the caller's; a caller found dropped
+# (its beat came late) is taken back with its own count, since its requests still run.
 _COMMON = """
 local P = KEYS[1]
 local me = ARGV[1]
 local slots = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = tonumber(ARGV[5])
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local function forget(r)
   redis.call('HDEL', P..'held', r)
   redis.call('HDEL', P..'want', r)
   redis.call('HDEL', P..'since', r)
   redis.call('HDEL', P..'told', r)
+  redis.call('HDEL', P..'worst', r)
   redis.call('DEL', P..'inbox:'..r)
   redis.call('ZREM', P..'alive', r)
 end
@@ -86,6 +90,7 @@ for _, r in ipairs(redis.call('ZRANGEBYSCORE', P..'alive', '-inf', now)) do forg
 if redis.call('ZADD', P..'alive', now + ttl, me) == 1 then
   redis.call('HSET', P..'held', me, tonumber(ARGV[4]))
 end
+redis.call('HSET', P..'worst', me, tonumber(ARGV[6]))
 local function held(r) return tonumber(redis.call('HGET', P..'held', r) or '0') end
 local function total()
   local s = 0
@@ -131,27 +136,43 @@ local function distribute()
   end
   return mine
 end
--- Tell the holders of leases about a want they could give a lease to, once per level.
+-- The holder to tell of a want at ``level`` by ``r``: the one running the worst stream
+-- it may preempt, if worse than the want (its scheduler pauses it for the ghost), else
+-- the one holding the most leases (its ghost takes a fair turn at the level). One holder,
+-- not all: each ghost that finds a victim preempts it.
+local function target(level, r)
+  local h = redis.call('HGETALL', P..'held')
+  local pick, pick_worst, pick_held = nil, -1, 0
+  for i = 1, #h, 2 do
+    local n = tonumber(h[i + 1])
+    if h[i] ~= r and n > 0 then
+      local w = tonumber(redis.call('HGET', P..'worst', h[i]) or '-1')
+      if w <= level then w = -1 end
+      if pick == nil or w > pick_worst or (w == pick_worst and n > pick_held) then
+        pick, pick_worst, pick_held = h[i], w, n
+      end
+    end
+  end
+  return pick
+end
+-- Tell the chosen holder about a want, once per level.
 local function tell(r, level)
   local told = redis.call('HGET', P..'told', r)
   if told ~= false and tonumber(told) <= level then return end
+  local h = target(level, r)
+  if h == nil then return end
   redis.call('HSET', P..'told', r, level)
-  local h = redis.call('HGETALL', P..'held')
-  for i = 1, #h, 2 do
-    if h[i] ~= r and tonumber(h[i + 1]) > 0 then
-      redis.call('RPUSH', P..'inbox:'..h[i], 'want:'..level)
-      redis.call('PEXPIRE', P..'inbox:'..h[i], ttl)
-    end
-  end
+  redis.call('RPUSH', P..'inbox:'..h, 'want:'..level)
+  redis.call('PEXPIRE', P..'inbox:'..h, ttl)
 end
 """
 
-# ARGV[5]: the level of the caller's best waiting request. Returns 1: a lease is the
+# ARGV[7]: the level of the caller's best waiting request. Returns 1: a lease is the
 # caller's; 0: its want is recorded and told.
 _ACQUIRE = (
     _COMMON
     + """
-local level = tonumber(ARGV[5])
+local level = tonumber(ARGV[7])
 want(me, level)
 if distribute() > 0 then return 1 end
 tell(me, level)
@@ -159,13 +180,13 @@ return 0
 """
 )
 
-# ARGV[5]: leases given back; ARGV[6]: the caller's want now (-1: none). Returns the
+# ARGV[7]: leases given back; ARGV[8]: the caller's want now (-1: none). Returns the
 # leases granted back to the caller (its own want may be the best).
 _RELEASE = (
     _COMMON
     + """
-local n = tonumber(ARGV[5])
-local level = tonumber(ARGV[6])
+local n = tonumber(ARGV[7])
+local level = tonumber(ARGV[8])
 if n > 0 then redis.call('HSET', P..'held', me, math.max(0, held(me) - n)) end
 if level < 0 then unwant(me) else want(me, level) end
 local mine = distribute()
@@ -174,12 +195,12 @@ return mine
 """
 )
 
-# ARGV[5]: the level of the caller's admitted ghost. Returns 1 when another replica
+# ARGV[7]: the level of the caller's admitted ghost. Returns 1 when another replica
 # wanted a lease at that level or better and the caller's is given back for it.
 _HANDOFF = (
     _COMMON
     + """
-local level = tonumber(ARGV[5])
+local level = tonumber(ARGV[7])
 local who, lvl = best()
 if who == nil or who == me or lvl > level then return 0 end
 redis.call('HSET', P..'held', me, math.max(0, held(me) - 1))
@@ -188,22 +209,22 @@ return 1
 """
 )
 
-# ARGV[5]: the caller's count of running requests, written over the stored one when
-# ARGV[7] is 1 (a join) or 2 (a re-join after running alone, which settles a fleet whose
-# server lost its data); the inbox's old messages are dropped with it. ARGV[6]: its
+# ARGV[7]: the caller's count of running requests, written over the stored one when
+# ARGV[9] is 1 (a join) or 2 (a re-join after running alone, which settles a fleet whose
+# server lost its data); the inbox's old messages are dropped with it. ARGV[8]: its
 # want (-1: none). Returns {leases granted to the caller, the best level another replica
-# wants (-1: none), leases held in the fleet, replicas alive, wants per level (a flat
-# list of level, count)}.
+# wants if the caller is the holder to serve it (-1: none), leases held in the fleet,
+# replicas alive, wants per level (a flat list of level, count)}.
 _BEAT = (
     _COMMON
     + """
-local running = tonumber(ARGV[5])
-local level = tonumber(ARGV[6])
-if ARGV[7] ~= '0' then
+local running = tonumber(ARGV[7])
+local level = tonumber(ARGV[8])
+if ARGV[9] ~= '0' then
   redis.call('HSET', P..'held', me, running)
   redis.call('DEL', P..'inbox:'..me)
   redis.call('HDEL', P..'told', me)
-  if redis.call('SET', P..'epoch', now, 'NX') and ARGV[7] == '2' then
+  if redis.call('SET', P..'epoch', now, 'NX') and ARGV[9] == '2' then
     -- A re-join finds no epoch: the server lost its data. The replicas that ran alone
     -- meanwhile re-join within a lease's time; until then no lease is handed out.
     redis.call('SET', P..'settling', 1, 'PX', ttl)
@@ -211,14 +232,15 @@ if ARGV[7] ~= '0' then
 end
 if level < 0 then unwant(me) else want(me, level) end
 local mine = distribute()
-local other = -1
+local other, by = -1, nil
 local per = {}
 local w = redis.call('HGETALL', P..'want')
 for i = 1, #w, 2 do
   local l = tonumber(w[i + 1])
   per[l] = (per[l] or 0) + 1
-  if w[i] ~= me and (other < 0 or l < other) then other = l end
+  if w[i] ~= me and (other < 0 or l < other) then other, by = l, w[i] end
 end
+if by ~= nil and target(other, by) ~= me then other = -1 end  -- another holder's to serve
 local flat = {}
 for l, c in pairs(per) do table.insert(flat, l); table.insert(flat, c) end
 return {mine, other, total(), redis.call('ZCARD', P..'alive'), flat}
@@ -308,12 +330,25 @@ class FleetLink:
         except self._error as e:
             raise self._scrub(e) from None
 
-    async def script(self, name: str, slots: int, ttl: float, held: int, *args: int) -> Any:
-        """Run one of the fleet's scripts for this replica, which holds ``held`` leases
-        by its own count."""
-        fn = self._scripts[name]
-        argv: list[str | int] = [self.replica, slots, max(1, int(ttl * 1000)), held, *args]
-        return await self._call(lambda: fn(keys=[self.prefix], args=argv))
+    async def script(self, call: Call, slots: int, ttl: float) -> Any:
+        """Run a :class:`~sdk.scheduler.FleetMember`'s call for this replica, on the
+        server's clock."""
+        return await self._call(lambda: self.script_now(call, slots, ttl))
+
+    def script_now(self, call: Call, slots: int, ttl: float, *, now: float | None = None) -> Any:
+        """The same, blocking; ``now`` (seconds) instead of the server's clock, for a
+        simulation."""
+        ms = "" if now is None else str(int(now * 1000))
+        argv: list[str | int] = [
+            self.replica,
+            slots,
+            max(1, int(ttl * 1000)),
+            call.held,
+            ms,
+            call.worst,
+            *call.args,
+        ]
+        return self._scripts[call.script](keys=[self.prefix], args=argv)
 
     async def run(self, fn: Callable[[Any], Any]) -> Any:
         """``fn(client)`` in a worker thread (another script of the server's, a read)."""
@@ -354,14 +389,12 @@ class FleetLink:
 
 
 class FleetAdmission:
-    """The replica's side of shared admission (see the module doc): it keeps the
-    scheduler's share equal to the leases it holds, asks for leases for the requests
-    that wait for a slot, gives back the ones nobody local waits for, and hands leases
-    to other replicas through ghosts.
+    """The replica's host of its :class:`~sdk.scheduler.FleetMember` (see the module
+    doc): it runs the member's calls against Valkey one at a time, passes on the inbox's
+    messages and every poll's decisions, and drives the dispatcher after each.
 
-    ``slots()``: the engines' slot count now (learnt or configured). The host calls
-    :meth:`observe` with every :class:`~sdk.scheduler.Decisions` (the dispatcher's
-    observer) and runs :meth:`run` in a task for the replica's life."""
+    ``slots()``: the engines' slot count now (learnt or configured). :meth:`run` runs
+    for the replica's life, in a task."""
 
     def __init__(
         self,
@@ -372,105 +405,26 @@ class FleetAdmission:
         ttl: float = 3.0,
         degraded_share: float = 0.5,
     ) -> None:
-        if not ttl > 0 or not 0 < degraded_share <= 1:
-            raise ValueError("need ttl > 0 and 0 < degraded_share <= 1")
         self.link = link
         self.dispatcher = dispatcher
-        self.scheduler: Scheduler = dispatcher.scheduler
         self.slots = slots
         self.ttl = ttl
-        self.degraded_share = degraded_share
-        self.held = 0  # leases the fleet counts for this replica
-        self.degraded = True  # until the first beat answers
-        self.degraded_since: float | None = None
-        self.degraded_seconds = 0.0
-        self.joined = False
-        self._told_down = False
-        self._asked: int | None = None  # the want last recorded in the fleet
-        self._ghosts: dict[int, Ticket] = {}
-        self._handoffs: list[Ticket] = []
+        self.member = FleetMember(dispatcher.scheduler, slots(), ttl=ttl, degraded_share=degraded_share)
         self._kick = anyio.Event()
-        self._last_beat = -math.inf
-        self.fleet_held = 0
-        self.fleet_replicas = 0
-        self.fleet_wants: dict[int, int] = {}
-        self.handoffs = 0
-        self.grants = 0
-        self.scheduler.set_share(self._degraded_slots())
-        dispatcher.observers.append(self.observe)
+        self._told_down = False
+        dispatcher.observers.append(self._observe)
 
-    # ---- what the local scheduler shows ----------------------------------------------
+    @property
+    def degraded(self) -> bool:
+        return self.member.degraded
 
-    def _degraded_slots(self) -> int:
-        return max(1, math.floor(self.degraded_share * max(1, self.slots())))
+    def degraded_time(self) -> float:
+        """Seconds spent degraded so far (the current stretch included)."""
+        return self.member.degraded_time(self.dispatcher.now())
 
-    def _running(self) -> int:
-        """Requests of this replica's own that hold a slot (ghosts excluded)."""
-        ghosts = sum(t.state in (TicketState.RUNNING, TicketState.PREEMPTING) for t in self._ghosts.values())
-        return self.scheduler.running - ghosts
-
-    def running(self) -> int:
-        """Requests of this replica's own that run and are not being paused: never more
-        than :attr:`held` (a stream asked to pause is on its way out)."""
-        ghosts = sum(t.state is TicketState.RUNNING for t in self._ghosts.values())
-        return self.scheduler.running - self.scheduler.preempting - ghosts
-
-    def _want(self) -> int | None:
-        """The level of the best request of this replica's own that waits only for a
-        slot, or None."""
-        sched = self.scheduler
-        levels = list(sched.waiting_by_level())
-        for g in self._ghosts.values():
-            if g.state is TicketState.WAITING and g.level < len(levels):
-                levels[g.level] -= 1
-        best = next((i for i, n in enumerate(levels) if n > 0), None)
-        if best is None or sched.running < sched.capacity():
-            return None
-        return best
-
-    def _set_share(self) -> None:
-        self.scheduler.set_share(self.held)
-        self.dispatcher.drive()
-
-    # ---- the host's hooks ----------------------------------------------------------
-
-    def observe(self, d: Decisions) -> None:
-        """Every poll's decisions: admitted ghosts are handed off; anything may change
-        the want, so the keeper looks again."""
-        for t in d.admit:
-            if t.tenant == GHOST_TENANT and t.id in self._ghosts:
-                self._handoffs.append(t)
-        self._kick.set()
-
-    def _ghost(self, level: int) -> None:
-        """A want at ``level`` elsewhere: one ghost at that level or better is enough."""
-        if self.degraded or self.held == 0:
-            return
-        if any(g.state is TicketState.WAITING and g.level <= level for g in self._ghosts.values()):
-            return
-        tiers = list(self.scheduler.tiers)
-        tier = tiers[min(level, len(tiers) - 1)]
-        t = self.scheduler.submit(
-            self.dispatcher.now(), tier=tier, tenant=GHOST_TENANT, cost=Cost(), preemptible=False
-        )
-        self._ghosts[t.id] = t
-        self.dispatcher.drive()
-
-    def _drop_ghosts(self, better_than: int | None = None) -> None:
-        """Cancel the waiting ghosts no want justifies (all with None)."""
-        now = self.dispatcher.now()
-        for g in list(self._ghosts.values()):
-            if g.state is TicketState.WAITING and (better_than is None or g.level < better_than):
-                self.scheduler.cancel(g, now)
-            if g.state not in (TicketState.WAITING, TicketState.RUNNING, TicketState.PREEMPTING):
-                del self._ghosts[g.id]
-
-    def _end_ghost(self, g: Ticket) -> None:
-        self._ghosts.pop(g.id, None)
-        if g.state in (TicketState.RUNNING, TicketState.PREEMPTING, TicketState.WAITING):
-            self.scheduler.finished(g, self.dispatcher.now(), ok=True)
-
-    # ---- the tasks -------------------------------------------------------------------
+    def _observe(self, d: Decisions) -> None:
+        self.member.observe(d)
+        self._kick.set()  # anything may change the want
 
     async def run(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -478,164 +432,63 @@ class FleetAdmission:
             await self._keep()
 
     async def _listen(self) -> None:
+        member = self.member
         while True:
-            if self.degraded:
+            if member.degraded:
                 await anyio.sleep(0.2)
                 continue
             try:
                 msgs = await self.link.inbox()
             except FleetUnavailable as e:
-                self._down(e)
+                self._failed(e, None)
                 continue
-            if self.degraded:
-                continue  # what came while going down is void: the re-join recounts
+            now = self.dispatcher.now()
             for m in msgs:
-                if m == "grant":
-                    self.held += 1
-                    self.grants += 1
-                    self._set_share()
-                elif m.startswith("want:"):
-                    self._ghost(int(m[5:]))
+                member.message(m, now)
+            self.dispatcher.drive()
             self._kick.set()
 
     async def _keep(self) -> None:
+        member = self.member
         while True:
-            interval = 1.0 if self.degraded else self.ttl / 3
-            due = self._last_beat + interval - self.dispatcher.now()
-            if due > 0 and not self._handoffs:
-                with anyio.move_on_after(due):
+            member.slots = self.slots()
+            call = member.next_call(self.dispatcher.now())
+            if call is None:
+                with anyio.move_on_after(max(0.0, member.wake_at() - self.dispatcher.now())):
                     await self._kick.wait()
-            self._kick = anyio.Event()
-            try:
-                await self._step()
-            except FleetUnavailable as e:
-                self._down(e)
-
-    async def _step(self) -> None:
-        now = self.dispatcher.now()
-        if self.degraded:
-            if now - self._last_beat >= 1.0:
-                await self._beat(rejoin=True)
-            return
-        while self._handoffs:
-            g = self._handoffs.pop(0)
-            if g.state not in (TicketState.RUNNING, TicketState.PREEMPTING):
-                self._ghosts.pop(g.id, None)
+                self._kick = anyio.Event()
                 continue
-            given = await self.link.script("handoff", self.slots(), self.ttl, self.held, g.level)
-            if self.degraded:
-                return
-            if int(given):
-                self.held = max(0, self.held - 1)
-                self.handoffs += 1
-                self.scheduler.set_share(self.held)
-            self._end_ghost(g)
+            try:
+                result = await self.link.script(call, member.slots, self.ttl)
+            except FleetUnavailable as e:
+                self._failed(e, call)
+                continue
+            was = member.degraded
+            member.answered(call, result, self.dispatcher.now())
+            if was and not member.degraded and self._told_down:
+                log.warning("shared state reachable again; admitting with the fleet")
+                self._told_down = False
             self.dispatcher.drive()
-        want = self._want()
-        idle = self.held - self.scheduler.running if self.scheduler.waiting == 0 else 0
-        if idle > 0 or (want is None and self._asked is not None):
-            idle = max(0, idle)
-            self.held -= idle  # before the call: the scheduler must not use them meanwhile
-            self.scheduler.set_share(self.held)
-            mine = int(
-                await self.link.script(
-                    "release", self.slots(), self.ttl, self.held + idle, idle, -1 if want is None else want
-                )
-            )
-            self._asked = want
-            if mine:
-                self.held += mine
-                self._set_share()
-        elif want is not None and want != self._asked:  # else it waits for a grant
-            got = int(await self.link.script("acquire", self.slots(), self.ttl, self.held, want))
-            self._asked = None if got else want
-            if got:
-                self.held += 1
-                self._set_share()
-                self._kick.set()  # more may wait
-        if self.dispatcher.now() - self._last_beat >= self.ttl / 3:
-            await self._beat(rejoin=False)
 
-    async def _beat(self, *, rejoin: bool) -> None:
-        want = self._want()
-        running = self._running()
-        r = await self.link.script(
-            "beat",
-            self.slots(),
-            self.ttl,
-            running if rejoin else self.held,
-            running,
-            -1 if want is None else want,
-            (2 if self.joined else 1) if rejoin else 0,
-        )
-        self._last_beat = self.dispatcher.now()
-        mine, other, total, alive, flat = int(r[0]), int(r[1]), int(r[2]), int(r[3]), r[4]
-        self.fleet_held, self.fleet_replicas = total, alive
-        self.fleet_wants = {int(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
-        if rejoin:
-            self._up(running)
-        self._asked = want
-        if mine:
-            self.held += mine
-            self._set_share()
-        if other < 0:
-            self._drop_ghosts()
-        else:
-            self._drop_ghosts(better_than=other)
-            if self.held:
-                self._ghost(other)
-
-    async def leave(self) -> None:
-        """The replica stops: its leases go to the others now, not after ``ttl``."""
-        if self.degraded:
-            return
-        try:
-            with anyio.fail_after(self.link.timeout * 2 + 0.5):
-                await self.link.script("leave", self.slots(), self.ttl, self.held)
-        except (FleetUnavailable, TimeoutError):
-            pass  # they come back when the lease runs out
-
-    # ---- degraded mode ---------------------------------------------------------------
-
-    def _down(self, e: FleetUnavailable) -> None:
-        self._last_beat = self.dispatcher.now()  # the next try in a second
+    def _failed(self, e: FleetUnavailable, call: Call | None) -> None:
+        member = self.member
+        member.failed(self.dispatcher.now(), call)
         if not self._told_down:
             log.warning(
                 "shared state unreachable; admitting alone on %d slot(s) until it answers: %s",
-                self._degraded_slots(),
+                member.degraded_slots(),
                 e,
             )
             self._told_down = True
-        if self.degraded:
-            if self.degraded_since is None:  # not joined yet
-                self.degraded_since = self.dispatcher.now()
+        self.dispatcher.drive()  # what runs beyond the degraded share is preempted
+
+    async def leave(self) -> None:
+        """The replica stops: its leases go to the others now, not after ``ttl``."""
+        call = self.member.leave()
+        if call is None:
             return
-        self.degraded = True
-        self.degraded_since = self.dispatcher.now()
-        self._drop_ghosts()
-        for g in list(self._ghosts.values()):
-            self._end_ghost(g)
-        self._handoffs.clear()
-        self._asked = None
-        self.held = self._degraded_slots()
-        self._set_share()  # what runs beyond the share is preempted
-
-    def _up(self, running: int) -> None:
-        was = self.degraded_since
-        if was is not None:
-            self.degraded_seconds += self.dispatcher.now() - was
-        if self.joined and self.degraded:
-            log.warning("shared state reachable again; admitting with the fleet")
-        self.degraded = False
-        self.degraded_since = None
-        self.joined = True
-        self._told_down = False
-        self.held = running
-        self._set_share()
-
-    def degraded_time(self) -> float:
-        """Seconds spent degraded so far (the current stretch included)."""
-        extra = 0.0
-        if self.degraded and self.degraded_since is not None:
-            extra = self.dispatcher.now() - self.degraded_since
-        return self.degraded_seconds + extra
+        try:
+            with anyio.fail_after(self.link.timeout * 2 + 0.5):
+                await self.link.script(call, self.member.slots, self.ttl)
+        except (FleetUnavailable, TimeoutError):
+            pass  # they come back when the lease runs out

@@ -63,6 +63,9 @@ class _SchedulerCollector(Collector):
             running.add_metric([tier], n)
         yield depth
         yield running
+        yield CounterMetricFamily(
+            "seam_admissions", "Requests admitted to a slot (a resumed stream again)", value=st.admitted
+        )
         yield GaugeMetricFamily("seam_slots", "Upstream slots (0: unknown)", value=st.slots or 0)
         yield GaugeMetricFamily(
             "seam_window", "Adaptive concurrency window (0: not limiting)", value=st.window or 0
@@ -105,41 +108,42 @@ def _fleet_metrics(
     f: FleetAdmission, tiers: Sequence[str]
 ) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
     """The replica's share of the fleet, and the fleet's totals as of its last beat."""
+    m = f.member
     yield GaugeMetricFamily(
         "seam_fleet_degraded",
         "1 while the shared state does not answer (admitting alone)",
-        value=int(f.degraded),
+        value=int(m.degraded),
     )
     yield CounterMetricFamily(
         "seam_fleet_degraded_seconds",
         "Time spent admitting alone, the shared state away",
         value=f.degraded_time(),
     )
-    yield GaugeMetricFamily("seam_fleet_leases", "Engine slots this replica holds", value=f.held)
+    yield GaugeMetricFamily("seam_fleet_leases", "Engine slots this replica holds", value=m.held)
     yield GaugeMetricFamily(
         "seam_fleet_running",
         "This replica's requests running (not being paused): at most its leases",
-        value=f.running(),
+        value=m.running(),
     )
     yield GaugeMetricFamily(
-        "seam_fleet_leases_total", "Engine slots the fleet's replicas hold", value=f.fleet_held
+        "seam_fleet_leases_total", "Engine slots the fleet's replicas hold", value=m.standing.held
     )
-    yield GaugeMetricFamily("seam_fleet_replicas", "Replicas alive in the fleet", value=f.fleet_replicas)
+    yield GaugeMetricFamily("seam_fleet_replicas", "Replicas alive in the fleet", value=m.standing.members)
     wants = GaugeMetricFamily(
         "seam_fleet_waiting_replicas",
         "Replicas whose best waiting request waits for a slot, by its tier",
         labels=["tier"],
     )
     for level, name in enumerate(tiers):
-        wants.add_metric([name], f.fleet_wants.get(level, 0))
+        wants.add_metric([name], m.standing.wants.get(level, 0))
     yield wants
     yield CounterMetricFamily(
         "seam_fleet_round_trips", "Calls to the shared state (scripts and reads)", value=f.link.round_trips
     )
     yield CounterMetricFamily(
-        "seam_fleet_handoffs", "Slots given to another replica's request", value=f.handoffs
+        "seam_fleet_handoffs", "Slots given to another replica's request", value=m.handoffs
     )
-    yield CounterMetricFamily("seam_fleet_grants", "Slots received from another replica", value=f.grants)
+    yield CounterMetricFamily("seam_fleet_grants", "Slots received from another replica", value=m.grants)
 
 
 class ServerMetrics:

@@ -10,11 +10,14 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import pytest
 import redis
 
+from sdk.scheduler import Call
+from sdk.scheduler._fleet import Script
 from sdk.server._fleet import FleetLink
 from sdk.server._quota import SharedQuotas
 
@@ -49,6 +52,12 @@ def held(url: str, fleet: str) -> dict[str, int]:
         r.close()
 
 
+async def run(lk: FleetLink, name: Script, held: int, *args: int, ttl: float = TTL, worst: int = -1) -> Any:
+    """One script for ``lk``'s replica, which holds ``held`` leases and runs a
+    preemptible stream of level ``worst`` at worst."""
+    return await lk.script(Call(name, held, args, worst=worst), SLOTS, ttl)
+
+
 async def inbox(lk: FleetLink) -> list[str]:
     lk.listen_timeout = 0.05
     return await lk.inbox()
@@ -59,20 +68,41 @@ async def test_leases_never_pass_the_slots_and_a_want_is_told_to_the_holders(
     redis_url: str, fleet: str
 ) -> None:
     a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
-    assert await a.script("acquire", SLOTS, TTL, 0, 2) == 1
-    assert await a.script("acquire", SLOTS, TTL, 0, 2) == 1
-    assert await b.script("acquire", SLOTS, TTL, 0, 0) == 0  # both taken
+    assert await run(a, "acquire", 0, 2) == 1
+    assert await run(a, "acquire", 0, 2) == 1
+    assert await run(b, "acquire", 0, 0) == 0  # both taken
     assert held(redis_url, fleet) == {"a": 2}
     assert await inbox(a) == ["want:0"]
-    assert await b.script("acquire", SLOTS, TTL, 0, 0) == 0
+    assert await run(b, "acquire", 0, 0) == 0
     assert await inbox(a) == []  # told once per level
     # the holder's ghost of level 0 was admitted: its lease goes to b
-    assert await a.script("handoff", SLOTS, TTL, 0, 0) == 1
+    assert await run(a, "handoff", 0, 0) == 1
     assert await inbox(b) == ["grant"]
     assert held(redis_url, fleet) == {"a": 1, "b": 1}
     # nobody wants now: a ghost admitted late hands nothing off
-    assert await a.script("handoff", SLOTS, TTL, 0, 2) == 0
+    assert await run(a, "handoff", 0, 2) == 0
     assert held(redis_url, fleet) == {"a": 1, "b": 1}
+
+
+@pytest.mark.anyio
+async def test_a_want_is_told_to_the_one_holder_most_likely_to_free_a_slot(
+    redis_url: str, fleet: str
+) -> None:
+    a, b, c = (link(redis_url, fleet, x) for x in "abc")
+    assert await run(a, "acquire", 0, 2, worst=2) == 1  # a runs a batch stream
+    assert await run(c, "acquire", 0, 0, worst=-1) == 1  # c an interactive one
+    assert await run(b, "acquire", 0, 0) == 0
+    assert await inbox(a) == ["want:0"]  # a's batch stream can be paused for it
+    assert await inbox(c) == []
+    # a want at batch's level: nobody runs worse, so the holder of the most leases
+    await run(c, "acquire", 1, 0)  # c wants another (recorded, not granted)
+    assert await run(c, "release", 1, 1, -1) == 0  # c gives one up, clears its want
+    assert await inbox(b) == ["grant"]  # b's interactive want gets it
+    d = link(redis_url, fleet, "d")
+    await run(a, "beat", 1, 1, -1, 0, worst=2)
+    assert await run(d, "acquire", 0, 2) == 0
+    msgs = await inbox(a) + await inbox(b) + await inbox(c)
+    assert msgs.count("want:2") == 1
 
 
 @pytest.mark.anyio
@@ -81,13 +111,13 @@ async def test_a_ghost_of_a_worse_level_does_not_take_a_lease_for_a_better_want(
 ) -> None:
     a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
     for _ in range(SLOTS):
-        assert await a.script("acquire", SLOTS, TTL, 0, 0) == 1
-    assert await b.script("acquire", SLOTS, TTL, 0, 2) == 0  # b's batch want
+        assert await run(a, "acquire", 0, 0) == 1
+    assert await run(b, "acquire", 0, 2) == 0  # b's batch want
     # a ghost of level 1 (its want gone since) keeps its lease from a level-2 want
-    assert await a.script("handoff", SLOTS, TTL, 0, 1) == 0
+    assert await run(a, "handoff", 0, 1) == 0
     assert held(redis_url, fleet) == {"a": SLOTS}
     # one of level 2 gives it
-    assert await a.script("handoff", SLOTS, TTL, 0, 2) == 1
+    assert await run(a, "handoff", 0, 2) == 1
     assert held(redis_url, fleet) == {"a": SLOTS - 1, "b": 1}
 
 
@@ -95,21 +125,21 @@ async def test_a_ghost_of_a_worse_level_does_not_take_a_lease_for_a_better_want(
 async def test_free_leases_go_to_the_best_level_then_the_oldest_want(redis_url: str, fleet: str) -> None:
     a, b, c, d = (link(redis_url, fleet, x) for x in "abcd")
     for _ in range(SLOTS):
-        assert await a.script("acquire", SLOTS, TTL, 0, 2) == 1
-    assert await b.script("acquire", SLOTS, TTL, 0, 2) == 0  # batch, first
-    assert await c.script("acquire", SLOTS, TTL, 0, 1) == 0  # default
-    assert await d.script("acquire", SLOTS, TTL, 0, 2) == 0  # batch, later
+        assert await run(a, "acquire", 0, 2) == 1
+    assert await run(b, "acquire", 0, 2) == 0  # batch, first
+    assert await run(c, "acquire", 0, 1) == 0  # default
+    assert await run(d, "acquire", 0, 2) == 0  # batch, later
     # a gives one back (it has nothing waiting): the default want gets it
-    assert await a.script("release", SLOTS, TTL, 0, 1, -1) == 0
+    assert await run(a, "release", 0, 1, -1) == 0
     assert await inbox(c) == ["grant"]
     # then the older batch want
-    assert await a.script("release", SLOTS, TTL, 0, 1, -1) == 0
+    assert await run(a, "release", 0, 1, -1) == 0
     assert await inbox(b) == ["grant"]
     assert await inbox(d) == []
     assert held(redis_url, fleet) == {"b": 1, "c": 1}
     # a new want of a better level goes before d's even though d waited longer
-    assert await a.script("acquire", SLOTS, TTL, 0, 0) == 0
-    assert await c.script("release", SLOTS, TTL, 0, 1, -1) == 0
+    assert await run(a, "acquire", 0, 0) == 0
+    assert await run(c, "release", 0, 1, -1) == 0
     assert (await inbox(a))[-1] == "grant"  # after what it was told as a holder
     assert await inbox(d) == []
 
@@ -120,11 +150,11 @@ async def test_a_replica_that_stops_beating_loses_its_leases_within_the_ttl(
 ) -> None:
     a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
     for _ in range(SLOTS):
-        assert await a.script("acquire", SLOTS, 0.3, 0, 2) == 1
-    assert await b.script("acquire", SLOTS, TTL, 0, 0) == 0
+        assert await run(a, "acquire", 0, 2, ttl=0.3) == 1
+    assert await run(b, "acquire", 0, 0) == 0
     await anyio.sleep(0.4)  # a, killed, beats no more
     # the next script of anyone's drops a and hands its leases to the wants
-    r = await b.script("beat", SLOTS, TTL, 0, 0, 0, 0)
+    r = await run(b, "beat", 0, 0, 0, 0)
     assert int(r[0]) == 1 and int(r[2]) == 1 and int(r[3]) == 1  # granted to b; b alone
     assert held(redis_url, fleet) == {"b": 1}
 
@@ -136,36 +166,36 @@ async def test_a_rejoin_writes_the_true_count_and_the_slots_bound_what_follows(
     a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
     ttl = 1.0
     # Valkey came back empty; each replica runs one request (its degraded share)
-    await a.script("beat", SLOTS, ttl, 1, 1, -1, 2)  # the first re-join writes the epoch: the fleet settles
-    await b.script("beat", SLOTS, ttl, 1, 1, -1, 2)
+    await run(a, "beat", 1, 1, -1, 2, ttl=ttl)  # the first re-join writes the epoch: the fleet settles
+    await run(b, "beat", 1, 1, -1, 2, ttl=ttl)
     assert held(redis_url, fleet) == {"a": 1, "b": 1}
-    assert await a.script("acquire", SLOTS, ttl, 0, 0) == 0  # nothing beyond the slots
-    assert await b.script("release", SLOTS, ttl, 0, 1, -1) == 0
+    assert await run(a, "acquire", 0, 0, ttl=ttl) == 0  # nothing beyond the slots
+    assert await run(b, "release", 0, 1, -1, ttl=ttl) == 0
     assert await inbox(a) == []  # settling: no lease handed out for a lease's time
     await anyio.sleep(ttl + 0.1)
-    r = await a.script("beat", SLOTS, ttl, 1, 1, 0, 0)  # a holds 1 by its count
+    r = await run(a, "beat", 1, 1, 0, 0, ttl=ttl)  # a holds 1 by its count
     assert int(r[0]) == 1  # settled: the free lease goes to a's want
     assert held(redis_url, fleet) == {"a": 2}  # a, late, taken back with its count; b dropped
     # a re-join with the epoch in place does not settle again
-    await b.script("beat", SLOTS, ttl, 0, 0, -1, 2)
-    assert await a.script("release", SLOTS, ttl, 2, 1, -1) == 0
-    assert await b.script("acquire", SLOTS, ttl, 0, 1) == 1
+    await run(b, "beat", 0, 0, -1, 2, ttl=ttl)
+    assert await run(a, "release", 2, 1, -1, ttl=ttl) == 0
+    assert await run(b, "acquire", 0, 1, ttl=ttl) == 1
 
 
 @pytest.mark.anyio
 async def test_a_new_fleet_hands_out_leases_at_once(redis_url: str, fleet: str) -> None:
     a = link(redis_url, fleet, "a")
-    await a.script("beat", SLOTS, TTL, 0, 0, -1, 1)  # a first join: no epoch yet, nothing to settle
-    assert await a.script("acquire", SLOTS, TTL, 0, 0) == 1
+    await run(a, "beat", 0, 0, -1, 1)  # a first join: no epoch yet, nothing to settle
+    assert await run(a, "acquire", 0, 0) == 1
 
 
 @pytest.mark.anyio
 async def test_leaving_gives_the_leases_back_at_once(redis_url: str, fleet: str) -> None:
     a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
     for _ in range(SLOTS):
-        assert await a.script("acquire", SLOTS, TTL, 0, 2) == 1
-    assert await b.script("acquire", SLOTS, TTL, 0, 1) == 0
-    await a.script("leave", SLOTS, TTL, 0)
+        assert await run(a, "acquire", 0, 2) == 1
+    assert await run(b, "acquire", 0, 1) == 0
+    await run(a, "leave", 0)
     assert await inbox(b) == ["grant"]
     assert held(redis_url, fleet) == {"b": 1}
 

@@ -295,14 +295,14 @@ def test_a_repeat_that_diverges_late_loses_nothing() -> None:
     held back while it might have been a repeat is handed out, not dropped."""
     from sdk.stream import MessageState
     from sdk.stream._events import ContentBlockDeltaEvent, ContentBlockStopEvent, TextDelta
-    from sdk.stream._stream import _Splicer
+    from sdk.stream._stream import Splicer
 
-    splice = _Splicer(MessageState(), "abcdef")
+    splice = Splicer(MessageState(), "abcdef")
     got = splice([ContentBlockDeltaEvent(0, TextDelta("ab")), ContentBlockDeltaEvent(0, TextDelta("cX"))])
     got += splice([ContentBlockStopEvent(0)])
     text = "".join(e.delta.text for e in got if isinstance(e, ContentBlockDeltaEvent))  # type: ignore[union-attr]
     assert text == "abcX"
-    splice = _Splicer(MessageState(), "abc")
+    splice = Splicer(MessageState(), "abc")
     got = splice([ContentBlockDeltaEvent(0, TextDelta("ab"))]) + splice([ContentBlockStopEvent(0)])
     text = "".join(e.delta.text for e in got if isinstance(e, ContentBlockDeltaEvent))  # type: ignore[union-attr]
     assert text == "ab"  # a prefix of the repeat, then the end: it was real text
