@@ -14,13 +14,20 @@ The ways:
   clients learn that the server schedules and send each request's tier; no header is
   set by hand;
 * **two processes direct**: the same two processes pointed at llama-server itself: each
-  client schedules only its own process's requests.
+  client schedules only its own process's requests;
+* **through 1 replica / 2 replicas sharing state**: ``python -m sdk.server --state
+  redis://...`` with a real Valkey/Redis server: one replica, then two replicas in front
+  of the same engine, the batch process on replica 1 and the interactive one on replica 2
+  (so every interactive admission takes a slot from the other replica).
 
 Reported: interactive TTFT (submission to the first text) p50/p90/p99 and its multiple of
 the idle TTFT (median of 5 on the idle engine, measured first), batch throughput (output
-tokens/s until the last batch result), batch requests that failed.
+tokens/s until the last batch result), batch requests that failed; for the servers,
+admissions per second (a resumed stream is admitted again) and, with shared state, the
+round trips to Valkey per request: for admission (lease scripts, inbox messages, beats,
+the quota check) and for storing the stream's events (one pipeline per batch of events).
 
-Run: ``python bench/fleet.py`` (about 10 minutes on 2 cores). Prints a Markdown table.
+Run: ``python bench/fleet.py`` (about 15 minutes on 2 cores). Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +48,8 @@ sys.path.insert(0, str(ROOT))
 from sdk.scheduler import Percentiles  # noqa: E402
 from tests.fleet.worker import collect, config, spawn  # noqa: E402
 from tests.llama import running_server  # noqa: E402
-from tests.server.conftest import serving  # noqa: E402
+from tests.server.conftest import launch, serving  # noqa: E402
+from tests.valkey import running_valkey  # noqa: E402
 
 BATCH_KEY, INTERACTIVE_KEY = "fleet-batch-key-0b1d", "fleet-interactive-key-77a2"
 
@@ -58,13 +68,47 @@ def interactive_args(a: argparse.Namespace, offset: int) -> list[str]:
 
 
 def two_processes(
-    url: str, keys: tuple[str, str], a: argparse.Namespace, d: Path, offset: int
+    url: str,
+    keys: tuple[str, str],
+    a: argparse.Namespace,
+    d: Path,
+    offset: int,
+    *,
+    interactive_url: str | None = None,
+    servers: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    before = [scrape(u) for u in servers]
+    t0 = time.monotonic()
     pb = spawn("batch", url, keys[0], d / "batch.json", *batch_args(a))
     time.sleep(a.delay)
-    pi = spawn("interactive", url, keys[1], d / "inter.json", *interactive_args(a, offset))
+    pi = spawn("interactive", interactive_url or url, keys[1], d / "inter.json", *interactive_args(a, offset))
     inter = collect(pi, d / "inter.json")
-    return {"batch": collect(pb, d / "batch.json"), "interactive": inter}
+    out = {"batch": collect(pb, d / "batch.json"), "interactive": inter, "seconds": time.monotonic() - t0}
+    if servers:
+        after = [scrape(u) for u in servers]
+
+        def delta(name: str) -> float:
+            return sum(b.get(name, 0.0) - a_.get(name, 0.0) for a_, b in zip(before, after, strict=True))
+
+        out["admissions"] = delta("seam_admissions_total")
+        out["admission_trips"] = delta('seam_fleet_round_trips_total{kind="admission"}') + delta(
+            'seam_fleet_round_trips_total{kind="quota"}'
+        )
+        out["stream_trips"] = delta('seam_fleet_round_trips_total{kind="stream"}')
+        names = {n for m in after for n in m if n.startswith("seam_requests_total{")}
+        out["requests"] = sum(delta(n) for n in names)
+    return out
+
+
+def scrape(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
 
 
 def one_process(url: str, a: argparse.Namespace, d: Path, offset: int) -> dict[str, Any]:
@@ -85,7 +129,14 @@ def row(name: str, r: dict[str, Any], idle: float) -> str:
         lat = "no interactive request finished | | "
     else:
         lat = " | ".join(f"{v * 1000:.0f} ms ({v / idle:.1f}x)" for v in (p.p50, p.p90, p.p99))
-    return f"| {name} | {lat} | {tokens / seconds if seconds else 0:.1f} | {failed_b} | {failed_i} |"
+    admits = f"{r['admissions'] / r['seconds']:.2f}" if "admissions" in r else "–"
+    per = max(1.0, r.get("requests", 0.0))
+    trips = f"{r['admission_trips'] / per:.1f}" if r.get("admission_trips") else "–"
+    stream = f"{r['stream_trips'] / per:.0f}" if r.get("stream_trips") else "–"
+    return (
+        f"| {name} | {lat} | {tokens / seconds if seconds else 0:.1f} | {failed_b} | {failed_i} "
+        f"| {admits} | {trips} | {stream} |"
+    )
 
 
 def main() -> None:
@@ -112,21 +163,38 @@ def main() -> None:
         rows.append(
             (
                 "two processes through sdk.server",
-                two_processes(seam_url, (BATCH_KEY, INTERACTIVE_KEY), a, d, 100),
+                two_processes(seam_url, (BATCH_KEY, INTERACTIVE_KEY), a, d, 100, servers=(seam_url,)),
             )
         )
         rows.append(
             ("two processes, direct to llama-server", two_processes(llama.url, ("none", "none"), a, d, 200))
         )
+        cfg = config(BATCH_KEY, INTERACTIVE_KEY)
+        with running_valkey(d) as valkey, ExitStack() as stack:
+            urls = []
+            for i in range(2):
+                sub = d / f"replica-{i + 1}"
+                sub.mkdir()
+                url, _p, _log = stack.enter_context(
+                    launch([llama.url], cfg, sub, first=["--state", valkey.url])
+                )
+                urls.append(url)
+                keys = (BATCH_KEY, INTERACTIVE_KEY)
+                if i == 0:
+                    got = two_processes(url, keys, a, d, 300, servers=(url,))
+                    rows.append(("two processes through 1 replica with shared state", got))
+            got = two_processes(urls[0], keys, a, d, 400, interactive_url=urls[1], servers=tuple(urls))
+            rows.append(("two processes through 2 replicas (batch on 1, interactive on 2)", got))
     print(
         f"Workload: {a.batch} batch requests of {a.batch_tokens} tokens (map, concurrency {a.concurrency}), "
         f"{a.interactive} interactive streams of {a.interactive_tokens} tokens one every {a.interval:g} s from "
         f"{a.delay:g} s on; llama-server, 2 slots, CPU.\nInteractive TTFT on the idle engine: {idle * 1000:.0f} ms.\n"
     )
     print(
-        "| way | TTFT p50 (x idle) | TTFT p90 (x idle) | TTFT p99 (x idle) | batch tokens/s | batch failed | interactive failed |"
+        "| way | TTFT p50 (x idle) | TTFT p90 (x idle) | TTFT p99 (x idle) | batch tokens/s | batch failed "
+        "| interactive failed | admissions/s | Valkey round trips/request: admission | : stream storage |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in rows:
         print(row(name, r, idle))
 

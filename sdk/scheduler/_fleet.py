@@ -61,6 +61,7 @@ class Call:
     args: tuple[int, ...] = ()
     ghost: Ticket | None = None
     worst: int = -1  # the worst level among the member's preemptible running streams
+    depth: tuple[int, ...] = ()  # a beat's: the member's own requests waiting per level
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,7 @@ class FleetStanding:
     held: int = 0  # leases held by all members
     members: int = 0  # members alive
     wants: Mapping[int, int] = field(default_factory=dict)  # level -> members wanting at it
+    waiting: tuple[int, ...] = ()  # requests waiting per level, all members together
 
 
 class FleetMember:
@@ -123,14 +125,18 @@ class FleetMember:
         ghosts = sum(t.state is TicketState.RUNNING for t in self._ghosts.values())
         return self.scheduler.running - self.scheduler.preempting - ghosts
 
-    def want(self) -> int | None:
-        """The level of the best request of the member's own that waits only for a slot."""
-        sched = self.scheduler
-        levels = list(sched.waiting_by_level())
+    def waiting(self) -> tuple[int, ...]:
+        """Requests of the member's own waiting, per level (ghosts excluded)."""
+        levels = list(self.scheduler.waiting_by_level())
         for g in self._ghosts.values():
             if g.state is TicketState.WAITING and g.level < len(levels):
                 levels[g.level] -= 1
-        best = next((i for i, n in enumerate(levels) if n > 0), None)
+        return tuple(levels)
+
+    def want(self) -> int | None:
+        """The level of the best request of the member's own that waits only for a slot."""
+        sched = self.scheduler
+        best = next((i for i, n in enumerate(self.waiting()) if n > 0), None)
         if best is None or sched.running < sched.capacity():
             return None
         return best
@@ -170,8 +176,9 @@ class FleetMember:
         if self.degraded:
             if now - self._last_beat >= self.retry:
                 running = self.holding()
+                flag = 2 if self.joined else 1
                 return self._issue(
-                    Call("beat", running, (running, self._code(self.want()), 2 if self.joined else 1))
+                    Call("beat", running, (running, self._code(self.want()), flag), depth=self.waiting())
                 )
             return None
         while self._handoffs:
@@ -190,7 +197,9 @@ class FleetMember:
         if want is not None and want != self._asked:  # else it waits for a grant
             return self._issue(Call("acquire", self.held, (want,)))
         if now >= self.wake_at():
-            return self._issue(Call("beat", self.held, (self.holding(), self._code(want), 0)))
+            return self._issue(
+                Call("beat", self.held, (self.holding(), self._code(want), 0), depth=self.waiting())
+            )
         return None
 
     def leave(self) -> Call | None:
@@ -231,7 +240,8 @@ class FleetMember:
         )
         self._last_beat = now
         wants = {int(flat[i]): int(flat[i + 1]) for i in range(0, len(flat) - 1, 2)}
-        self.standing = FleetStanding(total, alive, wants)
+        waiting = tuple(int(x) for x in result[5]) if len(result) > 5 else ()
+        self.standing = FleetStanding(total, alive, wants, waiting)
         rejoin = call.args[2] != 0
         if rejoin:
             if self.degraded_since is not None:

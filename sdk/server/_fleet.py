@@ -83,6 +83,7 @@ local function forget(r)
   redis.call('HDEL', P..'since', r)
   redis.call('HDEL', P..'told', r)
   redis.call('HDEL', P..'worst', r)
+  redis.call('HDEL', P..'depth', r)
   redis.call('DEL', P..'inbox:'..r)
   redis.call('ZREM', P..'alive', r)
 end
@@ -212,9 +213,10 @@ return 1
 # ARGV[7]: the caller's count of running requests, written over the stored one when
 # ARGV[9] is 1 (a join) or 2 (a re-join after running alone, which settles a fleet whose
 # server lost its data); the inbox's old messages are dropped with it. ARGV[8]: its
-# want (-1: none). Returns {leases granted to the caller, the best level another replica
-# wants if the caller is the holder to serve it (-1: none), leases held in the fleet,
-# replicas alive, wants per level (a flat list of level, count)}.
+# want (-1: none); ARGV[10]: its requests waiting per level, comma-separated. Returns
+# {leases granted to the caller, the best level another replica wants if the caller is
+# the holder to serve it (-1: none), leases held in the fleet, replicas alive, wants per
+# level (a flat list of level, count), requests waiting per level in the fleet}.
 _BEAT = (
     _COMMON
     + """
@@ -231,6 +233,7 @@ if ARGV[9] ~= '0' then
   end
 end
 if level < 0 then unwant(me) else want(me, level) end
+redis.call('HSET', P..'depth', me, ARGV[10] or '')
 local mine = distribute()
 local other, by = -1, nil
 local per = {}
@@ -243,7 +246,12 @@ end
 if by ~= nil and target(other, by) ~= me then other = -1 end  -- another holder's to serve
 local flat = {}
 for l, c in pairs(per) do table.insert(flat, l); table.insert(flat, c) end
-return {mine, other, total(), redis.call('ZCARD', P..'alive'), flat}
+local depth = {}
+for _, d in ipairs(redis.call('HVALS', P..'depth')) do
+  local i = 1
+  for c in string.gmatch(d, '[^,]+') do depth[i] = (depth[i] or 0) + tonumber(c); i = i + 1 end
+end
+return {mine, other, total(), redis.call('ZCARD', P..'alive'), flat, depth}
 """
 )
 
@@ -302,7 +310,7 @@ class FleetLink:
         self._error = (redis.RedisError, OSError)
         self.prefix = f"seam:fleet:{{{fleet}}}:"
         self.replica = replica
-        self.round_trips = 0
+        self.round_trips: dict[str, int] = {"admission": 0, "quota": 0, "stream": 0}  # calls by purpose
         self._scripts = {
             name: self._r.register_script(src)
             for name, src in (
@@ -320,8 +328,8 @@ class FleetLink:
             text = text.replace(self._password, "***")
         return FleetUnavailable(f"{self.url}: {text}")
 
-    async def _call(self, fn: Callable[[], Any]) -> Any:
-        self.round_trips += 1
+    async def _call(self, fn: Callable[[], Any], kind: str) -> Any:
+        self.round_trips[kind] += 1
         try:
             with anyio.fail_after(self.timeout * 2 + 0.5):  # beyond the socket's own timeouts
                 return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
@@ -333,7 +341,7 @@ class FleetLink:
     async def script(self, call: Call, slots: int, ttl: float) -> Any:
         """Run a :class:`~sdk.scheduler.FleetMember`'s call for this replica, on the
         server's clock."""
-        return await self._call(lambda: self.script_now(call, slots, ttl))
+        return await self._call(lambda: self.script_now(call, slots, ttl), "admission")
 
     def script_now(self, call: Call, slots: int, ttl: float, *, now: float | None = None) -> Any:
         """The same, blocking; ``now`` (seconds) instead of the server's clock, for a
@@ -348,15 +356,18 @@ class FleetLink:
             call.worst,
             *call.args,
         ]
+        if call.depth:
+            argv.append(",".join(map(str, call.depth)))
         return self._scripts[call.script](keys=[self.prefix], args=argv)
 
-    async def run(self, fn: Callable[[Any], Any]) -> Any:
-        """``fn(client)`` in a worker thread (another script of the server's, a read)."""
-        return await self._call(lambda: fn(self._r))
+    async def run(self, fn: Callable[[Any], Any], kind: str) -> Any:
+        """``fn(client)`` in a worker thread (another script of the server's, a read),
+        counted as a round trip for ``kind`` (``quota``, ``stream``)."""
+        return await self._call(lambda: fn(self._r), kind)
 
     async def listen(self, fn: Callable[[Any], Any]) -> Any:
         """``fn(client)`` for a blocking read of up to ``listen_timeout`` seconds."""
-        self.round_trips += 1
+        self.round_trips["stream"] += 1
         try:
             with anyio.fail_after(self.listen_timeout + self.timeout * 2 + 0.5):
                 return await anyio.to_thread.run_sync(lambda: fn(self._listen), abandon_on_cancel=True)
@@ -378,7 +389,10 @@ class FleetLink:
             return [m.decode() for m in (got[1], *(more or ()))]
 
         try:
-            return list(await anyio.to_thread.run_sync(pop, abandon_on_cancel=True))
+            got = list(await anyio.to_thread.run_sync(pop, abandon_on_cancel=True))
+            if got:
+                self.round_trips["admission"] += 1  # a wait that brought messages
+            return got
         except self._error as e:
             raise self._scrub(e) from None
 

@@ -134,12 +134,25 @@ def _fleet_metrics(
         "Replicas whose best waiting request waits for a slot, by its tier",
         labels=["tier"],
     )
+    depth = GaugeMetricFamily(
+        "seam_fleet_queue_depth",
+        "Requests waiting for admission at all replicas, by tier (aged ones at the tier they rose to)",
+        labels=["tier"],
+    )
     for level, name in enumerate(tiers):
         wants.add_metric([name], m.standing.wants.get(level, 0))
+        depth.add_metric([name], m.standing.waiting[level] if level < len(m.standing.waiting) else 0)
     yield wants
-    yield CounterMetricFamily(
-        "seam_fleet_round_trips", "Calls to the shared state (scripts and reads)", value=f.link.round_trips
+    yield depth
+    trips = CounterMetricFamily(
+        "seam_fleet_round_trips",
+        "Calls to the shared state by purpose: admission (lease scripts, inbox messages), quota, "
+        "stream (storing, reading)",
+        labels=["kind"],
     )
+    for kind, n in f.link.round_trips.items():
+        trips.add_metric([kind], n)
+    yield trips
     yield CounterMetricFamily(
         "seam_fleet_handoffs", "Slots given to another replica's request", value=m.handoffs
     )

@@ -160,7 +160,10 @@ class SharedQuotas:
             return self._script(keys=[key], args=args)
 
         try:
-            out = [bytes(x).decode() if isinstance(x, bytes) else str(x) for x in await self.link.run(take)]
+            out = [
+                bytes(x).decode() if isinstance(x, bytes) else str(x)
+                for x in await self.link.run(take, "quota")
+            ]
         except FleetUnavailable as e:
             if not self.degraded:
                 log.warning("shared quotas unreachable; each replica checks its share alone: %s", e)

@@ -179,7 +179,7 @@ class SharedStreams:
                 continue
 
             try:
-                await self.link.run(functools.partial(_ship, ops))
+                await self.link.run(functools.partial(_ship, ops), "stream")
             except FleetUnavailable as e:
                 self._down(e)
                 continue
@@ -202,7 +202,7 @@ class SharedStreams:
 
     async def meta(self, sid: str) -> dict[str, str] | None:
         key = self._meta_key(sid)
-        raw = await self.link.run(lambda r: r.hgetall(key))
+        raw = await self.link.run(lambda r: r.hgetall(key), "stream")
         if not raw:
             return None
         return {bytes(k).decode(): bytes(v).decode() for k, v in raw.items()}
@@ -211,7 +211,7 @@ class SharedStreams:
         """The stored entries after entry id ``after`` (``-``: from the start)."""
         key = self._stream_key(sid)
         start = "-" if after == "-" else "(" + after
-        raw = await self.link.run(lambda r: r.xrange(key, min=start, max="+", count=count))
+        raw = await self.link.run(lambda r: r.xrange(key, min=start, max="+", count=count), "stream")
         return _stored(raw, after)
 
     async def wait(self, sid: str, after: str, *, block: float = 1.0) -> Stored:
@@ -232,7 +232,7 @@ class SharedStreams:
                 self._claim = r.register_script(_CLAIM)
             return int(self._claim(keys=[meta, alive], args=[me]))
 
-        return cast(int, await self.link.run(run))
+        return cast(int, await self.link.run(run, "stream"))
 
 
 def _ship(ops: list[tuple[Callable[[Any], None], Callable[[], None] | None]], r: Any) -> None:

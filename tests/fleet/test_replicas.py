@@ -10,6 +10,10 @@
   replicas: 20 pass, 20 get 429, 20 times over (a fresh tenant each time).
 - Valkey killed mid-load and restarted: no request fails, each replica runs within its
   degraded share meanwhile, both re-join.
+- A stream started through replica 1 (the replicas in front of two llama-servers),
+  replica 1 SIGKILLed mid-answer: the client reattaches through replica 2 and its text
+  equals the uninterrupted greedy answer, every event once; another tenant's key gets a
+  404 through either replica.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import redis
 
 from sdk.server import hash_key
 from tests.fleet.worker import collect, config, spawn
-from tests.llama import LlamaServer
+from tests.llama import LlamaServer, running_server
 from tests.server.conftest import launch
 from tests.valkey import ValkeyServer, running_valkey
 
@@ -61,14 +65,15 @@ def replicas(llama: LlamaServer, cfg: str, d: Path, state: str, n: int = 2) -> I
 
 @contextmanager
 def replica_processes(
-    llama: LlamaServer, cfg: str, d: Path, state: str, n: int = 2
+    llama: LlamaServer | list[LlamaServer], cfg: str, d: Path, state: str, n: int = 2
 ) -> Iterator[list[tuple[str, subprocess.Popen[bytes]]]]:
+    engines = [e.url for e in (llama if isinstance(llama, list) else [llama])]
     with ExitStack() as stack:
         out = []
         for i in range(n):
             sub = d / f"replica-{i + 1}"
             sub.mkdir()
-            url, proc, _log = stack.enter_context(launch([llama.url], cfg, sub, first=["--state", state]))
+            url, proc, _log = stack.enter_context(launch(engines, cfg, sub, first=["--state", state]))
             out.append((url, proc))
         yield out
 
@@ -314,10 +319,11 @@ def read_events(resp: httpx2.Response, until: int | None = None) -> tuple[list[s
 def test_a_stream_continues_through_another_replica_when_its_replica_dies(
     llama_server: LlamaServer, tmp_path: Path
 ) -> None:
-    """Started through replica 1, which is SIGKILLed mid-answer; the client reattaches
-    through replica 2 with its Last-Event-ID and gets the rest: the text equals the
-    uninterrupted greedy answer, no event comes twice. Another tenant's key cannot
-    reattach to it through either replica."""
+    """Two replicas in front of two llama-servers. A stream started through replica 1,
+    which is SIGKILLed mid-answer; the client reattaches through replica 2 with its
+    Last-Event-ID and gets the rest: the text equals the uninterrupted greedy answer, no
+    event comes twice. Another tenant's key cannot reattach to it through either
+    replica."""
     body = {
         "model": "gemma-3-270m",
         "max_tokens": 160,
@@ -330,8 +336,12 @@ def test_a_stream_continues_through_another_replica_when_its_replica_dies(
     own = {"x-api-key": INTERACTIVE_KEY, "anthropic-version": "2023-06-01"}
     other = {"x-api-key": OTHER_KEY, "anthropic-version": "2023-06-01"}
     with (
+        running_server() as second,
         running_valkey(tmp_path) as valkey,
-        replica_processes(llama_server, stream_config(), tmp_path, valkey.url) as ((r1, p1), (r2, _p2)),
+        replica_processes([llama_server, second], stream_config(), tmp_path, valkey.url) as (
+            (r1, p1),
+            (r2, _p2),
+        ),
         httpx2.Client(timeout=120) as http,
     ):
         with http.stream("POST", r2 + "/v1/messages", json=body, headers=own) as resp:

@@ -52,10 +52,18 @@ def held(url: str, fleet: str) -> dict[str, int]:
         r.close()
 
 
-async def run(lk: FleetLink, name: Script, held: int, *args: int, ttl: float = TTL, worst: int = -1) -> Any:
-    """One script for ``lk``'s replica, which holds ``held`` leases and runs a
-    preemptible stream of level ``worst`` at worst."""
-    return await lk.script(Call(name, held, args, worst=worst), SLOTS, ttl)
+async def run(
+    lk: FleetLink,
+    name: Script,
+    held: int,
+    *args: int,
+    ttl: float = TTL,
+    worst: int = -1,
+    depth: tuple[int, ...] = (),
+) -> Any:
+    """One script for ``lk``'s replica, which holds ``held`` leases, runs a preemptible
+    stream of level ``worst`` at worst and has ``depth`` requests waiting per level."""
+    return await lk.script(Call(name, held, args, worst=worst, depth=depth), SLOTS, ttl)
 
 
 async def inbox(lk: FleetLink) -> list[str]:
@@ -187,6 +195,17 @@ async def test_a_new_fleet_hands_out_leases_at_once(redis_url: str, fleet: str) 
     a = link(redis_url, fleet, "a")
     await run(a, "beat", 0, 0, -1, 1)  # a first join: no epoch yet, nothing to settle
     assert await run(a, "acquire", 0, 0) == 1
+
+
+@pytest.mark.anyio
+async def test_a_beat_answers_the_fleets_queue_depth_per_level(redis_url: str, fleet: str) -> None:
+    a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
+    await run(a, "beat", 0, 0, -1, 1, depth=(1, 0, 5))
+    r = await run(b, "beat", 0, 0, -1, 1, depth=(2, 3, 0))
+    assert [int(x) for x in r[5]] == [3, 3, 5]
+    await run(a, "leave", 0)
+    r = await run(b, "beat", 0, 0, -1, 0, depth=(0, 1, 0))
+    assert [int(x) for x in r[5]] == [0, 1, 0]  # a's counts went with it
 
 
 @pytest.mark.anyio
