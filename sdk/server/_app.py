@@ -41,8 +41,10 @@ key.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
+import math
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
@@ -756,6 +758,9 @@ class ServerApp:
                 f"stream {sid!r} was started on {live.route}; reattach to it there",
             )
         start = n + 1
+        if start < live.base and self.shared is not None and live.durable is not None:
+            await self._reattach_shared(scope, receive, send, who, sid, n)  # the store keeps more
+            return
         if start < live.base or start > live.next:
             raise HTTPError(
                 404, "not_found_error", f"event {last!r} is no longer kept; the stream cannot continue"
@@ -786,9 +791,14 @@ class ServerApp:
         done_frame = b"data: [DONE]\n\n" if meta.get("kind") == "chat" else b""
         after = f"{n + 1}-0"  # frame n's entry
         shown = False
+        seen = -math.inf
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
             while True:
+                if anyio.current_time() - seen >= 1.0:  # the owner keeps a stream that is followed
+                    seen = anyio.current_time()
+                    with contextlib.suppress(FleetUnavailable):
+                        await shared.seen(sid)
                 try:
                     got = await (shared.read(sid, after) if not shown else shared.wait(sid, after))
                 except FleetUnavailable as e:
@@ -875,6 +885,18 @@ class ServerApp:
         what kept streams hold within the bounds (:meth:`sweep`)."""
         while True:
             await anyio.sleep(1.0)
+            if self.shared is not None:
+                # A client may follow a stream of ours through another replica: there it
+                # is, as far as ending the stream goes.
+                alone = [s for s in self._live.values() if not s.attached and s.durable is not None]
+                try:
+                    followed = await self.shared.followed([s.sid for s in alone]) if alone else set()
+                except FleetUnavailable:
+                    followed = set()
+                now = anyio.current_time()
+                for live in alone:
+                    if live.sid in followed:
+                        live.idle_since = now
             self.sweep(anyio.current_time())
 
     def _end(self, live: LiveStream) -> None:

@@ -24,6 +24,11 @@ stores them (``XREAD BLOCK``). If the owner is dead (it missed its beats,
 :mod:`._fleet`), the replica claims the stream (one script: the owner is dead and the
 stream not finished), rebuilds the message from the stored events and continues it by
 the resume plan (a prefill continuation, spliced so the client sees one message).
+A replica following a stream marks it seen (once a second) and the owner keeps a stream
+that is followed as one with a client attached. Frames stored while no connection is
+attached at the owner count as handed over: the store holds them for whoever comes, so
+a client following through another replica is not backpressured (the store's bound,
+``max_entries``, is).
 
 Valkey away: the shipper's failure unshares the live streams (their frames go out
 without it) and new streams are local until the fleet re-joins.
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -145,7 +151,7 @@ class SharedStreams:
                 p.xadd(key, cast("dict[Any, Any]", fields), id=eid, maxlen=cap, approximate=True)
             p.pexpire(key, ttl)
 
-        self._queue(op, lambda: live.stored(done))
+        self._queue(op, functools.partial(_now_stored, live, done))
 
     def finish(self, live: LiveStream) -> None:
         """The stream ended: an end entry, and the meta marked done."""
@@ -222,6 +228,33 @@ class SharedStreams:
         entries = raw[0][1] if raw else []
         return _stored(entries, after)
 
+    async def seen(self, sid: str) -> None:
+        """A client follows the stream through this replica (as of now)."""
+        key = self._meta_key(sid)
+
+        def mark(r: Any) -> None:
+            r.hset(key, "seen", str(int(time.time() * 1000)))
+
+        await self.link.run(mark, "stream")
+
+    async def followed(self, sids: list[str], *, within: float = 3.0) -> set[str]:
+        """Those of ``sids`` that a client followed through some replica lately."""
+        keys = [self._meta_key(sid) for sid in sids]
+
+        def read(r: Any) -> list[Any]:
+            p = r.pipeline(transaction=False)
+            for k in keys:
+                p.hget(k, "seen")
+            return list(p.execute())
+
+        got = await self.link.run(read, "stream")
+        now_ms = time.time() * 1000
+        return {
+            sid
+            for sid, v in zip(sids, got, strict=True)
+            if v is not None and now_ms - int(v) <= within * 1000
+        }
+
     async def claim(self, sid: str) -> int:
         """Take the stream over if its owner is dead: 1 ours, 0 its owner lives, -1
         finished or gone."""
@@ -233,6 +266,15 @@ class SharedStreams:
             return int(self._claim(keys=[meta, alive], args=[me]))
 
         return cast(int, await self.link.run(run, "stream"))
+
+
+def _now_stored(live: LiveStream, index: int) -> None:
+    """Frames below ``index`` are stored. With no connection attached here they count as
+    handed over: the store holds them for whoever reattaches, here or through another
+    replica (which this one cannot see read), so the producer goes on."""
+    live.stored(index)
+    if not live.attached:
+        live.advance(min(index, live.next))
 
 
 def _ship(ops: list[tuple[Callable[[Any], None], Callable[[], None] | None]], r: Any) -> None:

@@ -319,8 +319,9 @@ def read_events(resp: httpx2.Response, until: int | None = None) -> tuple[list[s
 def test_a_stream_continues_through_another_replica_when_its_replica_dies(
     llama_server: LlamaServer, tmp_path: Path
 ) -> None:
-    """Two replicas in front of two llama-servers. A stream started through replica 1,
-    which is SIGKILLed mid-answer; the client reattaches through replica 2 with its
+    """Two replicas in front of two llama-servers. A client that leaves replica 1
+    mid-answer and comes back through replica 2 gets the rest. A stream started through
+    replica 1, which is SIGKILLed mid-answer; the client reattaches through replica 2 with its
     Last-Event-ID and gets the rest: the text equals the uninterrupted greedy answer, no
     event comes twice. Another tenant's key cannot reattach to it through either
     replica."""
@@ -348,6 +349,19 @@ def test_a_stream_continues_through_another_replica_when_its_replica_dies(
             assert resp.status_code == 200
             _, whole = read_events(resp)
         assert len(whole) > 200
+
+        # the client leaves replica 1 and comes back through replica 2, replica 1 alive:
+        # replica 2 follows the stream replica 1 goes on generating into the store
+        with http.stream("POST", r1 + "/v1/messages", json=body, headers=own) as resp:
+            ids, head = read_events(resp, until=10)
+        with http.stream(
+            "POST", r2 + "/v1/messages", json=body, headers={**own, "last-event-id": ids[-1]}
+        ) as resp:
+            assert resp.status_code == 200
+            more_ids, more = read_events(resp)
+        assert head + more == whole
+        numbers = [int(i.split(":")[1]) for i in ids + more_ids]
+        assert numbers == list(range(len(numbers)))
 
         with http.stream("POST", r1 + "/v1/messages", json=body, headers=own) as resp:
             assert resp.status_code == 200
