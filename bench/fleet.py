@@ -37,7 +37,6 @@ import statistics
 import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sdk.scheduler import Percentiles  # noqa: E402
-from tests.fleet.worker import collect, config, spawn  # noqa: E402
+from tests.fleet.worker import collect, config, scrape, spawn  # noqa: E402
 from tests.llama import running_server  # noqa: E402
 from tests.server.conftest import launch, serving  # noqa: E402
 from tests.valkey import running_valkey  # noqa: E402
@@ -97,17 +96,6 @@ def two_processes(
         out["stream_trips"] = delta('seam_fleet_round_trips_total{kind="stream"}')
         names = {n for m in after for n in m if n.startswith("seam_requests_total{")}
         out["requests"] = sum(delta(n) for n in names)
-    return out
-
-
-def scrape(url: str) -> dict[str, float]:
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            out[name] = float(value)
     return out
 
 

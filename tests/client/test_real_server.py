@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import anyio
@@ -67,23 +66,35 @@ async def test_count_tokens_and_models(llama_server: LlamaServer, backend: str) 
         assert count.source == "estimate" and count.input_tokens > 0
 
 
-async def test_cancel_mid_stream_frees_the_slot_within_one_second(
-    llama_server: LlamaServer, backend: str
-) -> None:
+async def test_cancel_mid_stream_stops_the_generation(llama_server: LlamaServer, backend: str) -> None:
     """Leaving the block closes the connection at once; llama-server notices a closed
-    connection only when it writes its next token. On an idle machine that is well under
-    a second; on a loaded CI machine a token can take longer, so the bound is one second
-    plus three times the slowest token interval measured in this very stream."""
+    connection when it writes its next token and stops there. Asserted by what the
+    engine did, not by a clock a loaded machine can break: of the 400 tokens asked for,
+    it decoded no more than a handful past the 4 read."""
+    await llama_server.idle()
+    before = decode_steps(llama_server)
     async with client(llama_server, backend) as c:
         async with c.stream(model=llama_server.model, max_tokens=400, messages=PROMPT, **GREEDY) as s:
-            stamps: list[float] = []
+            n = 0
             async for _ in s.text_deltas():
-                stamps.append(anyio.current_time())
-                if len(stamps) == 4:
+                n += 1
+                if n == 4:
                     assert llama_server.busy_slots() == 1
                     break
-        slowest = max(b - a for a, b in itertools.pairwise(stamps))
-        await until_idle(llama_server, 1.0 + 3 * slowest)
+        await llama_server.idle()  # no deadline but the guard's: whatever the machine's load
+    steps = decode_steps(llama_server) - before
+    assert steps < 40, f"the engine decoded {steps} steps for a stream left after 4 tokens"
+
+
+def decode_steps(server: LlamaServer) -> int:
+    """llama-server's count of decode steps (``--metrics``): one per batch it decodes."""
+    with httpx2.Client(timeout=10) as http:
+        text = http.get(server.url + "/metrics").text
+    return sum(
+        int(float(line.split()[1]))
+        for line in text.splitlines()
+        if line.startswith("llamacpp:n_decode_total")
+    )
 
 
 @ASYNCIO

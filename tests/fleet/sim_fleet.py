@@ -24,6 +24,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import cast
 
 import redis
 
@@ -185,9 +186,9 @@ def run(url: str, *, seconds: float = 90.0, seed: int = 7, fleet_name: str = "si
             if dirty:  # scripts leave messages: deliver them
                 for r in replicas:
                     key = f"{r.link.prefix}inbox:{r.link.replica}"
-                    msgs = r_client.lpop(key, 1000) or []
+                    msgs = cast("list[bytes]", r_client.lpop(key, 1000) or [])
                     for m in msgs:
-                        r.member.message(bytes(m).decode(), t)
+                        r.member.message(m.decode(), t)
                     if msgs:
                         _poll(r, t)
                 held = sum(int(v) for v in r_client.hvals(held_key))

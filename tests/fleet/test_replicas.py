@@ -18,11 +18,9 @@
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -33,28 +31,13 @@ import orjson
 import redis
 
 from sdk.server import hash_key
-from tests.fleet.worker import collect, config, spawn
+from tests.fleet.worker import collect, config, idle_ttft, p90, scrape, spawn
 from tests.llama import LlamaServer, running_server
 from tests.server.conftest import launch
 from tests.valkey import ValkeyServer, running_valkey
 
 BATCH_KEY, INTERACTIVE_KEY = "fleet-batch-7c1e", "fleet-web-52ad"
 QUOTA_KEYS = [f"quota-key-{i:02d}-a91f" for i in range(20)]
-
-
-def scrape(url: str) -> dict[str, float]:
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            out[name] = float(value)
-    return out
-
-
-def p90(values: list[float]) -> float:
-    return statistics.quantiles(values, n=10, method="inclusive")[-1]
 
 
 @contextmanager
@@ -130,21 +113,7 @@ def test_two_replicas_share_the_slots_and_keep_interactive_ttft(
         running_valkey(tmp_path) as valkey,
         replicas(llama_server, config(BATCH_KEY, INTERACTIVE_KEY), tmp_path, valkey.url) as (r1, r2),
     ):
-        idle_run = spawn(
-            "interactive",
-            r2,
-            INTERACTIVE_KEY,
-            tmp_path / "idle.json",
-            "--n",
-            "5",
-            "--interval",
-            "1",
-            "--offset",
-            "50",
-        )
-        idle = collect(idle_run, tmp_path / "idle.json", 120)
-        assert idle["errors"] == [], idle
-        idle_ttft = statistics.median(idle["ttft"][1:])  # the first one also asked GET /v1/seam
+        idle = idle_ttft(r2, INTERACTIVE_KEY, tmp_path)
 
         with Sampler(llama_server, [r1, r2], valkey) as s:
             batch = spawn(
@@ -172,7 +141,7 @@ def test_two_replicas_share_the_slots_and_keep_interactive_ttft(
             i1 = collect(inter1, tmp_path / "i1.json", 300)
             b = collect(batch, tmp_path / "batch.json", 900)
 
-        bound = 1.5 * idle_ttft + 0.5
+        bound = 1.5 * idle + 0.5
         for name, got, n in (("replica 2", i2, 6), ("replica 1", i1, 5)):
             assert got["errors"] == [], got
             assert len([t for t in got["ttft"] if t is not None]) == n

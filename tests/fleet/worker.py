@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -191,6 +193,32 @@ def collect(proc: subprocess.Popen[bytes], out: Path, timeout: float | None = No
         raise RuntimeError(f"the worker {proc.args!r} failed")
     data: dict[str, Any] = orjson.loads(out.read_bytes())
     return data
+
+
+def idle_ttft(url: str, key: str, d: Path) -> float:
+    """The median interactive TTFT through ``url`` with nothing else running (5 streams,
+    the first left out: it also loads the tokenizer and asks ``GET /v1/seam``)."""
+    run = spawn("interactive", url, key, d / "idle.json", "--n", "5", "--interval", "1", "--offset", "50")
+    idle = collect(run, d / "idle.json", 120)
+    if idle["errors"] or idle["engine"] != "seam":
+        raise RuntimeError(f"the idle run failed: {idle}")
+    return float(statistics.median(idle["ttft"][1:]))
+
+
+def p90(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10, method="inclusive")[-1]
+
+
+def scrape(url: str) -> dict[str, float]:
+    """A server's ``/metrics``, each sample by its name and labels."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
