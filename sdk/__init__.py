@@ -8,19 +8,25 @@ requests by tier, tenant and rate limit (:mod:`sdk.scheduler`).
 
 from ._client import Client, ModelInfo, Stream, TokenCount
 
-# The error classes; helpers for mapping statuses stay in sdk._errors.
+# Every error class (the tree is drawn in sdk._errors); helpers for mapping statuses stay there.
 from ._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
     AuthenticationError,
     BadRequestError,
+    BinaryFileError,
     CheckpointError,
+    ChunkingError,
+    ConfigError,
     ConflictError,
     ContextOverflowError,
+    EncodingUnavailable,
+    GrammarUnavailable,
     IncompleteStreamError,
     InternalServerError,
     InvalidRequestError,
+    JSONChunkError,
     NotFoundError,
     OverloadedError,
     PermissionDeniedError,
@@ -30,21 +36,33 @@ from ._errors import (
     RequestTimeoutError,
     RequestTooLargeError,
     ResponseTooLargeError,
+    SchedulerError,
     SDKError,
+    SessionBudgetError,
+    SessionConflict,
+    SessionError,
+    SessionFileError,
+    SessionNotFound,
+    SessionStoreError,
     SSEError,
     SSEEventTooLargeError,
     StreamProtocolError,
+    TokenizerError,
+    UndecodableFileError,
+    UnknownLanguage,
+    UnknownTierError,
     UnprocessableEntityError,
+    UnsupportedEncodingError,
 )
 from ._map import MapProgress, MapResult, MapRun
 from ._params import ContentBlockParam, CountTokensParams, CreateParams, MessageParam, ToolParam
 from ._retry import RetryBudget, RetryPolicy
 from ._servertok import ServerTokenizer
 from ._sync import SyncClient, SyncStream
-from ._tokens import EncodingUnavailable, acount_tokens, count_tokens, get_encoding, known_encodings
+from ._tokens import acount_tokens, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
 from .scheduler import RequestMetrics, Scheduler, Tier, TierMetrics
-from .session import FitReport, Session, SessionBudgetError, SessionConflict, SessionError, SessionFileError
+from .session import FitReport, Session
 from .stream import (
     FlowControl,
     Message,
@@ -61,11 +79,14 @@ __all__ = [
     "APITimeoutError",
     "AuthenticationError",
     "BadRequestError",
+    "BinaryFileError",
     "CheckpointError",
     "Chunk",
     "Chunker",
+    "ChunkingError",
     "ChunkingWarning",
     "Client",
+    "ConfigError",
     "ConflictError",
     "ContentBlockParam",
     "ContextOverflowError",
@@ -74,9 +95,11 @@ __all__ = [
     "EncodingUnavailable",
     "FitReport",
     "FlowControl",
+    "GrammarUnavailable",
     "IncompleteStreamError",
     "InternalServerError",
     "InvalidRequestError",
+    "JSONChunkError",
     "MapProgress",
     "MapResult",
     "MapRun",
@@ -99,12 +122,15 @@ __all__ = [
     "SSEError",
     "SSEEventTooLargeError",
     "Scheduler",
+    "SchedulerError",
     "ServerTokenizer",
     "Session",
     "SessionBudgetError",
     "SessionConflict",
     "SessionError",
     "SessionFileError",
+    "SessionNotFound",
+    "SessionStoreError",
     "StallPolicy",
     "Stream",
     "StreamProtocolError",
@@ -115,9 +141,14 @@ __all__ = [
     "Tier",
     "TierMetrics",
     "TokenCount",
+    "TokenizerError",
     "ToolParam",
     "ToolUseBlock",
+    "UndecodableFileError",
+    "UnknownLanguage",
+    "UnknownTierError",
     "UnprocessableEntityError",
+    "UnsupportedEncodingError",
     "Usage",
     "acount_tokens",
     "chunk",

@@ -19,17 +19,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 
 import httpx2
 
-from ._errors import APIConnectionError
+from ._errors import APIConnectionError, UnsupportedEncodingError
 
 __all__ = ["MAX_ERROR_BODY", "MAX_RESPONSE_BODY", "BodyDecoder", "decoded_chunks", "read_bounded"]
 
 MAX_RESPONSE_BODY = 32 * 1024 * 1024  # a non-streamed answer (decompressed)
 MAX_ERROR_BODY = 64 * 1024  # what an error keeps of its body
 _PIECE = 64 * 1024  # the most one decode step yields from a stream
-
-
-class UnsupportedEncodingError(APIConnectionError):
-    """The response uses a content encoding the client did not ask for and cannot read."""
 
 
 class BodyDecoder:

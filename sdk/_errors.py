@@ -1,4 +1,5 @@
-"""The one error hierarchy of the SDK.
+"""The one error hierarchy of the SDK: every exception class it raises on purpose is
+defined here, with a group per pillar, and exported from ``sdk``.
 
 Whatever fails (an HTTP status, an ``error`` event in the middle of a stream, a broken
 socket, a malformed byte stream), the caller catches the same classes::
@@ -20,23 +21,26 @@ socket, a malformed byte stream), the caller catches the same classes::
     │   └── RedirectError             3xx  (redirects are not followed)
     ├── APIConnectionError            no usable answer: connect/read/write failed
     │   ├── APITimeoutError           ... because a timeout expired
-    │   └── ResponseTooLargeError     ... because the body is over the client's cap
+    │   ├── ResponseTooLargeError     ... because the body is over the client's cap
+    │   └── UnsupportedEncodingError  ... because its content encoding is unreadable
     ├── InvalidRequestError           the request is incomplete or malformed (not sent)
-    ├── RequestRejectedError          the client's scheduler refused it before sending
-    ├── UnknownTierError              a request named a tier the scheduler lacks (ValueError)
+    ├── SchedulerError                the scheduler's group                  sdk.scheduler
+    │   ├── UnknownTierError          a request named a tier the scheduler lacks (ValueError)
+    │   └── RequestRejectedError      the client's scheduler refused it before sending
     ├── EncodingUnavailable           no verified rank file for an encoding (RuntimeError)
     ├── TokenizerError                the native tokenizer failed on an input (RuntimeError)
-    ├── UnknownLanguage               no grammar by that name (ValueError)   sdk.chunking
-    ├── GrammarUnavailable            a grammar's wheel is not installed (ImportError)
-    ├── JSONChunkError                kind="json" on text that is not JSON (ValueError)
-    ├── BinaryFileError               chunk_file was given a binary file (ValueError)
-    ├── UndecodableFileError          chunk_file was given text that is not UTF-8 (ValueError)
-    ├── SessionError                  the session cannot do that now          sdk.session
+    ├── ChunkingError                 the chunker's group                    sdk.chunking
+    │   ├── UnknownLanguage           no grammar by that name (ValueError)
+    │   ├── GrammarUnavailable        a grammar's wheel is not installed (ImportError)
+    │   ├── JSONChunkError            kind="json" on text that is not JSON (ValueError)
+    │   ├── BinaryFileError           chunk_file was given a binary file (ValueError)
+    │   └── UndecodableFileError      chunk_file was given text that is not UTF-8 (ValueError)
+    ├── SessionError                  the session's group; also: it cannot do that now  sdk.session
     │   ├── SessionNotFound           no session under that id (LookupError)
-    │   └── SessionStoreError         a store failed or is unreachable (OSError)
-    ├── SessionBudgetError            the session's own budget cannot hold what must stay
-    ├── SessionConflict               another writer saved a newer version
-    ├── SessionFileError              a session file is damaged (names the byte offset)
+    │   ├── SessionStoreError         a store failed or is unreachable (OSError)
+    │   ├── SessionBudgetError        the session's own budget cannot hold what must stay
+    │   ├── SessionConflict           another writer saved a newer version
+    │   └── SessionFileError          a session file is damaged (names the byte offset)
     ├── CheckpointError               a map's checkpoint cannot be used (OSError)  Client.map
     ├── ConfigError                   a scheduling server's configuration is wrong  sdk.server
     └── StreamProtocolError           the bytes or events of a stream break the protocol
@@ -73,12 +77,18 @@ __all__ = [
     "APITimeoutError",
     "AuthenticationError",
     "BadRequestError",
+    "BinaryFileError",
     "CheckpointError",
+    "ChunkingError",
+    "ConfigError",
     "ConflictError",
     "ContextOverflowError",
+    "EncodingUnavailable",
+    "GrammarUnavailable",
     "IncompleteStreamError",
     "InternalServerError",
     "InvalidRequestError",
+    "JSONChunkError",
     "NotFoundError",
     "OverloadedError",
     "PermissionDeniedError",
@@ -91,8 +101,20 @@ __all__ = [
     "SDKError",
     "SSEError",
     "SSEEventTooLargeError",
+    "SchedulerError",
+    "SessionBudgetError",
+    "SessionConflict",
+    "SessionError",
+    "SessionFileError",
+    "SessionNotFound",
+    "SessionStoreError",
     "StreamProtocolError",
+    "TokenizerError",
+    "UndecodableFileError",
+    "UnknownLanguage",
+    "UnknownTierError",
     "UnprocessableEntityError",
+    "UnsupportedEncodingError",
     "api_error_from_body",
     "error_class_for_status",
     "error_class_for_type",
@@ -404,7 +426,15 @@ class InvalidRequestError(SDKError, ValueError):
         self.param = param
 
 
-class RequestRejectedError(SDKError):
+class SchedulerError(SDKError):
+    """The scheduler's group: a tier it does not have, a request it refused."""
+
+
+class UnknownTierError(SchedulerError, ValueError):
+    """A request named a tier the scheduler does not have."""
+
+
+class RequestRejectedError(SchedulerError):
     """The client's scheduler refused the request before sending it: its queue is full,
     or its cost is above a rate limit's whole capacity, so it could never be admitted.
     ``reason`` says which."""
@@ -444,6 +474,140 @@ class IncompleteStreamError(StreamProtocolError):
     """The stream ended before the protocol's final event (``message_stop``) and could not
     be resumed; ``partial`` is what arrived, the message says why (for example a model
     that refuses the assistant prefill a continuation needs)."""
+
+
+class UnsupportedEncodingError(APIConnectionError):
+    """The response uses a content encoding the client did not ask for and cannot read."""
+
+
+# ---- tokens ------------------------------------------------------------------------
+
+
+class EncodingUnavailable(SDKError, RuntimeError):
+    """No verified rank file for a known encoding could be found on this machine."""
+
+
+class TokenizerError(SDKError, RuntimeError):
+    """The native tokenizer failed on an input (a panic inside tiktoken's Rust code).
+
+    :class:`~sdk.Encoder` never hands tiktoken an input shape known to make it fail, so
+    this is a last resort: a dependency's panic (a ``BaseException`` that would pass
+    through ``except Exception``) surfaces as this ordinary exception instead.
+    """
+
+
+# ---- chunking ----------------------------------------------------------------------
+
+
+class ChunkingError(SDKError):
+    """The chunker's group: input it cannot chunk as asked, a grammar it lacks."""
+
+
+class UnknownLanguage(ChunkingError, ValueError):
+    """A language name this build has no grammar entry for."""
+
+
+class GrammarUnavailable(ChunkingError, ImportError):
+    """The grammar wheel for a known language is not installed."""
+
+
+class JSONChunkError(ChunkingError, ValueError):
+    """Malformed JSON, with the place it was found (1-based line and column, 0-based offset)."""
+
+    def __init__(self, message: str, offset: int, line: int, column: int) -> None:
+        super().__init__(f"{message} at line {line}, column {column} (offset {offset})")
+        self.reason = message
+        self.offset = offset
+        self.line = line
+        self.column = column
+
+
+class BinaryFileError(ChunkingError, ValueError):
+    """A file given to ``chunk_file`` is binary; ``path`` names it."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UndecodableFileError(ChunkingError, ValueError):
+    """A file given to ``chunk_file`` is not UTF-8; ``offset`` is the first bad byte."""
+
+    def __init__(self, message: str, *, path: str, offset: int) -> None:
+        super().__init__(message)
+        self.path = path
+        self.offset = offset
+
+
+# ---- sessions ----------------------------------------------------------------------
+
+
+class SessionError(SDKError):
+    """The session's group; raised as itself when the session cannot do what was asked
+    in its present state (e.g. an answer is pending)."""
+
+
+class SessionNotFound(SessionError, LookupError):
+    """The store holds no session under this id."""
+
+    def __init__(self, message: str, *, path: str, session_id: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.session_id = session_id
+
+
+class SessionStoreError(SessionError, OSError):
+    """The store failed or could not be reached (a database locked past its busy
+    timeout, a Valkey/Redis server gone). An ``OSError``, as the file store's are."""
+
+
+class SessionBudgetError(SessionError):
+    """The session's own budget (its window, in local-estimate tokens) cannot hold even
+    the part that must stay (system, pinned turns, the newest turn); raised before
+    anything is sent. Not the server's refusal of a long prompt, which is
+    :class:`~sdk.ContextOverflowError`."""
+
+    def __init__(self, message: str, *, required: int, budget: int) -> None:
+        super().__init__(message)
+        self.required = required
+        self.budget = budget
+
+
+class SessionFileError(SessionError):
+    """A session file cannot be read: ``path`` names it, ``offset`` is the byte where it
+    breaks (``None`` when the JSON parses but its content is wrong), ``where`` the place
+    in the document of a value that is missing or of the wrong type (``turns[3].usage``)."""
+
+    def __init__(
+        self, message: str, *, path: str, offset: int | None = None, where: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.offset = offset
+        self.where = where
+
+
+class SessionConflict(SessionError):
+    """The store holds a newer version than the session being saved (another writer won).
+
+    ``path`` says where: the file, or the store's URL (without credentials) and the
+    session id; ``session_id`` is the id in its store."""
+
+    def __init__(
+        self, message: str, *, path: str, on_disk: int, ours: int, session_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.on_disk = on_disk
+        self.ours = ours
+        self.session_id = session_id
+
+
+# ---- the scheduling server ---------------------------------------------------------
+
+
+class ConfigError(SDKError, ValueError):
+    """The scheduling server's configuration is missing, malformed or inconsistent."""
 
 
 _BY_STATUS: dict[int, type[APIError]] = {
@@ -570,3 +734,11 @@ def error_from_transport(exc: BaseException, *, partial: Message | None = None) 
         return None
     err.__cause__ = exc
     return err
+
+
+# Tracebacks and reprs name the public path, as httpx and anthropic-sdk do: every class
+# here is exported from ``sdk``.
+for _cls in list(globals().values()):
+    if isinstance(_cls, type) and issubclass(_cls, SDKError) and _cls.__name__ in __all__:
+        _cls.__module__ = "sdk"
+del _cls

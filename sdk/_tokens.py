@@ -35,7 +35,7 @@ import anyio.to_thread
 import regex
 import tiktoken
 
-from ._errors import SDKError
+from ._errors import EncodingUnavailable, TokenizerError
 
 if TYPE_CHECKING:
     import tokenizers
@@ -118,19 +118,6 @@ _SPECS: dict[str, _Spec] = {
         },
     ),
 }
-
-
-class EncodingUnavailable(SDKError, RuntimeError):
-    """No verified rank file for a known encoding could be found on this machine."""
-
-
-class TokenizerError(SDKError, RuntimeError):
-    """The native tokenizer failed on an input (a panic inside tiktoken's Rust code).
-
-    :class:`Encoder` never hands tiktoken an input shape known to make it fail, so
-    this is a last resort: a dependency's panic (a ``BaseException`` that would pass
-    through ``except Exception``) surfaces as this ordinary exception instead.
-    """
 
 
 def known_encodings() -> tuple[str, ...]:

@@ -32,3 +32,36 @@ def test_the_tree_drawing_names_every_public_exception() -> None:
     doc = importlib.import_module("sdk._errors").__doc__ or ""
     missing = [e.__qualname__ for e in _exceptions() if e.__qualname__ not in doc]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("exc", _exceptions(), ids=lambda e: e.__qualname__)
+def test_every_public_exception_is_defined_once_and_named_by_its_public_path(
+    exc: type[BaseException],
+) -> None:
+    """One errors module: each class is sdk.<name>, so tracebacks and reprs show the path
+    a caller imports (as httpx and anthropic-sdk do), and pickling finds it there."""
+    assert exc.__module__ == "sdk"
+    assert getattr(sdk, exc.__qualname__) is exc
+
+
+def test_each_pillar_has_one_group_to_catch() -> None:
+    groups = {
+        sdk.ChunkingError: [
+            sdk.UnknownLanguage,
+            sdk.GrammarUnavailable,
+            sdk.JSONChunkError,
+            sdk.BinaryFileError,
+        ],
+        sdk.SessionError: [
+            sdk.SessionNotFound,
+            sdk.SessionStoreError,
+            sdk.SessionBudgetError,
+            sdk.SessionConflict,
+            sdk.SessionFileError,
+        ],
+        sdk.SchedulerError: [sdk.UnknownTierError, sdk.RequestRejectedError],
+    }
+    for group, members in groups.items():
+        assert issubclass(group, sdk.SDKError)
+        for m in members:
+            assert issubclass(m, group), (m, group)

@@ -17,7 +17,6 @@ import anyio.from_thread
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from sdk._errors import SDKError
 from sdk._tokens import (
     DEFAULT_ENCODING,
     AsyncEncodingSpec,
@@ -28,6 +27,7 @@ from sdk._tokens import (
     known_encodings,
 )
 
+from .._errors import BinaryFileError, UndecodableFileError
 from . import _accel
 from ._engine import Engine, RawChunk, Sizer
 from ._prose import LEVELS, PROSE, boundaries
@@ -531,23 +531,6 @@ class FileChunks:
     @property
     def ok(self) -> bool:
         return self.error is None
-
-
-class BinaryFileError(SDKError, ValueError):
-    """A file given to ``chunk_file`` is binary; ``path`` names it."""
-
-    def __init__(self, message: str, *, path: str) -> None:
-        super().__init__(message)
-        self.path = path
-
-
-class UndecodableFileError(SDKError, ValueError):
-    """A file given to ``chunk_file`` is not UTF-8; ``offset`` is the first bad byte."""
-
-    def __init__(self, message: str, *, path: str, offset: int) -> None:
-        super().__init__(message)
-        self.path = path
-        self.offset = offset
 
 
 def _ordered(

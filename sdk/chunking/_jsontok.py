@@ -27,7 +27,7 @@ from collections.abc import Iterator, Set
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from .._errors import SDKError
+from .._errors import JSONChunkError
 from . import _accel
 
 __all__ = [
@@ -44,17 +44,6 @@ __all__ = [
 EventType = Literal[
     "start_object", "end_object", "start_array", "end_array", "key", "string", "number", "literal"
 ]
-
-
-class JSONChunkError(SDKError, ValueError):
-    """Malformed JSON, with the place it was found (1-based line and column, 0-based offset)."""
-
-    def __init__(self, message: str, offset: int, line: int, column: int) -> None:
-        super().__init__(f"{message} at line {line}, column {column} (offset {offset})")
-        self.reason = message
-        self.offset = offset
-        self.line = line
-        self.column = column
 
 
 def escape_pointer(segment: str) -> str:

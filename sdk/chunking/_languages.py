@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from .._errors import SDKError
+from .._errors import GrammarUnavailable, UnknownLanguage
 from . import _accel
 
 __all__ = [
@@ -34,14 +34,6 @@ __all__ = [
     "load_language",
     "normalize_language",
 ]
-
-
-class UnknownLanguage(SDKError, ValueError):
-    """A language name this build has no grammar entry for."""
-
-
-class GrammarUnavailable(SDKError, ImportError):
-    """The grammar wheel for a known language is not installed."""
 
 
 @dataclass(frozen=True, slots=True)

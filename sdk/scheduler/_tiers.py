@@ -19,13 +19,9 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import KW_ONLY, dataclass
 
-from .._errors import SDKError
+from .._errors import UnknownTierError
 
 __all__ = ["DEFAULT_TIERS", "Tier", "Tiers", "UnknownTierError"]
-
-
-class UnknownTierError(SDKError, ValueError):
-    """A request named a tier the scheduler does not have."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,14 +74,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._errors import SDKError
+from .._errors import ConfigError
 from ..scheduler import DEFAULT_TIERS, Tier, Tiers
 
 __all__ = ["ConfigError", "KeyEntry", "Principal", "ServerConfig", "hash_key"]
-
-
-class ConfigError(SDKError, ValueError):
-    """The configuration file is missing, malformed or inconsistent."""
 
 
 def hash_key(key: str) -> str:

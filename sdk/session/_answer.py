@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from .._errors import BadRequestError, IncompleteStreamError, SDKError
+from .._errors import BadRequestError, IncompleteStreamError, SessionError
 from .._models import Usage
 from .._tokens import count_tokens
 from ..stream import ContentBlockDeltaEvent, Event, Message, MessageDeltaEvent, MessageStartEvent, TextDelta
@@ -33,10 +33,6 @@ __all__ = [
     "SessionStream",
     "StreamLike",
 ]
-
-
-class SessionError(SDKError):
-    """The session cannot do what was asked in its present state (e.g. an answer is pending)."""
 
 
 class StreamLike(Protocol):

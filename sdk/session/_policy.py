@@ -17,23 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .._errors import SDKError
+from .._errors import SessionBudgetError
 from .._tokens import EncodingSpec, count_tokens
 from ._turns import MESSAGE_OVERHEAD, TurnLog
 
 __all__ = ["ContextPolicy", "DefaultPolicy", "FitReport", "SessionBudgetError", "elision_marker"]
-
-
-class SessionBudgetError(SDKError):
-    """The session's own budget (its window, in local-estimate tokens) cannot hold even
-    the part that must stay (system, pinned turns, the newest turn); raised before
-    anything is sent. Not the server's refusal of a long prompt, which is
-    :class:`~sdk.ContextOverflowError`."""
-
-    def __init__(self, message: str, *, required: int, budget: int) -> None:
-        super().__init__(message)
-        self.required = required
-        self.budget = budget
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from .._errors import SDKError
+from .._errors import SessionConflict, SessionFileError
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -41,36 +41,6 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: the rename is still atomic
     fcntl = None  # type: ignore[assignment]
-
-
-class SessionFileError(SDKError):
-    """A session file cannot be read: ``path`` names it, ``offset`` is the byte where it
-    breaks (``None`` when the JSON parses but its content is wrong), ``where`` the place
-    in the document of a value that is missing or of the wrong type (``turns[3].usage``)."""
-
-    def __init__(
-        self, message: str, *, path: str, offset: int | None = None, where: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.path = path
-        self.offset = offset
-        self.where = where
-
-
-class SessionConflict(SDKError):
-    """The store holds a newer version than the session being saved (another writer won).
-
-    ``path`` says where: the file, or the store's URL (without credentials) and the
-    session id; ``session_id`` is the id in its store."""
-
-    def __init__(
-        self, message: str, *, path: str, on_disk: int, ours: int, session_id: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.path = path
-        self.on_disk = on_disk
-        self.ours = ours
-        self.session_id = session_id
 
 
 def conflict(where: str, on_disk: int, ours: int, session_id: str | None = None) -> SessionConflict:

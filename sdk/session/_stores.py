@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ._answer import SessionError
+from .._errors import SessionNotFound, SessionStoreError
 from ._store import SessionConflict, SessionFileError, read_document, save_document
 
 __all__ = [
@@ -47,22 +47,8 @@ __all__ = [
 MAX_ID_BYTES = 200
 
 
-class SessionNotFound(SessionError, LookupError):
-    """The store holds no session under this id."""
-
-    def __init__(self, message: str, *, path: str, session_id: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.session_id = session_id
-
-
 class _FileNotFound(SessionNotFound, FileNotFoundError):
     """A missing session file: still the ``FileNotFoundError`` it always was."""
-
-
-class SessionStoreError(SessionError, OSError):
-    """The store failed or could not be reached (a database locked past its busy
-    timeout, a Valkey/Redis server gone). An ``OSError``, as the file store's are."""
 
 
 def check_session_id(session_id: object) -> str:
