@@ -30,6 +30,7 @@ typecheck: $(STAMP)
 
 test: lint typecheck $(CHROMIUM) $(REDIS_SERVER)
 	$(VENV)/bin/pytest -q
+	$(PY) tests/package/check.py  # the built wheel and sdist in bare virtual environments
 
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ]; then \
