@@ -50,8 +50,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import anyio
 
 from .._errors import SDKError
-from ..scheduler import Decisions
-from ..scheduler._fleet import Call, FleetMember
+from ..scheduler import Call, Decisions, FleetMember
 
 if TYPE_CHECKING:
     from .._dispatch import Dispatcher

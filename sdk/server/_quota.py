@@ -29,7 +29,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..scheduler import TokenBucket
-from ..scheduler._limits import DEFAULT_PERIOD
 from ._fleet import FleetLink, FleetUnavailable
 
 __all__ = ["Quotas", "SharedQuotas", "Verdict"]
@@ -55,7 +54,7 @@ class Quotas:
         b.refill(now)
         if b.capacity != per_minute:  # resized, never refilled by the change
             b.capacity = per_minute
-            b.rate = per_minute / DEFAULT_PERIOD
+            b.rate = per_minute / 60.0  # a minute's allowance per minute
             b.tokens = min(b.tokens, per_minute)
         return b
 
