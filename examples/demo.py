@@ -154,9 +154,24 @@ async def streams(url: str, model: str) -> None:
         resumed = "".join(parts)
         whole = "".join(b.text for b in reference.content if hasattr(b, "text"))
         print(f"  cancels={st.cancels}, resumes={st.resumes}; {len(resumed)} chars received")
-        prefix = min(len(resumed), len(whole))
-        same = resumed[:prefix] == whole[:prefix]
-        print(f"  text equals the uninterrupted greedy answer over their common length: {same}")
+        # Where the continuation took over: the events handed out when it began (less the
+        # message and block starts), as text deltas.
+        resume = next((n for n in st.notes if n.kind == "resume"), None)
+        cut = len("".join(parts[: max(0, resume.events_delivered - 2)])) if resume else len(resumed)
+        same = next((i for i, (a, b) in enumerate(zip(resumed, whole, strict=False)) if a != b), None)
+        agree = min(len(resumed), len(whole)) if same is None else same
+        print(
+            f"  the {cut} chars before the cut are the uninterrupted answer's: {resumed[:cut] == whole[:cut]}"
+        )
+        print(f"  the continuation agrees with it for {max(0, agree - cut)} more chars", end="")
+        if agree < min(len(resumed), len(whole)):
+            print(
+                ", then takes another word: llama.cpp reads a prompt (the continuation's prefill) in\n"
+                "  batches and writes an answer token by token, and the two sums can break a near-tie\n"
+                "  the other way; nothing is lost or repeated at the cut"
+            )
+        else:
+            print(" (all of it)")
 
 
 async def server_tokens(url: str) -> None:
