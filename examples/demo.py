@@ -166,9 +166,10 @@ async def streams(url: str, model: str) -> None:
         print(f"  the continuation agrees with it for {max(0, agree - cut)} more chars", end="")
         if agree < min(len(resumed), len(whole)):
             print(
-                ", then takes another word: llama.cpp reads a prompt (the continuation's prefill) in\n"
-                "  batches and writes an answer token by token, and the two sums can break a near-tie\n"
-                "  the other way; nothing is lost or repeated at the cut"
+                ", then takes another word:\n"
+                "  llama.cpp reads a prompt (the continuation's prefill) in batches and writes an answer\n"
+                "  token by token, and the two sums can break a near-tie the other way; nothing is lost\n"
+                "  or repeated at the cut"
             )
         else:
             print(" (all of it)")
