@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SMOKE = r'''
+SMOKE = r"""
 import json, sys, threading, tempfile, pathlib
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -76,7 +76,7 @@ s.add_user("hello")
 s.save(d / "s1.json")
 assert len(Session.load(d / "s1.json").turns) == 1
 print("smoke: ok")
-'''
+"""
 
 EXTRA_CHECKS = {
     "cli": [["seam", "--help"]],
