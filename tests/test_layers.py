@@ -18,6 +18,15 @@ def _module_of(path: Path) -> str:
     return ".".join(parts)
 
 
+def _target(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from ... import`` statement in ``package`` imports from."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def _imports(path: Path, *, typing: bool = True) -> set[str]:
     """Every sdk module ``path`` imports, at run time (and for type checking, unless
     ``typing`` is false)."""
@@ -34,12 +43,7 @@ def _imports(path: Path, *, typing: bool = True) -> set[str]:
         if id(node) in skipped:
             continue
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
+            target = _target(node, package)
             if target == "sdk" or target.startswith("sdk."):
                 out.add(target)
                 for a in node.names:  # "from . import _jsonexact" names a module
@@ -119,12 +123,7 @@ def _runtime_imports(path: Path) -> set[str]:
             nodes = list(node.body)
         for n in nodes:
             if isinstance(n, ast.ImportFrom):
-                if n.level:
-                    base = package.split(".")
-                    base = base[: len(base) - (n.level - 1)]
-                    target = ".".join([*base, n.module] if n.module else base)
-                else:
-                    target = n.module or ""
+                target = _target(n, package)
                 if not (target == "sdk" or target.startswith("sdk.")):
                     continue
                 where = SDK.parent / target.replace(".", "/")
