@@ -45,12 +45,12 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import anyio
 
 from .._errors import SDKError
 from ..scheduler import Call, Decisions, FleetMember
+from ..session import parse_redis_url
 
 if TYPE_CHECKING:
     from .._dispatch import Dispatcher
@@ -288,18 +288,14 @@ class FleetLink:
             import redis
         except ImportError:  # pragma: no cover - the optional extra is missing
             raise ImportError("--state needs the redis client: pip install 'seam-sdk[redis]'") from None
-        parts = urlsplit(url)
-        scheme = {"valkey": "redis", "valkeys": "rediss"}.get(parts.scheme.lower(), parts.scheme.lower())
-        if scheme not in ("redis", "rediss", "unix"):
+        u = parse_redis_url(url)  # the session stores' URL forms
+        if u.scheme not in ("redis", "rediss", "unix"):
             raise ValueError(
-                f"--state: a redis://, rediss://, valkey:// or valkeys:// URL, not {parts.scheme!r}"
+                f"--state: a redis://, rediss://, valkey:// or valkeys:// URL, not {url.split(':')[0]!r}"
             )
-        self._password = unquote(parts.password) if parts.password else None
-        query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
-        self._password = dict(query).get("password", self._password)
-        target = urlunsplit((scheme, parts.netloc, parts.path, urlencode(query), ""))
-        host = parts.hostname or "localhost"
-        self.url = urlunsplit((parts.scheme.lower(), f"{host}:{parts.port or 6379}", parts.path, "", ""))
+        self._password = u.password
+        self.url = u.shown
+        target = u.target
         self.timeout = timeout
         self.listen_timeout = 1.0
         self._r = redis.Redis.from_url(target, socket_timeout=timeout, socket_connect_timeout=timeout)
@@ -311,7 +307,7 @@ class FleetLink:
         self.replica = replica
         self.round_trips: dict[str, int] = {"admission": 0, "quota": 0, "stream": 0}  # calls by purpose
         self._scripts = {
-            name: self._r.register_script(src)
+            name: self.register(src)
             for name, src in (
                 ("acquire", _ACQUIRE),
                 ("release", _RELEASE),
@@ -327,15 +323,23 @@ class FleetLink:
             text = text.replace(self._password, "***")
         return FleetUnavailable(f"{self.url}: {text}")
 
-    async def _call(self, fn: Callable[[], Any], kind: str) -> Any:
-        self.round_trips[kind] += 1
+    async def _call(self, fn: Callable[[], Any], kind: str | None, *, wait: float = 0.0) -> Any:
+        """``fn()`` in a worker thread, counted as a round trip for ``kind``, bounded
+        beyond the sockets' own timeouts (``wait``: how long it may block on purpose);
+        the client's errors come out as :class:`FleetUnavailable`."""
+        if kind is not None:
+            self.round_trips[kind] += 1
         try:
-            with anyio.fail_after(self.timeout * 2 + 0.5):  # beyond the socket's own timeouts
+            with anyio.fail_after(wait + self.timeout * 2 + 0.5):
                 return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
         except TimeoutError as e:
             raise self._scrub(e) from None
         except self._error as e:
             raise self._scrub(e) from None
+
+    def register(self, source: str) -> Any:
+        """A Lua script of the server's, loaded on first use (no round trip here)."""
+        return self._r.register_script(source)
 
     async def script(self, call: Call, slots: int, ttl: float) -> Any:
         """Run a :class:`~sdk.scheduler.FleetMember`'s call for this replica, on the
@@ -366,14 +370,7 @@ class FleetLink:
 
     async def listen(self, fn: Callable[[Any], Any]) -> Any:
         """``fn(client)`` for a blocking read of up to ``listen_timeout`` seconds."""
-        self.round_trips["stream"] += 1
-        try:
-            with anyio.fail_after(self.listen_timeout + self.timeout * 2 + 0.5):
-                return await anyio.to_thread.run_sync(lambda: fn(self._listen), abandon_on_cancel=True)
-        except TimeoutError as e:
-            raise self._scrub(e) from None
-        except self._error as e:
-            raise self._scrub(e) from None
+        return await self._call(lambda: fn(self._listen), "stream", wait=self.listen_timeout)
 
     async def inbox(self) -> list[str]:
         """The messages for this replica: waits up to ``listen_timeout`` for the first."""
@@ -387,13 +384,10 @@ class FleetLink:
             more = cast("list[bytes] | None", self._listen.lpop(key, 64))
             return [m.decode() for m in (got[1], *(more or ()))]
 
-        try:
-            got = list(await anyio.to_thread.run_sync(pop, abandon_on_cancel=True))
-            if got:
-                self.round_trips["admission"] += 1  # a wait that brought messages
-            return got
-        except self._error as e:
-            raise self._scrub(e) from None
+        got: list[str] = await self._call(pop, None, wait=timeout)
+        if got:
+            self.round_trips["admission"] += 1  # a wait that brought messages
+        return got
 
     def close(self) -> None:
         for c in (self._r, self._listen):

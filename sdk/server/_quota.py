@@ -26,7 +26,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from ..scheduler import TokenBucket
 from ._fleet import FleetLink, FleetUnavailable
@@ -145,7 +144,7 @@ class SharedQuotas:
         self.degraded_share = degraded_share
         self.local = Quotas()
         self.degraded = 0  # checks made alone
-        self._script: Any = None
+        self._take = link.register(_TAKE)
 
     async def check(
         self, tenant: str, now: float, *, rpm: float | None, tpm: float | None, tokens: int
@@ -153,15 +152,10 @@ class SharedQuotas:
         key = f"{self.link.prefix}quota:{tenant}:"
         args = [rpm or 0, tpm or 0, tokens]
 
-        def take(r: Any) -> Any:
-            if self._script is None:
-                self._script = r.register_script(_TAKE)
-            return self._script(keys=[key], args=args)
-
         try:
             out = [
                 bytes(x).decode() if isinstance(x, bytes) else str(x)
-                for x in await self.link.run(take, "quota")
+                for x in await self.link.run(lambda _: self._take(keys=[key], args=args), "quota")
             ]
         except FleetUnavailable as e:
             if not self.degraded:

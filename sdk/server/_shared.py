@@ -95,7 +95,7 @@ class SharedStreams:
         self._wake = anyio.Event()
         self._shared: dict[str, LiveStream] = {}
         self._subs: dict[str, tuple[int, int]] = {}  # sid -> (frames so far, zero-frame entries after them)
-        self._claim: Any = None
+        self._claim = link.register(_CLAIM)
         self.shipped = 0
 
     def _meta_key(self, sid: str) -> str:
@@ -260,12 +260,7 @@ class SharedStreams:
         finished or gone."""
         meta, alive, me = self._meta_key(sid), f"{self.link.prefix}alive", self.link.replica
 
-        def run(r: Any) -> int:
-            if self._claim is None:
-                self._claim = r.register_script(_CLAIM)
-            return int(self._claim(keys=[meta, alive], args=[me]))
-
-        return cast(int, await self.link.run(run, "stream"))
+        return int(await self.link.run(lambda _: self._claim(keys=[meta, alive], args=[me]), "stream"))
 
 
 def _now_stored(live: LiveStream, index: int) -> None:

@@ -16,7 +16,7 @@ mid-stream, in this process or another, from what the consumer already has.
 from ..stream._resume import RepeatFilter
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream, StreamLike
 from ._policy import ContextPolicy, DefaultPolicy, FitReport, SessionBudgetError, elision_marker
-from ._redis import RedisStore
+from ._redis import RedisStore, RedisURL, parse_redis_url
 from ._render import render_messages
 from ._session import DocumentReport, Session
 from ._sqlite import SQLiteStore
@@ -32,6 +32,7 @@ __all__ = [
     "FitReport",
     "PendingAnswer",
     "RedisStore",
+    "RedisURL",
     "RepeatFilter",
     "SQLiteStore",
     "Session",
@@ -50,6 +51,7 @@ __all__ = [
     "TurnLog",
     "elision_marker",
     "open_store",
+    "parse_redis_url",
     "read_document",
     "render_messages",
     "write_atomic",

@@ -18,6 +18,7 @@ import builtins
 import contextlib
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
@@ -27,7 +28,7 @@ from ._stores import SessionNotFound, SessionStore, SessionStoreError, _check_ba
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["RedisStore"]
+__all__ = ["RedisStore", "RedisURL", "parse_redis_url"]
 
 DEFAULT_PREFIX = "seam:session:"
 
@@ -50,6 +51,40 @@ if held >= 0 and stored > held then return -stored end
 redis.call('DEL', KEYS[1])
 return 1
 """
+
+
+@dataclass(frozen=True, slots=True)
+class RedisURL:
+    """A Valkey/Redis URL in the forms the session stores and the scheduling server's
+    ``--state`` read: ``redis://[:password@]host:port/db``, ``rediss://``, ``unix://``,
+    ``valkey://`` and ``valkeys://`` (the same as ``redis://`` and ``rediss://``).
+    ``target`` is for the ``redis`` client (``?prefix=`` taken out), ``shown`` for
+    messages (no credentials, no query), ``password`` what to scrub from error texts."""
+
+    target: str
+    shown: str
+    scheme: str
+    password: str | None
+    prefix: str | None
+
+
+def parse_redis_url(url: str) -> RedisURL:
+    parts = urlsplit(url)
+    scheme = {"valkey": "redis", "valkeys": "rediss"}.get(parts.scheme.lower(), parts.scheme.lower())
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefix = next((v for k, v in query if k == "prefix"), None)
+    password = unquote(parts.password) if parts.password is not None else None
+    password = dict(query).get("password", password)
+    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+    host = parts.hostname or "localhost"
+    port = f":{parts.port}" if parts.port else ""
+    return RedisURL(
+        target=urlunsplit((scheme, parts.netloc, parts.path, rest, "")),
+        shown=urlunsplit((parts.scheme.lower(), f"{host}{port}", parts.path, "", "")),
+        scheme=scheme,
+        password=password,
+        prefix=prefix,
+    )
 
 
 class RedisStore(SessionStore):
@@ -83,23 +118,11 @@ class RedisStore(SessionStore):
             self._client = client
             self.url = f"redis://{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"
         elif url is not None:
-            parts = urlsplit(url)
-            scheme = {"valkey": "redis", "valkeys": "rediss"}.get(parts.scheme.lower(), parts.scheme.lower())
-            query = parse_qsl(parts.query, keep_blank_values=True)
-            for k, v in query:
-                if k == "prefix" and prefix is None:
-                    prefix = v
-            rest = urlencode([(k, v) for k, v in query if k != "prefix"])
-            if parts.password is not None:
-                self._password = unquote(parts.password)
-            self._password = dict(query).get("password", self._password)
-            self._client = redis_module.Redis.from_url(
-                urlunsplit((scheme, parts.netloc, parts.path, rest, "")),
-                socket_connect_timeout=connect_timeout,
-            )
-            host = parts.hostname or "localhost"
-            port = f":{parts.port}" if parts.port else ""
-            self.url = urlunsplit((parts.scheme.lower(), f"{host}{port}", parts.path, "", ""))
+            u = parse_redis_url(url)
+            prefix = u.prefix if prefix is None else prefix
+            self._password = u.password
+            self._client = redis_module.Redis.from_url(u.target, socket_connect_timeout=connect_timeout)
+            self.url = u.shown
         else:
             raise TypeError("pass a URL or a client")
         self.prefix = DEFAULT_PREFIX if prefix is None else prefix
