@@ -42,6 +42,7 @@ key.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
 import math
@@ -68,7 +69,7 @@ from .._errors import (
 )
 from ..client import PRIORITY_HEADER, TENANT_HEADER, EngineName, engine_profile
 from ..scheduler import Cost, RequestMetrics, Scheduler, Tier, UnknownTierError
-from ..stream import FlowControl, StallPolicy, TextBlock
+from ..stream import Event, FlowControl, StallPolicy, TextBlock
 from ..stream._accumulate import MessageState, message_to_wire
 from ..stream._resume import continuation, thought
 from ..stream._stream import Splicer
@@ -101,7 +102,7 @@ from ._quota import Quotas, SharedQuotas
 from ._route import ROUTE_HEADER, Engine, Router
 from ._seam import acting_for, capabilities
 from ._shared import SharedStreams
-from ._takeover import NotContinuable, framer_meta, rebuild
+from ._takeover import NotContinuable, framer_for, framer_meta, rebuild
 from ._validate import check_messages, event_id, priority
 
 __all__ = ["ServerApp"]
@@ -620,13 +621,15 @@ class ServerApp:
         prefill and spliced onto it."""
         shared = self.shared
 
-        def push(ev_frame: bytes, frames: list[bytes]) -> None:
+        def push(wire: Callable[[], bytes], frames: list[bytes]) -> None:
+            """``frames`` to the stream; and while it is shared, the event (in the Messages
+            wire format: made only then, not for every token of every stream) to the store."""
             pushed = []
             for frame in frames:
                 pushed.append(with_id(frame, live.sid, live.next))
                 live.push(pushed[-1])
-            if shared is not None:
-                shared.append(live, ev_frame, pushed)
+            if shared is not None and live.durable is not None:
+                shared.append(live, wire(), pushed)
 
         try:
             with live.scope:
@@ -651,16 +654,16 @@ class ServerApp:
                         try:
                             async for ev in s:
                                 for e in [ev] if splice is None else splice([ev]):
-                                    push(sse_frame(*event_to_wire(e)), framer.frames(e))
+                                    push(functools.partial(_wire, e), framer.frames(e))
                                 while live.ahead():
                                     await live.changed()
                         except SDKError as e:  # after the first byte: an error frame
                             err = self._translate(e)
-                            push(MessagesFramer().error(err), [framer.error(err)])
+                            push(functools.partial(MessagesFramer().error, err), [framer.error(err)])
                 except SDKError as e:  # before it: the error answer
                     if after is not None:
                         err = self._translate(e)
-                        push(MessagesFramer().error(err), [framer.error(err)])
+                        push(functools.partial(MessagesFramer().error, err), [framer.error(err)])
                     live.failure = e
         except Exception as e:
             log.exception("a stream's producer failed")
@@ -788,7 +791,7 @@ class ServerApp:
                 f"stream {sid!r} was started on {meta.get('route')}; reattach to it there",
             )
         self.metrics.reattached.inc()
-        done_frame = b"data: [DONE]\n\n" if meta.get("kind") == "chat" else b""
+        done_frame = framer_for(meta).done()
         after = f"{n + 1}-0"  # frame n's entry
         shown = False
         seen = -math.inf
@@ -1058,3 +1061,8 @@ class ServerApp:
         if key:
             text = text.replace(key, "***")
         return text
+
+
+def _wire(ev: Event) -> bytes:
+    """An event as a Messages SSE frame: how the shared store keeps a stream's events."""
+    return sse_frame(*event_to_wire(ev))

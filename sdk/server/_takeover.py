@@ -12,7 +12,7 @@ from ..stream._accumulate import MessageState, apply
 from ._http import ChatFramer, Framer, MessagesFramer
 from ._openai import ChunkWriter
 
-__all__ = ["NotContinuable", "framer_meta", "rebuild"]
+__all__ = ["NotContinuable", "framer_for", "framer_meta", "rebuild"]
 
 
 def framer_meta(framer: Framer) -> dict[str, str]:
@@ -26,6 +26,15 @@ def framer_meta(framer: Framer) -> dict[str, str]:
             "include_usage": "1" if w.include_usage else "0",
         }
     return {"kind": "messages"}
+
+
+def framer_for(meta: Mapping[str, str]) -> Framer:
+    """A fresh framer like the one ``meta`` describes (:func:`framer_meta`)."""
+    if meta.get("kind") != "chat":
+        return MessagesFramer()
+    w = ChunkWriter(meta.get("model", ""), include_usage=meta.get("include_usage") == "1")
+    w.created = int(meta.get("created", "0") or 0)
+    return ChatFramer(w)
 
 
 class NotContinuable(Exception):
@@ -42,13 +51,7 @@ def rebuild(meta: Mapping[str, str], events: Sequence[bytes]) -> tuple[MessageSt
     evs = [ev for chunk in events for ev in dec.feed(chunk)] + dec.flush()
     if any(isinstance(ev, ErrorEvent) for ev in evs):
         raise NotContinuable("the stream ended in an error")
-    framer: Framer
-    if meta.get("kind") == "chat":
-        w = ChunkWriter(meta.get("model", ""), include_usage=meta.get("include_usage") == "1")
-        w.created = int(meta.get("created", "0") or 0)
-        framer = ChatFramer(w)
-    else:
-        framer = MessagesFramer()
+    framer = framer_for(meta)
     for ev in evs:
         framer.frames(ev)
     try:
