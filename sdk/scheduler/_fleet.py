@@ -177,6 +177,9 @@ class FleetMember:
             if now - self._last_beat >= self.retry:
                 running = self.holding()
                 flag = 2 if self.joined else 1
+                # the join tells the shared state ``running``: nothing more is admitted
+                # until it answers (or fails, giving the degraded share back)
+                self.scheduler.set_share(min(running, self.degraded_slots()))
                 return self._issue(
                     Call("beat", running, (running, self._code(self.want()), flag), depth=self.waiting())
                 )
@@ -268,6 +271,7 @@ class FleetMember:
         if self.degraded:
             if self.degraded_since is None:  # it never joined
                 self.degraded_since = now
+            self.scheduler.set_share(self.held)  # a join that failed: the degraded share
             return False
         self.degraded = True
         self.degraded_since = now

@@ -122,7 +122,8 @@ def _fleet_metrics(
     yield GaugeMetricFamily("seam_fleet_leases", "Engine slots this replica holds", value=m.held)
     yield GaugeMetricFamily(
         "seam_fleet_running",
-        "This replica's requests running (not being paused): at most its leases",
+        "This replica's requests running (not being paused): at most its leases,"
+        " except, while it runs alone, streams that could not be paused when its share shrank",
         value=m.running(),
     )
     yield GaugeMetricFamily(

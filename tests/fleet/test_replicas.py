@@ -8,8 +8,8 @@
   than it holds leases, at every sample.
 - A tenant's quota of 20 requests a minute, 40 requests at once split over the two
   replicas: 20 pass, 20 get 429, 20 times over (a fresh tenant each time).
-- Valkey killed mid-load and restarted: no request fails, each replica runs within its
-  degraded share meanwhile, both re-join.
+- Valkey killed mid-load and restarted: no request fails, each replica admits within its
+  degraded share meanwhile, both re-join and then run within their leases.
 - A stream started through replica 1 (the replicas in front of two llama-servers),
   replica 1 SIGKILLed mid-answer: the client reattaches through replica 2 and its text
   equals the uninterrupted greedy answer, every event once; another tenant's key gets a
@@ -72,7 +72,10 @@ class Sampler:
     ) -> None:
         self.llama, self.urls, self.valkey = llama, urls, valkey
         self.busy: list[int] = []
-        self.over: list[tuple[str, float, float]] = []  # (replica, running, leases) when running > leases
+        # (replica, running, leases) when running > leases with the replica in the fleet;
+        # running alone (Valkey away) the share shrinks to ``degraded_share`` and streams
+        # that cannot be paused (interactive ones, a batch stream that declines) run on
+        self.over: list[tuple[str, float, float]] = []
         self.held: list[int] = []
         self.degraded: dict[str, list[float]] = {u: [] for u in urls}
         self._stop = threading.Event()
@@ -84,7 +87,7 @@ class Sampler:
             self.busy.append(self.llama.busy_slots())
             for u in self.urls:
                 m = scrape(u)
-                if m["seam_fleet_running"] > m["seam_fleet_leases"]:
+                if m["seam_fleet_running"] > m["seam_fleet_leases"] and not m["seam_fleet_degraded"]:
                     self.over.append((u, m["seam_fleet_running"], m["seam_fleet_leases"]))
                 self.degraded[u].append(m["seam_fleet_degraded"])
             try:

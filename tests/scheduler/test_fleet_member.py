@@ -125,3 +125,23 @@ def test_a_failed_call_degrades_to_the_share_and_preempts_the_excess_then_rejoin
     m.answered(call, [0, -1, 2, 1, []], 11.0)
     assert not m.degraded and m.held == 2 and m.degraded_time(19.0) == 1.0
     assert all(t.state in (TicketState.RUNNING, TicketState.PAUSED) for t in ts)
+
+
+def test_nothing_is_admitted_while_a_join_that_reports_the_running_count_is_out() -> None:
+    """The join writes the member's running count over the stored one: a request admitted
+    while it is out would run on a slot the fleet does not count."""
+    sched, m = joined(slots=4)
+    call = m.next_call(10.0)
+    assert call is not None and m.failed(10.0, call) is True
+    assert sched.share == 2
+    call = m.next_call(11.0)
+    assert call is not None and call.script == "beat" and call.args == (0, -1, 2)
+    assert sched.share == 0  # frozen at what it reported
+    t = sched.submit(11.1, tier="interactive")
+    assert sched.poll(11.1).admit == ()
+    assert m.failed(11.5, call) is False  # still away: the degraded share again
+    assert sched.share == 2 and sched.poll(11.5).admit == (t,)
+    call = m.next_call(12.5)
+    assert call is not None and call.args == (1, -1, 2) and sched.share == 1
+    m.answered(call, [0, -1, 1, 2, []], 12.5)
+    assert not m.degraded and m.held == 1 and m.running() == 1
