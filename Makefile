@@ -11,12 +11,12 @@ CHROMIUM := /usr/bin/chromium
 # for Debian 12): installed when missing and we are root.
 REDIS_SERVER := /usr/bin/redis-server
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lint typecheck docs bench clean
 
 $(STAMP): pyproject.toml setup.py sdk/chunking/_native.c sdk/chunking/_guard.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,server,serve,cli,redis]'
+	$(PY) -m pip install --quiet -e '.[dev,docs,server,serve,cli,redis]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -28,7 +28,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict sdk
 
-test: lint typecheck $(CHROMIUM) $(REDIS_SERVER)
+# The documentation site, built strict: a broken link, reference or docstring fails it.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+test: lint typecheck docs $(CHROMIUM) $(REDIS_SERVER)
 	$(VENV)/bin/pytest -q
 	$(PY) tests/package/check.py  # the built wheel and sdist in bare virtual environments
 

@@ -86,8 +86,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from sdk._tokens import get_encoding  # noqa: E402
 from sdk.chunking import Chunker  # noqa: E402
+from sdk.tokens import get_encoding  # noqa: E402
 from tests.corpus import GROUP_KINDS, CorpusFile, corpus_files  # noqa: E402
 
 ENCODING = "o200k_base"

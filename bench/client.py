@@ -38,7 +38,7 @@ import httpx2
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from sdk._client import Client
+from sdk import Client
 from sdk.stream import ContentBlockDeltaEvent, MessageStream, Upstream
 
 PROMPT = [{"role": "user", "content": "Continue the list: 1, 2, 3, 4, 5,"}]

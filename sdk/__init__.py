@@ -6,8 +6,6 @@ on the client so no turn is ever dropped silently (:mod:`sdk.session`), and sche
 requests by tier, tenant and rate limit (:mod:`sdk.scheduler`).
 """
 
-from ._client import Client, ModelInfo, Stream, TokenCount
-
 # Every error class (the tree is drawn in sdk._errors); helpers for mapping statuses stay there.
 from ._errors import (
     APIConnectionError,
@@ -54,13 +52,24 @@ from ._errors import (
     UnprocessableEntityError,
     UnsupportedEncodingError,
 )
-from ._map import MapProgress, MapResult, MapRun
-from ._params import ContentBlockParam, CountTokensParams, CreateParams, MessageParam, ToolParam
-from ._retry import RetryBudget, RetryPolicy
-from ._servertok import ServerTokenizer
-from ._sync import SyncClient, SyncStream
-from ._tokens import acount_tokens, count_tokens, get_encoding, known_encodings
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
+from .client import (
+    Client,
+    ContentBlockParam,
+    CountTokensParams,
+    CreateParams,
+    MapProgress,
+    MapResult,
+    MapRun,
+    MessageParam,
+    ModelInfo,
+    Stream,
+    SyncClient,
+    SyncStream,
+    TokenCount,
+    ToolParam,
+)
+from .http import RetryBudget, RetryPolicy
 from .scheduler import RequestMetrics, Scheduler, Tier, TierMetrics
 from .session import FitReport, Session
 from .stream import (
@@ -72,6 +81,7 @@ from .stream import (
     ToolUseBlock,
     Usage,
 )
+from .tokens import ServerTokenizer, acount_tokens, count_tokens, get_encoding, known_encodings
 
 __all__ = [
     "APIConnectionError",

@@ -446,7 +446,7 @@ class RequestRejectedError(SchedulerError):
 
 class CheckpointError(SDKError, OSError):
     """A map's checkpoint cannot be used: its path is a symbolic link or not a regular
-    file, it cannot be opened or read, or it holds a line over ``sdk._map.MAX_LINE_BYTES``.
+    file, it cannot be opened or read, or it holds a line over ``sdk.client._map.MAX_LINE_BYTES``.
     ``path`` is the checkpoint's path. An ``OSError``, as other file errors are."""
 
     def __init__(self, path: str | os.PathLike[str], reason: str) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 import sdk
 
-MODULES = ["sdk", "sdk.stream", "sdk.session", "sdk.scheduler", "sdk.chunking", "sdk.server", "sdk._tokens"]
+MODULES = ["sdk", "sdk.stream", "sdk.session", "sdk.scheduler", "sdk.chunking", "sdk.server", "sdk.tokens"]
 
 
 def _exceptions() -> list[type[BaseException]]:

@@ -14,8 +14,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdk import _tokens
-from sdk._tokens import count_tokens, get_encoding, known_encodings
+from sdk.tokens import _local as _tokens
+from sdk.tokens import count_tokens, get_encoding, known_encodings
 from tests.chunking import examples
 
 SAMPLES = [

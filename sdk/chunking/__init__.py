@@ -1,11 +1,13 @@
 """Cut text, code and JSON only at safe seams, within an exact token budget.
 
+```pycon
 >>> from sdk.chunking import chunk
 >>> [c.text for c in chunk("第一句。第二句。", max_tokens=3)]
 ['第一句。', '第二句。']
+```
 """
 
-from sdk._tokens import TokenizerError
+from sdk.tokens import TokenizerError
 
 from . import (
     _accel,

@@ -17,7 +17,7 @@ import anyio.from_thread
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from sdk._tokens import (
+from sdk.tokens import (
     DEFAULT_ENCODING,
     AsyncEncodingSpec,
     EncodingSpec,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from sdk._tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
+from sdk.tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
 
 from . import _accel, _prose
 from ._junctions import _REACH, ADDITIVE, _cl100k, _o200k, char_class, next_additive, prev_additive

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sdk._errors import SDKError
-from sdk._tokens import DEFAULT_ENCODING, EncodingSpec, checked_text
+from sdk.tokens import DEFAULT_ENCODING, EncodingSpec, checked_text
 
 from ._engine import Engine, Sizer
 from ._json import JSONSplitter, _Constant, _Duplicate, _no_constant, _no_duplicates, _strict_docs, _Text

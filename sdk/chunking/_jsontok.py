@@ -142,10 +142,12 @@ _LITERALS = {"t": "true", "f": "false", "n": "null", "N": "NaN", "I": "Infinity"
 class JSONTokenizer:
     """Incremental, strict JSON tokenizer (sans-IO).
 
+    ```pycon
     >>> t = JSONTokenizer()
     >>> [(e.type, e.pointer) for e in t.feed('{"a": [1, tr') + t.feed('ue]}') + t.close()]
     [('start_object', ''), ('key', '/a'), ('start_array', '/a'), ('number', '/a/0'), \
 ('literal', '/a/1'), ('end_array', '/a'), ('end_object', '')]
+    ```
 
     After an error every later call raises the same :class:`JSONChunkError`.
     """

@@ -9,7 +9,7 @@ every candidate again.
 "Any context" means any text before the position and any end after it: a range the
 engine encodes may stop anywhere, and a pattern's ``$`` or ``(?!\\S)`` then sees the
 end of that range, not of the document. Each rule below names the alternatives of
-the pattern it rests on (the patterns are ``sdk._tokens.pattern(name)``). The rules
+the pattern it rests on (the patterns are ``sdk.tokens.pattern(name)``). The rules
 were derived for those exact pattern strings: an encoding whose pattern differs gets
 no rule, and every count is then verified by encoding.
 
@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import regex
 
-from sdk._tokens import pattern
+from sdk.tokens import pattern
 
 __all__ = [
     "ADDITIVE",

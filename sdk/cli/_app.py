@@ -20,10 +20,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .._backends import BackendName
 from .._errors import SDKError
-from .._tokens import DEFAULT_ENCODING, known_encodings
 from ..chunking import Chunker
+from ..client import BackendName
+from ..tokens import DEFAULT_ENCODING, known_encodings
 from ._chunk import FileCount
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_OVERSIZE", "EXIT_USAGE", "app", "main"]
@@ -232,7 +232,7 @@ async def _count_through(
     paths: list[str],
     hidden: bool,
 ) -> list[FileCount]:
-    from .._client import Client
+    from ..client import Client
     from ._files import SourceFile, find_files, read_text
 
     keep = set(shown)

@@ -21,9 +21,8 @@ from typing import Any
 import anyio
 from rich.table import Table
 
-from .._backends import BackendName
-from .._client import Client
 from .._errors import SDKError
+from ..client import BackendName, Client
 from ..scheduler import RequestMetrics, TierMetrics
 
 __all__ = [

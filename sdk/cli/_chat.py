@@ -27,9 +27,8 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
-from .._backends import BackendName
-from .._client import Client, Stream
 from .._errors import SDKError
+from ..client import BackendName, Client, Stream
 from ..session import FitReport, Session, SessionBudgetError, open_store
 from ..stream import Message
 

@@ -24,8 +24,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from .._tokens import count_tokens
 from ..chunking import Chunk, Chunker, detect_kind
+from ..tokens import count_tokens
 from ._files import Skipped, SourceFile, find_files, read_text
 
 __all__ = ["FileChunks", "Summary", "chunk_files", "chunk_record", "progress_bar", "summary_table"]

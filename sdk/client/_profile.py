@@ -1,4 +1,36 @@
-"""Engine profiles: how a request's tier goes on the wire, and who decides admission.
+"""Engine profiles: what differs by engine, in one place.
+
+Each :class:`EngineProfile` says, for one kind of server:
+
+================  ==========  =========  ========  =============  ============  ===========
+profile           priority    schedules  hosted    slots from     conversations prefill echo
+================  ==========  =========  ========  =============  ============  ===========
+hosted            --          no         yes       --             no            learnt
+self-hosted       --          no         no        ``/props``     learnt        learnt
+llama-server      --          no         no        ``/props``     yes           yes
+vllm              --          no         no        --             no            no
+vllm-priority     body        no         no        --             no            no
+seam              header      yes        no        --             no            learnt
+================  ==========  =========  ========  =============  ============  ===========
+
+- ``hosted``: a hosted API, where nothing is self-hosted: no slot probe, no stall cuts
+  (a resume re-bills the prompt) and no preemption.
+- ``slots``: the path that tells the engine's slot count (llama-server's ``/props``
+  ``total_slots``), which the client's scheduler then admits over; none: not probed.
+- ``conversations``: the server keeps each stream by a conversation id
+  (``X-Conversation-Id``) so a dropped one is replayed from its byte offset (``GET
+  /v1/stream``) and an abandoned one is stopped (``DELETE /v1/stream``): llama-server.
+  A resume elsewhere continues by prefill, or by ``Last-Event-ID`` where a scheduling
+  server keeps the stream (it says so in the ``seam-stream-id`` header). ``None``: learnt
+  (a server that answers ``/props`` with slots is llama-server).
+- ``prefill_echo``: the server repeats an assistant prefill at the start of its answer
+  (``None``: learnt from the model list once, at the first resume; the client's
+  ``prefill_echo`` overrides).
+- ``tokenize``: the ``/tokenize`` request and answer shape (``"llama"``: ``content``,
+  pieces on request; ``"vllm"``: ``prompt`` and ``model``; ``None``: a first request
+  carries both and the answer says which).
+
+How a request's tier goes on the wire, and who decides admission:
 
 A request's tier travels with it to a server that honours one, and only to such a
 server (an unknown field can be an error: vLLM refuses ``priority`` unless it runs with
@@ -27,7 +59,7 @@ server's capabilities) and then ``GET /props`` (llama-server's slots).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 __all__ = [
@@ -37,7 +69,9 @@ __all__ = [
     "TENANT_HEADER",
     "EngineName",
     "EngineProfile",
+    "TokenizeShape",
     "engine_profile",
+    "without_probes",
 ]
 
 # The scheduling server's wire names, for both its ends (sdk.server reads what the client sends).
@@ -49,23 +83,35 @@ EngineName = Literal["hosted", "self-hosted", "llama-server", "vllm", "vllm-prio
 ENGINES: tuple[EngineName, ...] = get_args(EngineName)
 
 
+TokenizeShape = Literal["llama", "vllm"]
+
+
 @dataclass(frozen=True, slots=True)
 class EngineProfile:
-    """``priority``: how a request's tier goes on the wire (``"header"``: the
-    ``seam-priority`` header; ``"body"``: vLLM's ``priority`` field; ``None``: not at
-    all). ``schedules``: the server admits by tier itself (see the module doc)."""
+    """What differs by engine (see the module doc). ``priority``: how a request's tier
+    goes on the wire (``"header"``: the ``seam-priority`` header; ``"body"``: vLLM's
+    ``priority`` field; ``None``: not at all). ``schedules``: the server admits by tier
+    itself. A profile is a frozen value: ``dataclasses.replace(engine_profile("vllm"),
+    slots="/props")`` makes a variant."""
 
     name: EngineName
     priority: Literal["header", "body"] | None = None
     schedules: bool = False
+    hosted: bool = False
+    slots: str | None = None
+    conversations: bool | None = False
+    prefill_echo: bool | None = None
+    tokenize: TokenizeShape | None = None
 
 
 _PROFILES: dict[EngineName, EngineProfile] = {
-    "hosted": EngineProfile("hosted"),
-    "self-hosted": EngineProfile("self-hosted"),
-    "llama-server": EngineProfile("llama-server"),
-    "vllm": EngineProfile("vllm"),
-    "vllm-priority": EngineProfile("vllm-priority", priority="body"),
+    "hosted": EngineProfile("hosted", hosted=True),
+    "self-hosted": EngineProfile("self-hosted", slots="/props", conversations=None),
+    "llama-server": EngineProfile(
+        "llama-server", slots="/props", conversations=True, prefill_echo=True, tokenize="llama"
+    ),
+    "vllm": EngineProfile("vllm", prefill_echo=False, tokenize="vllm"),
+    "vllm-priority": EngineProfile("vllm-priority", priority="body", prefill_echo=False, tokenize="vllm"),
     "seam": EngineProfile("seam", priority="header", schedules=True),
 }
 
@@ -79,3 +125,9 @@ def engine_profile(engine: EngineName | EngineProfile) -> EngineProfile:
         known = ", ".join(repr(n) for n in ENGINES)
         raise ValueError(f"unknown engine {engine!r} (known: {known})")
     return profile
+
+
+def without_probes(profile: EngineProfile) -> EngineProfile:
+    """``profile`` for a client whose engine is known and counted by someone else (a
+    scheduling server's engine client): no slot probe, no conversation streams."""
+    return replace(profile, slots=None, conversations=False)

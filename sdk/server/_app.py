@@ -55,8 +55,6 @@ import httpx2
 import orjson
 from anyio.abc import TaskGroup
 
-from .._client import Client, _cost
-from .._dispatch import Dispatcher
 from .._errors import (
     APIConnectionError,
     APIError,
@@ -67,10 +65,18 @@ from .._errors import (
     SDKError,
     StreamProtocolError,
 )
-from ..client import PRIORITY_HEADER, TENANT_HEADER, EngineName, engine_profile
-from ..scheduler import Cost, RequestMetrics, Scheduler, Tier, UnknownTierError
-from ..stream import Event, FlowControl, StallPolicy, TextBlock
-from ..stream._accumulate import MessageState, message_to_wire
+from ..client import (
+    PRIORITY_HEADER,
+    TENANT_HEADER,
+    Client,
+    EngineName,
+    engine_profile,
+    request_cost,
+    without_probes,
+)
+from ..scheduler import Cost, Dispatcher, RequestMetrics, Scheduler, Tier, UnknownTierError
+from ..stream import Event, FlowControl, MessageState, StallPolicy, TextBlock
+from ..stream._accumulate import message_to_wire
 from ..stream._resume import continuation, thought
 from ..stream._stream import Splicer
 from ..stream._wire import event_to_wire, sse_frame
@@ -146,6 +152,7 @@ class ServerApp:
         self.upstreams: list[Engine] = []
         self.router: Router | None = None
         self._client: Client | None = None  # the engines' one client, routed by ``router``
+        self._engine_http: httpx2.AsyncClient | None = None  # its pool, the router's transport
         self.metrics = ServerMetrics(
             self.scheduler,
             lambda: [u.healthy for u in self.upstreams],
@@ -180,24 +187,24 @@ class ServerApp:
         key = self._upstream_key or ""
         for i, url in enumerate(self._urls):
             control = Client(base_url=url, backend="messages", api_key=key, engine="self-hosted")
-            control._slots_known = True
             self.upstreams.append(Engine(i, url, control))
         self.router = Router(self.upstreams, self._transport, on_health=self._health_changed)
+        self._engine_http = httpx2.AsyncClient(transport=self.router)
         self._client = Client(
             base_url="http://engine",  # the router sends each request to its engine
             backend="messages",
             api_key=key,
-            http_client=httpx2.AsyncClient(transport=self.router),
+            http_client=self._engine_http,
             scheduler=self.scheduler,
             stall=self.stall,
             flow=self.flow,
             on_metrics=self._observe,
-            engine=self._engine,
+            # the server sums the engines' slots itself, and resumes its streams itself
+            engine=without_probes(self._engine),
         )
-        self._client._slots_known = True  # the server sums the engines' slots itself
         if self.config.slots is None:
             for u in self.upstreams:
-                u.slots = await u.client._probe_slots()
+                u.slots = await u.client.probe_slots()
             self._health_changed()
         if self.link is not None:
             self.fleet = FleetAdmission(
@@ -235,7 +242,8 @@ class ServerApp:
             await u.client.aclose()
         if self._client is not None:
             await self._client.aclose()
-            await self._client._http.aclose()
+        if self._engine_http is not None:
+            await self._engine_http.aclose()
 
     def _observe(self, m: RequestMetrics) -> None:
         self.metrics.observe(m)
@@ -456,7 +464,7 @@ class ServerApp:
     async def _scheduled(self, tier: Tier, who: Principal, cost: Cost, work: Callable[[], Awaitable[T]]) -> T:
         """Engine work that is not a generation (counting, tokenizing) waits for a slot
         like one: a tokenizer pass over megabytes is engine time too."""
-        flight = self.client._dispatch.flight(priority=tier, tenant=who.tenant, cost=cost, preemptible=False)
+        flight = self.client.dispatcher.flight(priority=tier, tenant=who.tenant, cost=cost, preemptible=False)
         await flight.admit()  # a cancelled wait leaves the queue
         ok = False
         try:
@@ -510,7 +518,7 @@ class ServerApp:
         through ``render`` (the message to the protocol's JSON)."""
         quota: dict[str, str] = {}
         if who.requests_per_minute or who.tokens_per_minute:
-            quota = await self._meter(who, (await _cost(data)).tokens)
+            quota = await self._meter(who, (await request_cost(data)).tokens)
         route = self._route_for(scope)
         if framer is not None:  # its producer closes the route (it outlives this connection)
             await self._stream(scope["path"], route, data, size, tier, who, receive, send, framer, quota)
@@ -925,7 +933,7 @@ class ServerApp:
         data, _ = await self._body(receive)
         tier = self._tier(scope, data, who)
         check_messages(data, max_tokens=False)
-        cost = await _cost(data)
+        cost = await request_cost(data)
         quota = await self._meter(who, cost.input_tokens)
         route = self._route_for(scope)
         try:
@@ -969,7 +977,7 @@ class ServerApp:
                     tier,
                     who,
                     Cost(estimate, 0),
-                    lambda: self.client._tokenize(
+                    lambda: self.client.tokenize_pieces(
                         text,
                         model=model if isinstance(model, str) else None,
                         pieces=pieces,

@@ -53,7 +53,7 @@ from ..scheduler import Call, Decisions, FleetMember
 from ..session import parse_redis_url
 
 if TYPE_CHECKING:
-    from .._dispatch import Dispatcher
+    from ..scheduler import Dispatcher
 
 __all__ = ["FleetAdmission", "FleetLink", "FleetUnavailable", "fleet_name"]
 

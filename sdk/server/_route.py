@@ -28,8 +28,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 import httpx2
 
-from .._client import Client
-from .._transport import StaleConnectionResend
+from ..client import Client
+from ..http import StaleConnectionResend
 
 __all__ = ["ROUTE_HEADER", "Engine", "Router"]
 

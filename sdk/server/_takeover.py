@@ -7,8 +7,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-from ..stream import AnthropicEventDecoder, ContentBlockDeltaEvent, ErrorEvent
-from ..stream._accumulate import MessageState, apply
+from ..stream import AnthropicEventDecoder, ContentBlockDeltaEvent, ErrorEvent, MessageState
+from ..stream._accumulate import apply
 from ._http import ChatFramer, Framer, MessagesFramer
 from ._openai import ChunkWriter
 

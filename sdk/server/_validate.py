@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._errors import InvalidRequestError
-from .._params import check_request
+from ..client import check_request
 from ._http import HTTPError
 
 __all__ = ["MAX_DEPTH", "check_messages", "event_id", "priority"]

@@ -17,10 +17,10 @@ import anyio
 
 from .._errors import BadRequestError, IncompleteStreamError, SessionError
 from .._models import Usage
-from .._tokens import count_tokens
 from ..stream import ContentBlockDeltaEvent, Event, Message, MessageDeltaEvent, MessageStartEvent, TextDelta
 from ..stream._accumulate import wire_blocks
 from ..stream._resume import RepeatFilter, continuation, refusal_reason, refuses_prefill
+from ..tokens import count_tokens
 from ._policy import FitReport
 
 if TYPE_CHECKING:

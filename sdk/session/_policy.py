@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .._errors import SessionBudgetError
-from .._tokens import EncodingSpec, count_tokens
+from ..tokens import EncodingSpec, count_tokens
 from ._turns import MESSAGE_OVERHEAD, TurnLog
 
 __all__ = ["ContextPolicy", "DefaultPolicy", "FitReport", "SessionBudgetError", "elision_marker"]

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .._tokens import known_encodings
+from ..tokens import known_encodings
 
 __all__ = ["DocumentError", "check_block", "check_document"]
 

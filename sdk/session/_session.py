@@ -22,8 +22,8 @@ import anyio
 import orjson
 
 from .._models import Usage
-from .._tokens import DEFAULT_ENCODING, EncodingSpec, count_tokens
 from ..chunking import chunk
+from ..tokens import DEFAULT_ENCODING, EncodingSpec, count_tokens
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream
 from ._policy import DEFAULT_POLICY, ContextPolicy, FitReport
 from ._render import render_messages

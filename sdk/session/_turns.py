@@ -16,7 +16,7 @@ from typing import Any, Literal
 import orjson
 
 from .._models import Usage
-from .._tokens import DEFAULT_ENCODING, EncodingSpec, count_tokens
+from ..tokens import DEFAULT_ENCODING, EncodingSpec, count_tokens
 from ._schema import DocumentError, check_block
 
 __all__ = ["MESSAGE_OVERHEAD", "Turn", "TurnKind", "TurnLog", "block_tokens"]

@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
-from .. import _jsonexact
 from .._errors import APIError, StreamProtocolError, api_error_from_body
 from .._models import Message, blocks_to_param
+from ..http import loads_exact
 from ._events import (
     CitationsDelta,
     ContentBlock,
@@ -125,7 +125,7 @@ class OpenBlock:
             if not raw.strip():
                 return ToolUseBlock(start.id, start.name, start.input, raw, None, start.type)
             try:
-                value = _jsonexact.loads(raw)
+                value = loads_exact(raw)
             except orjson.JSONDecodeError as e:
                 return ToolUseBlock(start.id, start.name, None, raw, f"invalid JSON: {e}", start.type)
             return ToolUseBlock(start.id, start.name, value, raw, None, start.type)

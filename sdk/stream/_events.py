@@ -15,7 +15,6 @@ from typing import Any
 
 import orjson
 
-from .. import _jsonexact
 from .._errors import StreamProtocolError
 from .._models import (
     ContentBlock,
@@ -26,6 +25,7 @@ from .._models import (
     UnknownBlock,
     Usage,
 )
+from ..http import loads_exact
 from ._fast import fast_new
 from ._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
 
@@ -241,7 +241,7 @@ def parse_anthropic_event(sse: ServerSentEvent) -> Event:
     if kind == "ping" and not sse.data.strip():
         return PingEvent()
     try:
-        payload = _jsonexact.loads(sse.data)
+        payload = loads_exact(sse.data)
     except orjson.JSONDecodeError:
         if kind in _KNOWN:
             raise StreamProtocolError(f"event {kind!r} carries invalid JSON", event=sse) from None

@@ -28,8 +28,8 @@ from typing import Any
 
 import orjson
 
-from .. import _jsonexact
 from .._errors import StreamProtocolError
+from ..http import loads_exact
 from ._events import (
     ContentBlockDeltaEvent,
     ContentBlockStartEvent,
@@ -231,7 +231,7 @@ class OpenAIEventDecoder:
                 out += self.translator.done()
                 continue
             try:
-                chunk = _jsonexact.loads(data)
+                chunk = loads_exact(data)
             except orjson.JSONDecodeError:
                 raise StreamProtocolError("chunk is not valid JSON", event=sse) from None
             if not isinstance(chunk, dict):

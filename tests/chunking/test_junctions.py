@@ -17,10 +17,10 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sdk import _tokens
 from sdk.chunking import Chunker
 from sdk.chunking import _junctions as j
 from sdk.chunking._engine import Sizer
+from sdk.tokens import _local as _tokens
 from tests.chunking import examples
 from tests.invariants import check_chunks
 

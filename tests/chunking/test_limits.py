@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import pytest
 import regex
 
-from sdk import _tokens
 from sdk.chunking import Chunker
+from sdk.tokens import _local as _tokens
 from tests.invariants import check_chunks
 
 MILLION = 1_000_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sdk._backends import MessagesBackend, OpenAIBackend, detect_backend
+from sdk.client._backends import MessagesBackend, OpenAIBackend, detect_backend
 from sdk.stream import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 
 TOOLS = [{"name": "get_weather", "description": "Weather.", "input_schema": {"type": "object"}}]

@@ -12,7 +12,7 @@ import pytest
 
 import sdk
 import sdk._errors as errors
-import sdk._map as map_module
+import sdk.client._map as map_module
 
 pytestmark = pytest.mark.anyio
 

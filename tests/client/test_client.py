@@ -10,7 +10,7 @@ import anyio
 import httpx2
 import pytest
 
-from sdk._client import Client, ModelInfo
+from sdk import Client, ModelInfo
 from sdk._errors import APIConnectionError, APITimeoutError, AuthenticationError
 from sdk.stream import StallPolicy
 

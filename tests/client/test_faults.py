@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sdk._client import Client
+from sdk import Client
 from sdk._errors import (
     APIConnectionError,
     APITimeoutError,
@@ -24,7 +24,7 @@ from sdk._errors import (
     RateLimitError,
     RequestTooLargeError,
 )
-from sdk._retry import RetryBudget, RetryPolicy
+from sdk.http import RetryBudget, RetryPolicy
 from sdk.stream import StallPolicy
 
 from .fault_server import FaultServer, Reply, Request, events_for, fault_server, prefill_of, sse

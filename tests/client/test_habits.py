@@ -64,7 +64,7 @@ def test_the_openai_backend_reads_its_own_environment(monkeypatch: pytest.Monkey
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://elsewhere:9000")
     c = Client(backend="openai")
     assert c.base_url == "http://gpu-box:8000/v1" and c.backend_name == "openai"
-    assert c._key.value == "from-the-environment"
+    assert c._sender.credentials.key.value == "from-the-environment"
     monkeypatch.delenv("OPENAI_BASE_URL")
     assert Client(backend="openai").base_url == "https://api.openai.com/v1"
     assert Client().base_url == "http://elsewhere:9000"

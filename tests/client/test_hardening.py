@@ -24,7 +24,7 @@ from sdk import (
     ResponseTooLargeError,
     RetryPolicy,
 )
-from sdk._body import MAX_ERROR_BODY, MAX_RESPONSE_BODY
+from sdk.http._body import MAX_ERROR_BODY, MAX_RESPONSE_BODY
 
 from .fault_server import FaultServer, Reply, Request, events_for, fault_server, sse
 
@@ -404,7 +404,7 @@ async def test_credential_headers_per_request_stay_bounded() -> None:
                 messages=MSG,
                 extra_headers={"authorization": f"Bearer tok-{i:04d}-abc"},
             )
-        assert len(c._secrets) <= 33  # the key and the latest header values
+        assert len(c._sender.credentials._secrets) <= 33  # the key and the latest header values
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
@@ -412,7 +412,7 @@ async def test_compressed_bodies_of_every_lawful_and_broken_shape() -> None:
     import gzip
 
     from sdk import APIConnectionError
-    from sdk._body import read_bounded
+    from sdk.http._body import read_bounded
 
     body = b'{"a": "' + b"x" * 5000 + b'"}'
     gz = gzip.compress(body)

@@ -7,7 +7,7 @@ sending a response", or a reset). The loopback server here plays that race witho
 timing: it answers a connection's first request, and when the next request arrives on
 the same connection it closes the connection (or resets it) without answering. The
 client must send that request again on another connection, with no retry spent (so
-even with retries off), and only in that case (:mod:`sdk._transport`).
+even with retries off), and only in that case (:mod:`sdk.http._transport`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import pytest
 from anyio.abc import SocketAttribute, SocketStream
 
 from sdk import APIConnectionError, Client, RetryPolicy
-from sdk._transport import StaleConnectionResend, never_answered
+from sdk.client._engine import cancel_conversation
+from sdk.http._transport import StaleConnectionResend, never_answered
 from sdk.scheduler import Scheduler
 from sdk.server._route import Engine, Router
 
@@ -132,7 +133,7 @@ async def test_the_request_that_stops_a_kept_stream_is_sent_again_too() -> None:
     async with keepalive_server(drops=2) as server, client(server, retry=NO_RETRIES) as c:
         with anyio.fail_after(10):
             await c.models()
-            await c._conversation_cancel("conv-1")()
+            await cancel_conversation(c._sender, "conv-1")
             await c.models()
     assert server.log() == [
         (0, "GET /v1/models"),

@@ -1,6 +1,6 @@
 """A map's checkpoint is not trusted: it is streamed with a bounded line, a symbolic link
 at its path is not followed, and what is not a regular file is refused, each with a
-:class:`~sdk._map.CheckpointError`."""
+:class:`~sdk.client._map.CheckpointError`."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import anyio
 import orjson
 import pytest
 
-import sdk._map
+import sdk.client._map
 from sdk import Client
-from sdk._map import CheckpointError, request_key
+from sdk.client._map import CheckpointError, request_key
 from sdk.stream import Message, TextBlock, Usage
 from sdk.stream._accumulate import message_to_wire
 
@@ -85,7 +85,7 @@ async def test_a_large_checkpoint_is_streamed_not_read_whole(tmp_path: Path) -> 
 async def test_a_line_over_the_bound_is_an_error_naming_its_offset_not_read_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sdk._map, "MAX_LINE_BYTES", 1 * MiB)
+    monkeypatch.setattr(sdk.client._map, "MAX_LINE_BYTES", 1 * MiB)
     path = tmp_path / "map.jsonl"
     first = _line(0, "fine")
     path.write_bytes(first + b'{"index": 1, "key": "' + b"k" * (32 * MiB))  # one 32 MiB line
@@ -101,7 +101,7 @@ async def test_a_result_over_the_line_bound_is_not_checkpointed_and_is_counted(
 ) -> None:
     """What the map would refuse to read back it does not write: that result counts in
     ``checkpoint_errors`` and is sent again by the next run; the others are kept."""
-    monkeypatch.setattr(sdk._map, "MAX_LINE_BYTES", 300)
+    monkeypatch.setattr(sdk.client._map, "MAX_LINE_BYTES", 300)
     path = tmp_path / "map.jsonl"
     reqs = [_req(0), dict(model="m", max_tokens=5, messages=msg("y" * 400))]
     async with fault_server(echo_handler()) as server, client(server) as c:

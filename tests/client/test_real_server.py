@@ -9,7 +9,7 @@ import anyio
 import httpx2
 import pytest
 
-from sdk._client import Client
+from sdk import Client
 from sdk.stream import ContentBlockDeltaEvent, FlowControl, StallPolicy, TextDelta
 from tests.llama import LlamaServer
 

@@ -237,9 +237,9 @@ async def test_a_thinking_field_an_engine_ignores_does_not_stop_a_continuation()
 def test_hosted_apis_are_known_by_host() -> None:
     for url in ("https://api.openai.com/v1", "https://api.anthropic.com", "https://api.anthropic.com/v1"):
         c = Client(base_url=url, api_key="k-hosted")
-        assert c.stall.enabled is False and c._slots_known, url
+        assert c.stall.enabled is False and c._engine.slots_known, url
     assert Client(base_url="https://api.anthropic.com/v1", api_key="k").hosted
-    assert not Client(base_url="http://127.0.0.1:8080", api_key="k")._slots_known
+    assert not Client(base_url="http://127.0.0.1:8080", api_key="k")._engine.slots_known
 
 
 async def _idle(server: LlamaServer, seconds: float) -> None:

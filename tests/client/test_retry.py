@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sdk._retry import RetryBudget, RetryPolicy, parse_retry_after, retry_decision
+from sdk.http import RetryBudget, RetryPolicy, parse_retry_after, retry_decision
 
 NOW = 1_800_000_000.0
 P = RetryPolicy(max_retries=3, initial_delay=0.5, max_delay=8.0, jitter=0.25)

@@ -12,9 +12,8 @@ import pytest
 from anyio import wait_all_tasks_blocked
 from anyio.lowlevel import checkpoint
 
-from sdk import MapProgress, RequestMetrics
-from sdk._client import Client
-from sdk._retry import RetryPolicy
+from sdk import Client, MapProgress, RequestMetrics
+from sdk.http import RetryPolicy
 from sdk.scheduler import Scheduler, TicketState, UnknownTierError
 from sdk.stream import StallPolicy
 
@@ -82,9 +81,9 @@ async def test_slots_are_learnt_once_from_props() -> None:
 
 async def test_the_hosted_api_is_not_probed_and_a_given_slot_count_wins() -> None:
     async with Client(api_key=KEY) as hosted:
-        assert hosted._slots_known
+        assert hosted._engine.slots_known
     async with Client(base_url="http://127.0.0.1:9", scheduler=Scheduler(slots=5)) as c:
-        assert c._slots_known and c.scheduler.slots == 5
+        assert c._engine.slots_known and c.scheduler.slots == 5
 
 
 async def test_unknown_tier_fails_at_the_call() -> None:
@@ -754,8 +753,7 @@ async def test_a_client_and_its_scheduler_are_freed_together() -> None:
 
 
 async def test_a_batch_flight_can_be_preempted_as_soon_as_it_is_admitted() -> None:
-    from sdk._dispatch import Dispatcher
-    from sdk.scheduler import Cost
+    from sdk.scheduler import Cost, Dispatcher
 
     d = Dispatcher(Scheduler(slots=1))
     asked: list[str] = []

@@ -21,8 +21,8 @@ from sdk import (
     acount_tokens,
     count_tokens,
 )
-from sdk._tokens import WorkerEncoder
 from sdk.chunking import Chunker, chunk
+from sdk.tokens import WorkerEncoder
 from tests.corpus import corpus_files
 from tests.invariants import grapheme_starts, watch_encoder
 from tests.llama import LlamaServer
@@ -384,16 +384,16 @@ async def test_texts_that_cannot_be_sent_are_refused_before_a_request() -> None:
 
 
 async def test_a_huge_answer_that_is_not_json_is_cut_before_it_is_masked(monkeypatch: Any) -> None:
-    import sdk._client
+    import sdk.client._send
 
     masked: list[int] = []
-    real = sdk._client.redact
+    real = sdk.client._send.redact
 
     def redact(text: str) -> str:
         masked.append(len(text))
         return real(text)
 
-    monkeypatch.setattr(sdk._client, "redact", redact)
+    monkeypatch.setattr(sdk.client._send, "redact", redact)
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, content=b"<html>" + b"x" * (8 << 20))

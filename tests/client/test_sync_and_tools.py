@@ -43,8 +43,8 @@ def test_the_sync_client_streams_creates_and_counts(llama_server: LlamaServer) -
         for t in threads:
             t.join(120)
         assert not errors and len(results) == 4 and all(results)  # (batched: greedy text may differ)
-        pool = c.client._http  # one httpx2 pool for every call
-        assert pool is c.client._http
+        pool = c.client._sender.http  # one httpx2 pool for every call
+        assert pool is c.client._sender.http
     with pytest.raises(RuntimeError):
         c.create(**req)  # closed
 

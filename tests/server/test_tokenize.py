@@ -49,7 +49,7 @@ async def test_tokenize_is_authenticated_and_checks_its_body(served: Served) -> 
         assert r.status_code == 200 and r.json()["count"] == 2  # vLLM's request shape too
     async with Client(base_url=served.url, api_key=ALICE) as c:
         with pytest.raises(BadRequestError):
-            await c._send("POST", "/tokenize", body={"content": ["a", 1]}, root=True)
+            await c._sender.send("POST", "/tokenize", body={"content": ["a", 1]}, root=True)
 
 
 async def test_official_sdks_retrieve_a_model_by_id(served: Served) -> None:

@@ -41,7 +41,7 @@ def _public_classes() -> dict[str, type]:
         "sdk.chunking",
         "sdk.scheduler",
         "sdk.server",
-        "sdk._tokens",
+        "sdk.tokens",
     ):
         mod = importlib.import_module(name)
         for attr in getattr(mod, "__all__", ()):

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._tokens import even_ends
+from ._local import even_ends
 
 if TYPE_CHECKING:
-    from ._client import Client
+    from ..client import Client
 
 __all__ = ["ServerTokenizer"]
 
@@ -69,12 +69,12 @@ class ServerTokenizer:
         self.requests = 0  # sent so far: what a batch or a chunking cost the server
 
     def __repr__(self) -> str:
-        return f"ServerTokenizer({self._client._shown_url!r}, model={self.model!r})"
+        return f"ServerTokenizer({self._client.display_url!r}, model={self.model!r})"
 
     @property
     def name(self) -> str:
         """Names the tokenizer in reports and session files: the server and the model."""
-        return f"server:{self._client._shown_url}" + (f"#{self.model}" if self.model else "")
+        return f"server:{self._client.display_url}" + (f"#{self.model}" if self.model else "")
 
     async def _ask(self, text: str, pieces: bool) -> tuple[list[int], list[str | list[int]] | None]:
         if not isinstance(text, str):
@@ -88,7 +88,7 @@ class ServerTokenizer:
             self._limiter = (loop, anyio.CapacityLimiter(self.concurrency))
         async with self._limiter[1]:
             self.requests += 1
-            return await self._client._tokenize(text, model=self.model, pieces=pieces)
+            return await self._client.tokenize_pieces(text, model=self.model, pieces=pieces)
 
     async def encode(self, text: str) -> list[int]:
         """Token ids of ``text``."""

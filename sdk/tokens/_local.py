@@ -35,7 +35,7 @@ import anyio.to_thread
 import regex
 import tiktoken
 
-from ._errors import EncodingUnavailable, TokenizerError
+from .._errors import EncodingUnavailable, TokenizerError
 
 if TYPE_CHECKING:
     import tokenizers
@@ -47,6 +47,7 @@ _Ids = TypeVar("_Ids")
 __all__ = [
     "DEFAULT_ENCODING",
     "WHITE_SPACE",
+    "AsyncEncodingSpec",
     "Encoder",
     "EncodingSpec",
     "EncodingUnavailable",

@@ -23,14 +23,15 @@ server-specific ones (llama-server's ``cache_prompt``, ``seed``) need no SDK rel
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import orjson
 
-from . import _jsonexact
-from ._errors import StreamProtocolError, redact
-from .stream import (
+from .._errors import StreamProtocolError, redact
+from ..http import loads_exact
+from ..stream import (
     AnthropicEventDecoder,
     ContentBlock,
     Message,
@@ -40,13 +41,34 @@ from .stream import (
     ToolUseBlock,
     Usage,
 )
-from .stream._events import parse_block
-from .stream._openai import FINISH_REASONS, openai_usage
-from .stream._stream import EventDecoder
+from ..stream._events import parse_block
+from ..stream._openai import FINISH_REASONS, openai_usage
+from ..stream._stream import EventDecoder
 
-__all__ = ["Backend", "BackendName", "MessagesBackend", "OpenAIBackend", "detect_backend"]
+__all__ = ["Backend", "BackendName", "MessagesBackend", "OpenAIBackend", "configured", "detect_backend"]
 
 BackendName = Literal["messages", "openai"]
+
+HOSTED_BASE_URL = "https://api.anthropic.com"
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+def configured(
+    base_url: str | None, backend: BackendName | None, api_key: str | None
+) -> tuple[str, BackendName, str | None]:
+    """The base URL (``base_url``, else ``ANTHROPIC_BASE_URL`` or, for ``openai``,
+    ``OPENAI_BASE_URL``, else the hosted API's), the backend (named, else detected from
+    the URL) and the API key (``api_key``, else ``ANTHROPIC_API_KEY`` or
+    ``OPENAI_API_KEY`` by the backend)."""
+    if backend == "openai":
+        base = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+    else:
+        base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or HOSTED_BASE_URL
+    base = base.rstrip("/")
+    name: BackendName = backend or detect_backend(base)
+    if api_key is None:
+        api_key = os.environ.get("OPENAI_API_KEY" if name == "openai" else "ANTHROPIC_API_KEY")
+    return base, name, api_key
 
 
 def detect_backend(base_url: str) -> BackendName:
@@ -203,7 +225,7 @@ class OpenAIBackend(Backend):
                 continue
             raw = _s(fn.get("arguments"))
             try:
-                parsed, err = (_jsonexact.loads(raw) if raw else {}), None
+                parsed, err = (loads_exact(raw) if raw else {}), None
             except orjson.JSONDecodeError as e:
                 parsed, err = None, str(e)
             blocks.append(ToolUseBlock(_s(call.get("id")), _s(fn.get("name")), parsed, raw, err))

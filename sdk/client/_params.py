@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
-from ._errors import InvalidRequestError
+from .._errors import InvalidRequestError
 
 __all__ = [
     "ContentBlockParam",
@@ -21,6 +21,7 @@ __all__ = [
     "MessageParam",
     "ToolParam",
     "check_request",
+    "merged_request",
 ]
 
 ContentBlockParam = Mapping[str, Any]
@@ -70,6 +71,18 @@ class CreateParams(CountTokensParams, total=False):
     repeat_penalty: float
     presence_penalty: float
     frequency_penalty: float
+
+
+def merged_request(
+    params: Mapping[str, Any], extra_body: Mapping[str, Any] | None, *, max_tokens: bool
+) -> dict[str, Any]:
+    """The request's fields (``extra_body`` over the keywords), checked: a missing or
+    malformed required field is an :class:`InvalidRequestError` before anything is sent."""
+    request = dict(params)
+    if extra_body:
+        request.update(extra_body)
+    check_request(request, max_tokens=max_tokens)
+    return request
 
 
 def check_request(params: Mapping[str, Any], *, max_tokens: bool) -> None:

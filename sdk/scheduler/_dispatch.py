@@ -22,20 +22,11 @@ from collections.abc import Callable, Mapping
 
 import anyio
 
-from ._errors import RequestRejectedError
-from .scheduler import (
-    Cost,
-    Decisions,
-    MetricsHook,
-    MetricsWindow,
-    RequestMetrics,
-    RequestTimer,
-    Scheduler,
-    Ticket,
-    TicketState,
-    Tier,
-    TierMetrics,
-)
+from .._errors import RequestRejectedError
+from ._core import Decisions, Scheduler, Ticket, TicketState
+from ._limits import Cost
+from ._metrics import MetricsHook, MetricsWindow, RequestMetrics, RequestTimer, TierMetrics
+from ._tiers import Tier
 
 __all__ = ["Dispatcher", "Flight"]
 

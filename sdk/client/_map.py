@@ -50,14 +50,15 @@ import anyio
 import orjson
 from anyio.abc import TaskGroup
 
+from .._errors import CheckpointError
+from ..scheduler import RequestMetrics, Tier
+from ..stream import Message
+from ..stream._accumulate import message_to_wire
 from ._backends import MessagesBackend
-from ._errors import CheckpointError
-from .scheduler import RequestMetrics, Tier
-from .stream import Message
-from .stream._accumulate import message_to_wire
 
 if TYPE_CHECKING:
-    from ._client import Client, Stream
+    from ._client import Client
+    from ._stream import Stream
 
 __all__ = ["MapProgress", "MapResult", "MapRun"]
 

@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 
 import httpx2
 
-from ._errors import APIConnectionError, UnsupportedEncodingError
+from .._errors import APIConnectionError, UnsupportedEncodingError
 
 __all__ = ["MAX_ERROR_BODY", "MAX_RESPONSE_BODY", "BodyDecoder", "decoded_chunks", "read_bounded"]
 

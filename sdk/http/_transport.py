@@ -19,7 +19,7 @@ reused HTTP/1.1 connection (no new TCP connection was made for it) and that conn
 ended before the response head (:func:`never_answered`). A failed connection leaves
 the pool, so each resend takes another kept-alive connection or a new one; at most
 ``max_resends``. A new connection that fails, a timeout, or a malformed answer is the
-retry policy's business (:mod:`sdk._retry`), one layer up.
+retry policy's business (:mod:`sdk.http._retry`), one layer up.
 
 Being below the client's retry policy, a resend spends no retry budget and no attempt,
 so a client with retries off is not failed by its own pool; and being below the

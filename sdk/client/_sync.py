@@ -27,11 +27,9 @@ import anyio
 import sniffio
 from anyio.from_thread import BlockingPortal
 
-from ._client import Client, ModelInfo, Priority, Stream, TimeoutArg, TokenCount
-from ._errors import APIConnectionError, SDKError
-from ._params import CountTokensParams, CreateParams
-from .scheduler import TierMetrics
-from .stream import (
+from .._errors import APIConnectionError, SDKError
+from ..scheduler import TierMetrics
+from ..stream import (
     ContentBlockDeltaEvent,
     Event,
     FlowControl,
@@ -40,6 +38,10 @@ from .stream import (
     StreamStatistics,
     TextDelta,
 )
+from ._catalog import ModelInfo, TokenCount
+from ._client import Client, Priority, TimeoutArg
+from ._params import CountTokensParams, CreateParams
+from ._stream import Stream
 
 __all__ = ["SyncClient", "SyncStream"]
 
