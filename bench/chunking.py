@@ -1009,9 +1009,9 @@ def _parse_cost(
             # What ``kind="auto"`` takes the text for: code found by its content is
             # parsed like code named by its file (the decision itself is our work, not
             # part of the floor).
-            from sdk.chunking._detect import _decide
+            from sdk.chunking._detect import decide
 
-            kind, _why, language = _decide(t.text, None, t.filename)
+            kind, _why, language = decide(t.text, None, t.filename)
         if kind == "markdown":
             # Fenced code is cut at syntax nodes too: its parse is part of the floor
             # wherever a fence does not fit whole (at every budget here but the largest

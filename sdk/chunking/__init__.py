@@ -9,10 +9,7 @@
 
 from sdk.tokens import TokenizerError
 
-from . import (
-    _accel,
-    _markdown,  # noqa: F401  (importing it registers kind="markdown")
-)
+from . import _accel
 from ._api import BinaryFileError, Chunker, FileChunks, UndecodableFileError, chunk
 from ._code import GrammarUnavailable, UnknownLanguage, detect_language, languages
 from ._detect import detect_kind

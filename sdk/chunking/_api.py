@@ -8,7 +8,6 @@ import dataclasses
 import functools
 import itertools
 import os
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -30,21 +29,14 @@ from sdk.tokens import (
 from .._errors import BinaryFileError, UndecodableFileError
 from . import _accel
 from ._engine import Engine, RawChunk, Sizer
-from ._prose import LEVELS, PROSE, boundaries
-from ._types import Chunk, ChunkingWarning, Section
+from ._kinds import KINDS, ROOTS
+from ._prose import LEVELS, boundaries
+from ._types import Chunk, Section
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
 __all__ = ["BinaryFileError", "Chunker", "FileChunks", "UndecodableFileError", "chunk"]
-
-_KINDS = ("auto", "text", "markdown", "code", "json", "jsonl")
-
-# Format roots: (text, language, filename) -> root Section. Filled by the format
-# modules that exist; a kind without one falls back to prose rules with a warning.
-RootFactory = Callable[[str, "str | None", "str | None"], Section]
-_ROOTS: dict[str, RootFactory] = {}
-
 
 # achunk's engines run in threads of their own, at most this many per event loop. An
 # engine waits in its thread for each count of an async tokenizer, and that count may
@@ -61,11 +53,6 @@ def _engine_threads() -> anyio.CapacityLimiter:
         limiter = anyio.CapacityLimiter(_ENGINE_THREADS)
         _engine_limiter.set(limiter)
         return limiter
-
-
-def register_kind(kind: str, factory: RootFactory) -> None:
-    """Install the root factory for ``kind`` (used by the format modules)."""
-    _ROOTS[kind] = factory
 
 
 def _cancellable(sizer: Sizer) -> Sizer:
@@ -95,8 +82,8 @@ def _cancellable(sizer: Sizer) -> Sizer:
 def _check_kind(kind: object) -> None:
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a str, got {type(kind).__name__}")
-    if kind not in _KINDS:
-        raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(_KINDS)}")
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
 
 
 def _check_optional_str(value: object, name: str) -> None:
@@ -386,22 +373,7 @@ class Chunker:
             yield r
 
     def _root(self, text: str, kind: str, language: str | None, filename: str | None) -> Section:
-        if kind == "auto":
-            detect = _ROOTS.get("auto")
-            if detect is not None:
-                return detect(text, language, filename)
-            return PROSE.root(text)
-        if kind == "text":
-            return PROSE.root(text)
-        factory = _ROOTS.get(kind)
-        if factory is None:
-            warnings.warn(
-                f"kind={kind!r} is not available in this build; chunking with prose rules",
-                ChunkingWarning,
-                stacklevel=3,
-            )
-            return PROSE.root(text)
-        return factory(text, language, filename)
+        return ROOTS[kind](text, language, filename)
 
     def _with_overlap(self, sizer: Sizer, text: str, chunks: list[Chunk]) -> list[Chunk]:
         out = [chunks[0]]

@@ -35,7 +35,6 @@ import regex
 import tree_sitter
 
 from . import _accel
-from ._api import register_kind
 from ._engine import flat_state
 from ._languages import (
     GrammarUnavailable,
@@ -53,6 +52,7 @@ __all__ = [
     "CodeSplitter",
     "GrammarUnavailable",
     "UnknownLanguage",
+    "code_kind_root",
     "code_root",
     "detect_language",
     "languages",
@@ -1167,7 +1167,7 @@ def code_root(text: str, language: str) -> Section:
     return Section(0, len(text), splitter, _Nodes((), (), 0, 0), "code", name, None)
 
 
-def _root_factory(text: str, language: str | None, filename: str | None) -> Section:
+def code_kind_root(text: str, language: str | None, filename: str | None) -> Section:
     if language is None and filename:
         language = language_for_filename(filename, text)
     if language is not None:
@@ -1185,9 +1185,6 @@ def _root_factory(text: str, language: str | None, filename: str | None) -> Sect
         stacklevel=4,
     )
     return PROSE.root(text)
-
-
-register_kind("code", _root_factory)
 
 
 if _accel.native is not None:

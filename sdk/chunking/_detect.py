@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 
-from ._api import _ROOTS, register_kind
-from ._languages import GrammarUnavailable, UnknownLanguage, detect_language, language_for_filename
-from ._prose import PROSE
-from ._types import ChunkingWarning, Section
+from ._languages import detect_language, language_for_filename
 
-__all__ = ["detect_kind"]
+__all__ = ["decide", "detect_kind"]
 
 _PREFIX = 8192
 # Shares of code-shaped lines (by length) that send the prefix to the language
@@ -245,11 +241,11 @@ def _markdown_signals(prefix: str) -> int:
 
 def detect_kind(text: str, language: str | None = None, filename: str | None = None) -> tuple[str, str]:
     """``(kind, why)`` for a whole input: one of text, markdown, code, json, jsonl."""
-    kind, why, _ = _decide(text, language, filename)
+    kind, why, _ = decide(text, language, filename)
     return kind, why
 
 
-def _decide(text: str, language: str | None, filename: str | None) -> tuple[str, str, str | None]:
+def decide(text: str, language: str | None, filename: str | None) -> tuple[str, str, str | None]:
     """``(kind, why, language)``; the language is the code language found, if any."""
     if language is not None:
         lowered = language.lower()
@@ -310,38 +306,3 @@ def _decide(text: str, language: str | None, filename: str | None) -> tuple[str,
     if md >= 4:
         return "markdown", f"content: Markdown structure (score {md})", None
     return "text", "content: prose", None
-
-
-def _auto_root(text: str, language: str | None, filename: str | None) -> Section:
-    kind, why, found = _decide(text, language, filename)
-    if kind == "text":
-        return PROSE.root(text)
-    factory = _ROOTS.get(kind)
-    if factory is None:
-        warnings.warn(
-            f"kind='auto' chose {kind!r} ({why}), which is not available in this build; "
-            "chunking with prose rules",
-            ChunkingWarning,
-            stacklevel=4,
-        )
-        return PROSE.root(text)
-    if kind == "code" and found is None:
-        warnings.warn(
-            f"kind='auto' found code ({why}); chunking with prose rules. "
-            "Pass language= or filename= to choose a grammar.",
-            ChunkingWarning,
-            stacklevel=4,
-        )
-        return PROSE.root(text)
-    try:
-        return factory(text, found if kind == "code" else language, filename)
-    except (UnknownLanguage, GrammarUnavailable) as exc:
-        warnings.warn(
-            f"kind='auto' chose {kind!r} ({why}) but {exc}; chunking with prose rules",
-            ChunkingWarning,
-            stacklevel=4,
-        )
-        return PROSE.root(text)
-
-
-register_kind("auto", _auto_root)

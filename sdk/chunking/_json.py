@@ -48,7 +48,6 @@ from typing import Any, NamedTuple
 import regex
 
 from . import _accel
-from ._api import register_kind
 from ._engine import flat_state
 from ._jsontok import (
     _STRING_TOKEN,
@@ -72,6 +71,8 @@ __all__ = [
     "JSONProgress",
     "JSONSplitter",
     "JSONTokenizer",
+    "json_root",
+    "jsonl_root",
 ]
 
 _FLAT_DEPTH = 64
@@ -1324,13 +1325,9 @@ def _root(text: str, lines: bool) -> Section:
     return Section(0, n, splitter, _Top(items, 0, len(items), 0, numbered), "json", None, first_path)
 
 
-def _root_json(text: str, language: str | None, filename: str | None) -> Section:
+def json_root(text: str, language: str | None, filename: str | None) -> Section:
     return _root(text, lines=False)
 
 
-def _root_jsonl(text: str, language: str | None, filename: str | None) -> Section:
+def jsonl_root(text: str, language: str | None, filename: str | None) -> Section:
     return _root(text, lines=True)
-
-
-register_kind("json", _root_json)
-register_kind("jsonl", _root_jsonl)

@@ -19,13 +19,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple, TypeAlias, TypeVar, cast, overload
 
 from . import _accel
-from ._api import _ROOTS, register_kind
+from ._code import code_kind_root
 from ._engine import _refines, flat_state
+from ._json import json_root, jsonl_root
 from ._languages import GrammarUnavailable, UnknownLanguage, known_language
 from ._prose import PROSE
 from ._types import ChunkingWarning, Section
 
-__all__ = ["MarkdownSplitter", "markdown_root"]
+__all__ = ["MarkdownSplitter", "markdown_kind_root", "markdown_root"]
 
 _EOL = r"(?:\r\n|\r|\n|$)"
 # Matched at a line's start (of _LINE: after "\n", "\r\n" or a lone "\r").
@@ -928,18 +929,16 @@ def _body_root(body: str, language: str | None, kind: str) -> Section:
     """The root section of a fence body, by the rules of its info-string language."""
     if language:
         if kind == "json":
-            factory = _ROOTS.get(language)  # "json" or "jsonl"
+            factory = {"json": json_root, "jsonl": jsonl_root}.get(language)
             if factory is not None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ChunkingWarning)  # invalid JSON: prose rules
                     return factory(body, None, None)
         elif known_language(language) is not None:  # (a fence of "text", "yaml", "mermaid": prose)
-            factory = _ROOTS.get("code")
-            if factory is not None:
-                try:
-                    return factory(body, language, None)
-                except (UnknownLanguage, GrammarUnavailable):
-                    pass
+            try:
+                return code_kind_root(body, language, None)
+            except (UnknownLanguage, GrammarUnavailable):
+                pass
     return Section(0, len(body), PROSE, 1, kind, language, None)
 
 
@@ -1173,8 +1172,5 @@ def markdown_root(text: str) -> Section:
     return MarkdownSplitter(text).root()
 
 
-def _root_factory(text: str, language: str | None, filename: str | None) -> Section:
+def markdown_kind_root(text: str, language: str | None, filename: str | None) -> Section:
     return markdown_root(text)
-
-
-register_kind("markdown", _root_factory)
