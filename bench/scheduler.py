@@ -11,7 +11,7 @@ extend, ``--batch-tokens`` tokens) submitted at once, and one interactive reques
   server's own queue decides: first come, first served);
 * **LiteLLM Router** with its ``priority`` argument and the deployment capped at the
   server's slot count (``bench/_litellm_router.py``);
-* **seam-sdk**: ``Client.map(..., priority="batch")`` for the batch job and
+* **seam-llm**: ``Client.map(..., priority="batch")`` for the batch job and
   ``Client.stream(..., priority="interactive")`` for the rest; the client learns the
   slot count from ``/props`` and preempts a batch stream for an interactive request.
 
@@ -268,8 +268,8 @@ async def main_async(args: argparse.Namespace) -> None:
         base = await timed(unscheduled(url, args))
         results.append(("unscheduled (gather + semaphore)", base))
         results.append(("LiteLLM Router, priority", await timed(litellm(url, args))))
-        results.append(("seam-sdk scheduler", await timed(seam(url, args))))
-        results.append(("seam-sdk, batch not preemptible", await timed(seam(url, args, preempt=False))))
+        results.append(("seam-llm scheduler", await timed(seam(url, args))))
+        results.append(("seam-llm, batch not preemptible", await timed(seam(url, args, preempt=False))))
     finally:
         if stop is not None:
             stop.__exit__(None, None, None)

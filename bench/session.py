@@ -144,7 +144,7 @@ def main() -> None:
 
     print(f"\n### Fitting a growing history: {args.turns} turns, {args.window:,}-token window\n")
     print(
-        "| turns in history | history tokens | seam-sdk fit + render | seam-sdk count 2 new turns "
+        "| turns in history | history tokens | seam-llm fit + render | seam-llm count 2 new turns "
         "| LiteLLM trim_messages | naive re-count (bench baseline) |"
     )
     print("|---:|---:|---:|---:|---:|---:|")
@@ -158,7 +158,7 @@ def main() -> None:
 
         print(f"| {n} | {tok:,} | {med * 1e3:.2f} ms | {med_count * 1e3:.2f} ms | {ms(lit)} | {ms(nai)} |")
     print(
-        f"\nseam-sdk fit + render per request over the whole run: median {statistics.median(ours) * 1e3:.2f} ms, "
+        f"\nseam-llm fit + render per request over the whole run: median {statistics.median(ours) * 1e3:.2f} ms, "
         f"p95 {sorted(ours)[int(len(ours) * 0.95)] * 1e3:.2f} ms, max {max(ours) * 1e3:.2f} ms; counting the "
         f"new turns: median {statistics.median(counting) * 1e3:.2f} ms, max {max(counting) * 1e3:.2f} ms; "
         f"prefix identical to the previous request on {stable}/{len(ours) - 1} requests."
@@ -175,7 +175,7 @@ def main() -> None:
         system
     )
     print(
-        f"| seam-sdk | {report.turns} | {len(report.kept)} + marker | {sent:,} | "
+        f"| seam-llm | {report.turns} | {len(report.kept)} + marker | {sent:,} | "
         f"{'yes' if sent > budget else 'no'} | 0 | {len(report.elided)} | {len(report.elided)} (marker) |"
     )
     for name in ("litellm", "naive"):

@@ -1,4 +1,4 @@
-"""The seam-sdk demo: the four fixes, end to end, with the ``seam`` command line.
+"""The seam-llm demo: the four fixes, end to end, with the ``seam`` command line.
 
 1. Chunking: ``seam chunk`` over corpora/ (prose in many scripts, code, JSON,
    Markdown, mixed), cut at safe seams within exact budgets: the summary table and a

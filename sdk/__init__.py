@@ -1,4 +1,4 @@
-"""seam-sdk: an async client SDK for large language models.
+"""seam-llm: an async client SDK for large language models.
 
 It cuts long inputs only at safe seams (:mod:`sdk.chunking`), reads streams with flow
 control and resumes them without duplicates (:mod:`sdk.stream`), keeps conversations

@@ -1,4 +1,4 @@
-"""``seam``: the command line (``pip install 'seam-sdk[cli]'``; also ``python -m sdk``).
+"""``seam``: the command line (``pip install 'seam-llm[cli]'``; also ``python -m sdk``).
 
 ``seam chunk`` and ``seam count`` work on files and folders (``.gitignore`` obeyed),
 ``seam chat`` is a streaming chat kept in a session file, ``seam serve`` starts the

@@ -36,7 +36,7 @@ EXIT_PIPE = 141  # the output was closed before all of it was written (as SIGPIP
 
 app = typer.Typer(
     name="seam",
-    help="seam-sdk on the command line: chunk and count files, chat with a session, serve, benchmark.",
+    help="seam-llm on the command line: chunk and count files, chat with a session, serve, benchmark.",
     no_args_is_help=True,
     add_completion=False,
     # Tracebacks with local variables could print a key or a prompt: keep Python's own.
@@ -333,7 +333,7 @@ def serve(ctx: typer.Context) -> None:
     try:
         from ..server.__main__ import main as server_main
     except ImportError as e:
-        Console(stderr=True).print(f"the server needs the serve extra (pip install 'seam-sdk[serve]'): {e}")
+        Console(stderr=True).print(f"the server needs the serve extra (pip install 'seam-llm[serve]'): {e}")
         raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(server_main(list(ctx.args)))
 

@@ -62,7 +62,7 @@ log = logging.getLogger("sdk")
 # Hosted APIs by host name: nothing there is a self-hosted engine with slots.
 HOSTED_HOSTS = frozenset({"api.anthropic.com", "api.openai.com"})
 DEFAULT_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
-USER_AGENT = "seam-sdk/0.1.0"
+USER_AGENT = "seam-llm/0.1.0"
 # How long closing waits for open streams to stop their server-side generation.
 _CLOSE_GRACE = 6.0
 

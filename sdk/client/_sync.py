@@ -259,7 +259,7 @@ def _start_portal() -> tuple[BlockingPortal, threading.Thread]:
             failure.append(e)
             ready.set()
 
-    thread = threading.Thread(target=run, name="seam-sdk-sync-client", daemon=True)
+    thread = threading.Thread(target=run, name="seam-llm-sync-client", daemon=True)
     thread.start()
     ready.wait()
     if not holder:

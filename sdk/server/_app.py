@@ -993,14 +993,20 @@ class ServerApp:
         await send_json(send, 200, {"tokens": tokens, "count": len(ids)}, quota)
 
     async def _known_models(self) -> list[dict[str, Any]]:
-        """The engines' models, asked at most every 30 s."""
+        """The engines' models, asked at most every 30 s, each with its context window
+        where the engines tell it (the smallest, when engines differ: a request may go to
+        any of them), as vLLM's ``max_model_len``: a session through the server learns
+        its window as it would from the engine."""
         now = anyio.current_time()
         if self._models is None or now - self._models[0] > 30.0:
             seen: dict[str, dict[str, Any]] = {}
             for u in self.upstreams:
                 try:
                     for m in await u.client.models(timeout=10.0):
-                        seen.setdefault(m.id, model_entry(m.id, m.display_name))
+                        entry = seen.setdefault(m.id, model_entry(m.id, m.display_name))
+                        window = await u.client.context_window(m.id)
+                        if window is not None:
+                            entry["max_model_len"] = min(window, entry.get("max_model_len", window))
                 except SDKError:
                     continue
             self._models = (now, list(seen.values()))

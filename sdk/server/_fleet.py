@@ -287,7 +287,7 @@ class FleetLink:
         try:
             import redis
         except ImportError:  # pragma: no cover - the optional extra is missing
-            raise ImportError("--state needs the redis client: pip install 'seam-sdk[redis]'") from None
+            raise ImportError("--state needs the redis client: pip install 'seam-llm[redis]'") from None
         u = parse_redis_url(url)  # the session stores' URL forms
         if u.scheme not in ("redis", "rediss", "unix"):
             raise ValueError(

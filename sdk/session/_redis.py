@@ -107,7 +107,7 @@ class RedisStore(SessionStore):
             import redis as redis_module
         except ImportError:  # pragma: no cover - the optional extra is missing
             raise ImportError(
-                "the Valkey/Redis session store needs the redis client: pip install 'seam-sdk[redis]'"
+                "the Valkey/Redis session store needs the redis client: pip install 'seam-llm[redis]'"
             ) from None
         self._password: str | None = None
         if client is not None:

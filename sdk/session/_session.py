@@ -34,7 +34,10 @@ from ._turns import MESSAGE_OVERHEAD, Turn, TurnLog, block_tokens, normalize_con
 
 __all__ = ["DocumentReport", "Session"]
 
-DEFAULT_RESERVE = 4096  # output tokens kept free, unless given (at most a quarter of the window)
+# Output tokens kept free, and each answer's max_tokens, unless given (at most a quarter
+# of the window). Bounded: an answer's stream on llama-server runs on after a client
+# that dies, up to its max_tokens, holding a slot all that time.
+DEFAULT_RESERVE = 1024
 
 SUMMARY_PROMPT = (
     "Summarize the conversation turns below for someone who will continue the conversation "
@@ -58,7 +61,9 @@ class DocumentReport:
 class Session:
     """A conversation kept on the client.
 
-    ``context_window`` and ``reserve_output`` give the input budget; the local estimates
+    ``context_window`` and ``reserve_output`` give the input budget (``reserve_output``,
+    each answer's ``max_tokens`` too, defaults to a quarter of the window, at most 1024:
+    pass ``max_tokens=`` to :meth:`stream` for a longer answer); the local estimates
     are scaled by what the server reports (``scale`` only grows), so a model whose
     tokenizer counts more than the local one still gets requests that fit.
     """
@@ -85,7 +90,7 @@ class Session:
         self.client = client
         self.model = model
         self.context_window: int | None = None
-        self._reserve = reserve_output  # as given (None: a quarter of the window, at most 4096)
+        self._reserve = reserve_output  # as given (None: a quarter of the window, at most 1024)
         self.reserve_output = reserve_output or DEFAULT_RESERVE
         if context_window is not None:
             self.set_window(context_window)
@@ -171,7 +176,7 @@ class Session:
 
     def set_window(self, context_window: int) -> None:
         """The model's context window; ``reserve_output`` (unless given) becomes a quarter
-        of it, at most 4096."""
+        of it, at most 1024."""
         if isinstance(context_window, bool) or not isinstance(context_window, int) or context_window < 2:
             raise ValueError(f"context_window must be an int of at least 2, got {context_window!r}")
         reserve = self._reserve if self._reserve is not None else min(DEFAULT_RESERVE, context_window // 4)

@@ -637,7 +637,7 @@ def _from_file(path: str, _mtime_ns: int) -> HFEncoder:
     module = _tokenizers_module()
     if module is None:
         raise EncodingUnavailable(
-            f"reading {path!r} needs the 'tokenizers' package: pip install 'seam-sdk[tokenizers]'"
+            f"reading {path!r} needs the 'tokenizers' package: pip install 'seam-llm[tokenizers]'"
         )
     import tokenizers
 

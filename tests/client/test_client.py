@@ -43,7 +43,7 @@ async def test_default_headers_and_auth_per_backend(backend: str) -> None:
         async with client(server, backend, default_headers={"x-team": "a"}) as c:
             await c.create(model="m", max_tokens=5, messages=MSG, extra_headers={"x-call": "1"})
         h = server.requests[0].headers
-    assert h["user-agent"].startswith("seam-sdk/") and h["x-team"] == "a" and h["x-call"] == "1"
+    assert h["user-agent"].startswith("seam-llm/") and h["x-team"] == "a" and h["x-call"] == "1"
     assert h["content-type"] == "application/json"
     if backend == "messages":
         assert server.requests[0].path == "/v1/messages"
