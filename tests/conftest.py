@@ -10,6 +10,22 @@ import pytest
 from tests.llama import LlamaServer, running_server
 from tests.valkey import MISSING, binary, running_valkey
 
+# Tests that need a real llama-server (the shared one, or their own): `make test-fast`
+# leaves them out (-m "not llama").
+OWN_LLAMA = (
+    "tests/server/test_failover.py",
+    "tests/cli/test_llama.py",
+    "tests/fleet/",
+    "tests/test_readme.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if "llama_server" in getattr(item, "fixturenames", ()) or path.startswith(OWN_LLAMA):
+            item.add_marker(pytest.mark.llama)
+
 
 @pytest.fixture(scope="session")
 def llama_server() -> Iterator[LlamaServer]:

@@ -273,7 +273,10 @@ def chat(
         bool, typer.Option("--stats", help="Show stream statistics after every answer.")
     ] = False,
     max_tokens: Annotated[int, typer.Option(min=1, help="Most tokens per answer.")] = 256,
-    context_window: Annotated[int, typer.Option(min=2, help="The model's context window, in tokens.")] = 4096,
+    context_window: Annotated[
+        int | None,
+        typer.Option(min=2, help="The model's context window, in tokens (default: learnt from the server)."),
+    ] = None,
     system: Annotated[str | None, typer.Option(help="System prompt of a new session.")] = None,
     temperature: Temperature = None,
     top_k: TopK = None,
@@ -288,7 +291,7 @@ def chat(
     if session_id is not None and session is None:
         err.print("--session-id needs --session (the store)")
         raise typer.Exit(EXIT_USAGE)
-    if max_tokens >= context_window:
+    if context_window is not None and max_tokens >= context_window:
         err.print("--max-tokens must be below --context-window")
         raise typer.Exit(EXIT_USAGE)
     with contextlib.suppress(ImportError):
@@ -336,6 +339,38 @@ def serve(ctx: typer.Context) -> None:
         Console(stderr=True).print(f"the server needs the serve extra (pip install 'seam-llm[serve]'): {e}")
         raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(server_main(list(ctx.args)))
+
+
+@app.command()
+def llama(
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on (0: a free one).")] = 8080,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    parallel: Annotated[int, typer.Option(min=1, help="Slots: requests decoded at once.")] = 2,
+    context: Annotated[int, typer.Option(min=256, help="Tokens of context, shared by the slots.")] = 4096,
+) -> None:
+    """Start llama-server with the packaged Gemma 3 270M (base) model and print its base URL.
+
+    Needs the llama extra (pip install 'seam-llm[llama]'). Runs until interrupted."""
+    from ._llama import start, stop
+
+    err = _console(stderr=True)
+    try:
+        server = start(parallel=parallel, context=context, port=port, host=host)
+    except (ImportError, RuntimeError) as e:
+        err.print(f"[red]{escape(str(e))}[/red]")
+        raise typer.Exit(EXIT_ERROR) from None
+    out = _console()
+    out.print(f"llama-server: {server.url}  (model {server.model}; log {server.log})")
+    out.print(f"  Client(base_url={server.url!r})            # the Messages API")
+    out.print(f"  Client(base_url={server.url + '/v1'!r})         # chat completions")
+    out.print("A base model: give it text to continue. Ctrl-C stops it.")
+    try:
+        server.proc.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop(server.proc)
+    raise typer.Exit(0)
 
 
 @bench_app.command()

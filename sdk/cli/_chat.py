@@ -76,7 +76,7 @@ class ChatOptions:
     priority: str
     stats: bool
     max_tokens: int
-    context_window: int
+    context_window: int | None  # None: learnt from the server at the first request
     system: str | None
     sampling: Mapping[str, Any]
 

@@ -27,9 +27,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+import httpx2
 import orjson
 
-from .._errors import StreamProtocolError, redact
+from .._errors import ConfigError, StreamProtocolError, redact
 from ..http import loads_exact
 from ..stream import (
     AnthropicEventDecoder,
@@ -45,12 +46,22 @@ from ..stream._events import parse_block
 from ..stream._openai import FINISH_REASONS, openai_usage
 from ..stream._stream import EventDecoder
 
-__all__ = ["Backend", "BackendName", "MessagesBackend", "OpenAIBackend", "configured", "detect_backend"]
+__all__ = [
+    "HOSTED_HOSTS",
+    "Backend",
+    "BackendName",
+    "MessagesBackend",
+    "OpenAIBackend",
+    "configured",
+    "detect_backend",
+]
 
 BackendName = Literal["messages", "openai"]
 
 HOSTED_BASE_URL = "https://api.anthropic.com"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+# Hosted APIs by host name: nothing there is a self-hosted engine with slots.
+HOSTED_HOSTS = frozenset({"api.anthropic.com", "api.openai.com"})
 
 
 def configured(
@@ -59,15 +70,19 @@ def configured(
     """The base URL (``base_url``, else ``ANTHROPIC_BASE_URL`` or, for ``openai``,
     ``OPENAI_BASE_URL``, else the hosted API's), the backend (named, else detected from
     the URL) and the API key (``api_key``, else ``ANTHROPIC_API_KEY`` or
-    ``OPENAI_API_KEY`` by the backend)."""
+    ``OPENAI_API_KEY`` by the backend). A hosted API with no key is a
+    :class:`~sdk.ConfigError` now, not a 401 at the first request."""
     if backend == "openai":
         base = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
     else:
         base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or HOSTED_BASE_URL
     base = base.rstrip("/")
     name: BackendName = backend or detect_backend(base)
+    env = "OPENAI_API_KEY" if name == "openai" else "ANTHROPIC_API_KEY"
     if api_key is None:
-        api_key = os.environ.get("OPENAI_API_KEY" if name == "openai" else "ANTHROPIC_API_KEY")
+        api_key = os.environ.get(env)
+    if not api_key and httpx2.URL(base).host.lower() in HOSTED_HOSTS:
+        raise ConfigError(f"no API key for {base}: pass api_key= or set {env}")
     return base, name, api_key
 
 

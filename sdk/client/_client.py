@@ -43,7 +43,7 @@ from ..http import RetryBudget, RetryPolicy, StaleConnectionResend
 from ..scheduler import Dispatcher, Flight, MetricsHook, Scheduler, Tier, TierMetrics
 from ..stream import FlowControl, Message, MessageStream, StallPolicy
 from ..tokens import checked_text
-from ._backends import Backend, BackendName, MessagesBackend, OpenAIBackend, configured
+from ._backends import HOSTED_HOSTS, Backend, BackendName, MessagesBackend, OpenAIBackend, configured
 from ._catalog import ModelInfo, TokenCount, known_window, models_from
 from ._cost import estimate_input_tokens, request_cost
 from ._engine import EngineState, Pieces, probe_slots, tokenize, window_from_props
@@ -59,8 +59,6 @@ __all__ = ["Client", "Priority", "TimeoutArg"]
 
 log = logging.getLogger("sdk")
 
-# Hosted APIs by host name: nothing there is a self-hosted engine with slots.
-HOSTED_HOSTS = frozenset({"api.anthropic.com", "api.openai.com"})
 DEFAULT_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 USER_AGENT = "seam-llm/0.1.0"
 # How long closing waits for open streams to stop their server-side generation.
@@ -417,7 +415,7 @@ class Client:
         Messages server answering 404 there is asked no more; estimates follow. A 2xx
         without a count (``input_tokens``, a non-negative integer) is a broken answer, a
         :class:`StreamProtocolError`, never an estimate passed off as the server's."""
-        request = merged_request(params, extra_body, max_tokens=False)
+        request = merged_request(params, extra_body, max_tokens=False, count=True)
         path = self._backend.count_tokens_path
         if path is not None and self._server_counts:
             body = self._backend.count_body(request)

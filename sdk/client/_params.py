@@ -9,6 +9,7 @@ The fields are the Messages API's, plus the sampling fields self-hosted servers
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
@@ -73,11 +74,32 @@ class CreateParams(CountTokensParams, total=False):
     frequency_penalty: float
 
 
+def _fields(params: type) -> frozenset[str]:
+    keys: frozenset[str] = params.__required_keys__ | params.__optional_keys__  # type: ignore[attr-defined]
+    return keys
+
+
+CREATE_FIELDS = _fields(CreateParams)
+COUNT_FIELDS = _fields(CountTokensParams)
+
+
 def merged_request(
-    params: Mapping[str, Any], extra_body: Mapping[str, Any] | None, *, max_tokens: bool
+    params: Mapping[str, Any], extra_body: Mapping[str, Any] | None, *, max_tokens: bool, count: bool = False
 ) -> dict[str, Any]:
-    """The request's fields (``extra_body`` over the keywords), checked: a missing or
-    malformed required field is an :class:`InvalidRequestError` before anything is sent."""
+    """The request's fields (``extra_body`` over the keywords), checked: a keyword that is
+    not a field of :class:`CreateParams` (:class:`CountTokensParams` with ``count``), or
+    a missing or malformed required field, is an :class:`InvalidRequestError` before
+    anything is sent. Fields this SDK does not type go in ``extra_body``, unchecked."""
+    known = COUNT_FIELDS if count else CREATE_FIELDS
+    for name in params:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise InvalidRequestError(
+                f"{name}: not a request field this SDK knows; {hint}"
+                f"a field for a particular server goes in extra_body={{{name!r}: ...}}",
+                param=name,
+            )
     request = dict(params)
     if extra_body:
         request.update(extra_body)

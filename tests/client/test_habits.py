@@ -120,3 +120,17 @@ async def test_status_code_on_every_api_error() -> None:
         with pytest.raises(RateLimitError) as e:
             await c.create(model="m", max_tokens=5, messages=MSG)
     assert e.value.status_code == 429 == e.value.status
+
+
+def test_a_hosted_api_without_a_key_fails_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sdk import ConfigError, SyncClient
+
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        Client()
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        Client(backend="openai")
+    with pytest.raises(ConfigError, match="api_key="):
+        SyncClient()
+    assert Client(base_url="http://127.0.0.1:8080").base_url  # a self-hosted server needs none

@@ -111,3 +111,39 @@ async def test_shapes_that_would_fail_later_are_refused_first(params: dict[str, 
     async with Client(base_url="http://test/v1", api_key="k-typed", http_client=http) as c:
         with pytest.raises(InvalidRequestError):
             await c.create(**params)
+
+
+async def test_an_unknown_keyword_is_refused_with_a_suggestion_and_extra_body_carries_it() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def ok(request: httpx2.Request) -> httpx2.Response:
+        import json
+
+        seen.append(json.loads(request.content))
+        return httpx2.Response(
+            200,
+            json={
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "m",
+                "content": [{"type": "text", "text": "hi"}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        )
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(ok))
+    msgs = [{"role": "user", "content": "x"}]
+    async with Client(base_url="http://test", api_key="k-typed", http_client=http) as c:
+        with pytest.raises(InvalidRequestError, match="did you mean 'max_tokens'") as e:
+            await c.create(model="m", max_token=5, messages=msgs)  # type: ignore[call-arg]
+        assert e.value.param == "max_token" and "extra_body" in str(e.value)
+        with pytest.raises(InvalidRequestError, match="extra_body"):
+            async with c.stream(model="m", max_tokens=5, messages=msgs, n_predict=3):  # type: ignore[call-arg]
+                pass
+        with pytest.raises(InvalidRequestError, match="did you mean 'messages'"):
+            await c.count_tokens(model="m", mesages=msgs)  # type: ignore[call-arg]
+        assert seen == []  # nothing was sent
+        await c.create(model="m", max_tokens=5, messages=msgs, extra_body={"n_predict": 3})
+    assert seen and seen[0]["n_predict"] == 3

@@ -126,8 +126,8 @@ def test_two_replicas_share_the_slots_and_keep_interactive_ttft(
             m1 = scrape(r1)
             assert m1["seam_fleet_leases"] == 2 and scrape(r2)["seam_fleet_leases"] == 0
             inter2 = spawn(
-                "interactive", r2, INTERACTIVE_KEY, tmp_path / "i2.json", "--n", "6", "--interval", "1"
-            )
+                "interactive", r2, INTERACTIVE_KEY, tmp_path / "i2.json", "--n", "11", "--interval", "1"
+            )  # ten measured: a p90 of five would be their maximum
             inter1 = spawn(
                 "interactive",
                 r1,
@@ -145,7 +145,7 @@ def test_two_replicas_share_the_slots_and_keep_interactive_ttft(
             b = collect(batch, tmp_path / "batch.json", 900)
 
         bound = 1.5 * idle + 0.5
-        for name, got, n in (("replica 2", i2, 6), ("replica 1", i1, 5)):
+        for name, got, n in (("replica 2", i2, 11), ("replica 1", i1, 5)):
             assert got["errors"] == [], got
             assert len([t for t in got["ttft"] if t is not None]) == n
             ttft = got["ttft"][1:]  # as for the idle TTFT: the first also loads the tokenizer, asks /v1/seam

@@ -79,7 +79,11 @@ print("smoke: ok")
 """
 
 EXTRA_CHECKS = {
-    "cli": [["seam", "--help"]],
+    "cli": [
+        ["seam", "--help"],
+        ["seam", "llama", "--help"],
+        ["python", "-c", "from sdk.cli._llama import TEMPLATE; assert TEMPLATE.is_file(), TEMPLATE"],
+    ],
     "serve": [["python", "-m", "sdk.server", "--help"]],
     "redis": [["python", "-c", "from sdk.session import RedisStore; RedisStore('redis://127.0.0.1:1/0')"]],
 }

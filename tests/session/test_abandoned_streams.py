@@ -44,7 +44,9 @@ async def main() -> None:
     async with Client(base_url=sys.argv[1], api_key=sys.argv[2]) as c:
         s = Session(c, model="m")
         async with s.stream(
-            "A long list of facts about the moon:\\n1.", max_tokens=int(sys.argv[3]), temperature=0, top_k=1
+            "A long list of facts about the moon:\\n1.",
+            max_tokens=int(sys.argv[3]),
+            extra_body={"ignore_eos": True},  # llama-server: generate to max_tokens, whatever comes
         ) as r:
             async for text in r.text_deltas():
                 print(text, end="", flush=True)
@@ -81,6 +83,7 @@ def test_an_interrupted_client_stops_its_kept_stream_on_llama_server(llama_serve
     wait_idle(llama_server)
     before = decodes(llama_server)
     p = run_until_streaming(llama_server.url, "unused")
+    assert p.poll() is None  # still streaming: ignore_eos holds it to max_tokens
     p.send_signal(signal.SIGINT)
     assert p.wait(60) != 0
     wait_idle(llama_server)
