@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Headless Chromium renders `seam chunk --html` pages in the CLI tests (Debian's package;
-# installed when missing and we are root, as on a fresh CI machine).
+# Headless Chromium renders `seam chunk --html` pages in the CLI tests (Debian's package,
+# with a CJK font so Japanese and Chinese are not boxes; installed when missing and we
+# are root, as on a fresh CI machine).
 CHROMIUM := /usr/bin/chromium
 # The session store tests start a real Redis server (Debian's; Valkey is not packaged
 # for Debian 12): installed when missing and we are root.
@@ -44,7 +45,7 @@ test-fast: lint typecheck $(CHROMIUM) $(REDIS_SERVER)
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq >/dev/null && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core fonts-noto-cjk >/dev/null; \
 	else \
 		echo "chromium is missing (apt-get install chromium as root); the HTML rendering tests will be skipped"; \
 	fi

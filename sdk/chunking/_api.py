@@ -31,7 +31,7 @@ from . import _accel
 from ._engine import Engine, RawChunk, Sizer
 from ._kinds import KINDS, ROOTS
 from ._prose import LEVELS, boundaries
-from ._types import Chunk, Section
+from ._types import Chunk, ChunkKind, Section
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -124,7 +124,7 @@ class Chunker:
         *,
         encoding: AsyncEncodingSpec = DEFAULT_ENCODING,
         overlap: int = 0,
-        kind: str = "auto",
+        kind: ChunkKind = "auto",
         language: str | None = None,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
@@ -153,7 +153,7 @@ class Chunker:
         self,
         text: str,
         *,
-        kind: str | None = None,
+        kind: ChunkKind | None = None,
         language: str | None = None,
         filename: str | os.PathLike[str] | None = None,
         heading_context: bool = False,
@@ -167,7 +167,7 @@ class Chunker:
         self,
         text: str,
         *,
-        kind: str | None = None,
+        kind: ChunkKind | None = None,
         language: str | None = None,
         filename: str | os.PathLike[str] | None = None,
         heading_context: bool = False,
@@ -189,7 +189,7 @@ class Chunker:
         )
 
     async def achunk_many(
-        self, texts: Iterable[str], *, kind: str | None = None, concurrency: int = 4
+        self, texts: Iterable[str], *, kind: ChunkKind | None = None, concurrency: int = 4
     ) -> list[list[Chunk]]:
         """Chunk each text (``concurrency`` at once, each in a worker thread), in order."""
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -283,7 +283,7 @@ class Chunker:
         raise AssertionError("unreachable: the last round leaves every trail that does not fit off")
 
     def chunk_file(
-        self, path: str | os.PathLike[str], *, kind: str | None = None, errors: str = "strict"
+        self, path: str | os.PathLike[str], *, kind: ChunkKind | None = None, errors: str = "strict"
     ) -> list[Chunk]:
         """Chunk a UTF-8 file; its name is the language hint.
 
@@ -316,7 +316,7 @@ class Chunker:
         self,
         paths: Iterable[str | os.PathLike[str]],
         *,
-        kind: str | None = None,
+        kind: ChunkKind | None = None,
         errors: str = "strict",
         workers: int = 1,
         on_progress: Callable[[FileChunks], None] | None = None,
@@ -347,7 +347,7 @@ class Chunker:
     def _chunk_many(
         self,
         paths: Iterable[str | os.PathLike[str]],
-        kind: str | None,
+        kind: ChunkKind | None,
         errors: str,
         workers: int,
         on_progress: Callable[[FileChunks], None] | None,
@@ -538,7 +538,7 @@ def _chunker(max_tokens: int, encoding: EncodingSpec, overlap: int) -> Chunker:
 def chunk(
     text: str,
     max_tokens: int = 512,
-    kind: str = "auto",
+    kind: ChunkKind = "auto",
     language: str | None = None,
     encoding: EncodingSpec = DEFAULT_ENCODING,
     overlap: int = 0,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -336,7 +337,9 @@ def serve(ctx: typer.Context) -> None:
     try:
         from ..server.__main__ import main as server_main
     except ImportError as e:
-        Console(stderr=True).print(f"the server needs the serve extra (pip install 'seam-llm[serve]'): {e}")
+        Console(stderr=True).print(
+            escape(f"the server needs the serve extra (pip install 'seam-llm[serve]'): {e}")
+        )
         raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(server_main(list(ctx.args)))
 
@@ -364,6 +367,11 @@ def llama(
     out.print(f"  Client(base_url={server.url!r})            # the Messages API")
     out.print(f"  Client(base_url={server.url + '/v1'!r})         # chat completions")
     out.print("A base model: give it text to continue. Ctrl-C stops it.")
+
+    def terminated(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops the server too, not only this process
+
+    signal.signal(signal.SIGTERM, terminated)
     try:
         server.proc.wait()
     except KeyboardInterrupt:

@@ -24,7 +24,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from ..chunking import Chunk, Chunker, detect_kind
+from ..chunking import Chunk, Chunker, ChunkKind, detect_kind
 from ..tokens import count_tokens
 from ._files import Skipped, SourceFile, find_files, read_text
 
@@ -102,7 +102,7 @@ def chunk_files(
     paths: Sequence[str | os.PathLike[str]],
     chunker: Chunker,
     *,
-    kind: str = "auto",
+    kind: ChunkKind = "auto",
     hidden: bool = False,
     console: Console,
     on_file: Callable[[FileChunks], None] | None = None,
@@ -145,11 +145,12 @@ def _short(name: str, width: int = 40) -> str:
 def chunk_record(fc: FileChunks, index: int, c: Chunk) -> dict[str, Any]:
     """One JSON Lines record: where the chunk is in its file and what it holds.
 
-    ``start``/``end`` are code-point offsets (``text[start:end]``), ``byte_start`` and
-    ``byte_end`` UTF-8 offsets; ``section`` is the chunk's own path inside the file (a
-    heading trail, a JSON Pointer, a definition's name) where its format has one."""
+    ``file`` is the file as shown; ``start``/``end`` are code-point offsets
+    (``text[start:end]``), ``byte_start`` and ``byte_end`` UTF-8 offsets; ``path`` is the
+    chunk's own path inside the file (a heading trail, a JSON Pointer, a definition's
+    name) where its format has one: the same word and value as :attr:`Chunk.path`."""
     return {
-        "path": fc.file.shown,
+        "file": fc.file.shown,
         "index": index,
         "start": c.start,
         "end": c.end,
@@ -158,7 +159,7 @@ def chunk_record(fc: FileChunks, index: int, c: Chunk) -> dict[str, Any]:
         "tokens": c.tokens,
         "kind": c.kind,
         "language": c.language,
-        "section": c.path,
+        "path": c.path,
         "oversize": c.oversize,
         "partial": c.partial,
         "text": c.text,

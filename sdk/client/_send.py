@@ -362,6 +362,14 @@ def root_of(url: str) -> str:
 
 
 def _not_found_hint(message: str, url: str, backend: str) -> str:
+    """What a 404 on the create path most likely means, said with the URL that was asked."""
+    if backend == "messages" and "/v1/v1/" in url:
+        # base_url ".../v1" with the Messages API, whose paths start with /v1/messages
+        return (
+            f"{message} (POST {url}: the base URL ends in /v1 and the Messages API's paths "
+            "start with /v1/messages; drop /v1 from base_url, or pass backend='openai' "
+            "for chat completions)"
+        )
     other = "messages" if backend == "openai" else "openai"
     shape = "ends in /vN" if backend == "openai" else "does not end in /vN"
     return (

@@ -5,7 +5,21 @@ See :mod:`sdk.server._app` for what it does and :mod:`sdk.server._config` for it
 configuration file.
 """
 
-from ._app import ServerApp
+from typing import TYPE_CHECKING, Any
+
 from ._config import ConfigError, KeyEntry, Principal, ServerConfig, hash_key
 
+if TYPE_CHECKING:
+    from ._app import ServerApp
+
 __all__ = ["ConfigError", "KeyEntry", "Principal", "ServerApp", "ServerConfig", "hash_key"]
+
+
+def __getattr__(name: str) -> Any:
+    """``ServerApp`` is imported when first asked for: it needs the ``serve`` extra
+    (uvicorn, prometheus-client), which the configuration helpers do not."""
+    if name == "ServerApp":
+        from ._app import ServerApp
+
+        return ServerApp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,6 @@ import os
 import sys
 from typing import Any
 
-from ._app import ServerApp
 from ._config import ConfigError, ServerConfig, hash_key
 
 _LIMITS: list[tuple[str, type[int] | type[float], str]] = [
@@ -63,8 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from ._serve import serve  # uvicorn is imported only to serve
-
+    try:
+        from ._app import ServerApp
+        from ._serve import serve
+    except ImportError as e:  # the serve extra is not installed
+        print(
+            f"error: the scheduling server needs the serve extra: pip install 'seam-llm[serve]' ({e})",
+            file=sys.stderr,
+        )
+        return 2
     app = ServerApp(args.upstream, config, upstream_api_key=os.environ.get("SEAM_UPSTREAM_API_KEY"))
     serve(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0

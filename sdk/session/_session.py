@@ -22,7 +22,7 @@ import anyio
 import orjson
 
 from .._models import Usage
-from ..chunking import chunk
+from ..chunking import ChunkKind, chunk
 from ..tokens import DEFAULT_ENCODING, EncodingSpec, count_tokens
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream
 from ._policy import DEFAULT_POLICY, ContextPolicy, FitReport
@@ -331,7 +331,7 @@ class Session:
     async def add_document(
         self,
         text: str,
-        kind: str = "auto",
+        kind: ChunkKind = "auto",
         *,
         chunk_tokens: int = 2048,
         max_share: float = 0.5,

@@ -67,9 +67,11 @@ def test_jsonl_is_the_chunkers_own_output(seam: CliRunner) -> None:
     expected = []
     for p in paths:
         for i, c in enumerate(chunker.chunk_file(p)):
-            expected.append((i, c.start, c.end, c.tokens, c.kind, c.language, c.oversize, c.partial, c.text))
+            expected.append(
+                (i, c.start, c.end, c.tokens, c.kind, c.language, c.path, c.oversize, c.partial, c.text)
+            )
         text = p.read_text(encoding="utf-8")
-        mine = [r for r in got if Path(str(r["path"])).resolve() == p]
+        mine = [r for r in got if Path(str(r["file"])).resolve() == p]
         assert "".join(str(r["text"]) for r in mine) == text  # the records tile the file
         assert all(text[int(r["start"]) : int(r["end"])] == r["text"] for r in mine)  # type: ignore[call-overload]
     assert [
@@ -80,6 +82,7 @@ def test_jsonl_is_the_chunkers_own_output(seam: CliRunner) -> None:
             r["tokens"],
             r["kind"],
             r["language"],
+            r["path"],  # the chunk's path, as Chunk.path names it (the file is "file")
             r["oversize"],
             r["partial"],
             r["text"],
@@ -95,7 +98,7 @@ def test_jsonl_is_the_chunkers_own_output(seam: CliRunner) -> None:
 def test_summary_table_and_gitignore(seam: CliRunner, tree: Path) -> None:
     status, out, err = run(seam, "chunk", ".", "--max-tokens", "64", "--jsonl")
     assert status == EXIT_OK, err
-    seen = {str(r["path"]) for r in records(out)}
+    seen = {str(r["file"]) for r in records(out)}
     assert seen == {"app.py", "keep.log", "notes.md", "sub/data.json"}
     assert "skipped sub/image.bin: binary" in err
     assert "skipped sub/latin1.txt: not UTF-8" in err
@@ -110,10 +113,10 @@ def test_parent_gitignore_applies_inside_the_work_tree(seam: CliRunner, tree: Pa
     (tree / "sub" / "trace.log").write_text("ignored by the root .gitignore\n", encoding="utf-8")
     status, out, _ = run(seam, "chunk", "sub", "--jsonl", "-q")
     assert status == EXIT_OK
-    assert {str(r["path"]) for r in records(out)} == {"sub/data.json"}
+    assert {str(r["file"]) for r in records(out)} == {"sub/data.json"}
     # A file named on the command line is read even if ignored.
     status, out, _ = run(seam, "chunk", "debug.log", "--jsonl", "-q")
-    assert status == EXIT_OK and records(out)[0]["path"] == "debug.log"
+    assert status == EXIT_OK and records(out)[0]["file"] == "debug.log"
 
 
 def test_exit_status_oversize_and_errors(seam: CliRunner, tmp_path: Path) -> None:

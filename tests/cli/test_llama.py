@@ -11,17 +11,21 @@ import re
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import anyio
 import pexpect
+import pytest
 
 from sdk import Client
+from tests.session.test_abandoned_streams import interruptible
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_seam_llama_serves_the_packaged_model_until_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_seam_llama_serves_the_packaged_model_until_stopped(stop: signal.Signals, tmp_path: Path) -> None:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": str(ROOT)}
     p = subprocess.Popen(
         [sys.executable, "-m", "sdk", "llama", "--port", "0", "--parallel", "1", "--context", "1024"],
@@ -30,7 +34,9 @@ def test_seam_llama_serves_the_packaged_model_until_interrupted(tmp_path: Path) 
         text=True,
         env=env,
         cwd=tmp_path,
+        preexec_fn=interruptible,
     )
+    url = ""
     try:
         assert p.stdout is not None
         line = p.stdout.readline()
@@ -53,9 +59,11 @@ def test_seam_llama_serves_the_packaged_model_until_interrupted(tmp_path: Path) 
         assert text.strip() and "<|im_start|>" not in text  # the template, not chatml
         assert window == 1024
     finally:
-        p.send_signal(signal.SIGINT)
+        p.send_signal(stop)
         p.wait(30)
     assert p.returncode == 0
+    with pytest.raises(OSError):  # the server stopped with it (SIGTERM too)
+        urllib.request.urlopen(url + "/health", timeout=5)
 
 
 def test_seam_chat_learns_the_context_window(tmp_path: Path) -> None:

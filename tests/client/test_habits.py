@@ -83,6 +83,20 @@ async def test_a_404_names_the_url_and_the_backend() -> None:
     assert e.value.status_code == 404
 
 
+async def test_a_404_from_a_doubled_v1_says_to_drop_it() -> None:
+    def handler(req: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(404, json={"error": {"type": "not_found_error", "message": "File Not Found"}})
+
+    http = mock(handler)
+    async with Client(
+        base_url="http://llama:8080/v1", backend="messages", api_key=KEY, http_client=http
+    ) as c:
+        with pytest.raises(NotFoundError) as e:
+            await c.create(model="m", max_tokens=5, messages=MSG)
+    text = str(e.value)
+    assert "http://llama:8080/v1/v1/messages" in text and "drop /v1 from base_url" in text
+
+
 async def test_the_sdk_logger_records_requests_and_retries_but_no_key_or_body(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

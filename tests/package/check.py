@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -111,6 +112,19 @@ def main() -> int:
         run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(dist), str(ROOT)], ROOT)
         wheel = next(dist.glob("*.whl"))
         sdist = next(dist.glob("*.tar.gz"))
+        with tarfile.open(sdist) as tar:
+            names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+        missing = {
+            "docs/index.md",
+            "mkdocs.yml",
+            "README.md",
+            "sdk/chunking/_native.c",
+            "sdk/cli/gemma3.jinja",
+        } - names
+        stray = sorted(n for n in names if n.startswith("tests/") or n.endswith((".so", ".pyc")))
+        if missing or stray:
+            print(f"FAILED: the sdist lacks {sorted(missing)} or carries {stray[:10]}", file=sys.stderr)
+            return 1
         outside = t / "elsewhere"
         outside.mkdir()
         (outside / "smoke.py").write_text(SMOKE)

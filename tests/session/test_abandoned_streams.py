@@ -55,6 +55,13 @@ anyio.run(main)
 """
 
 
+def interruptible() -> None:
+    """In the child: Ctrl-C's default, so Python turns SIGINT into KeyboardInterrupt (a
+    shell without job control starts background commands with SIGINT ignored, and the
+    child would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def decodes(llama: LlamaServer) -> float:
     return scrape(llama.url)["llamacpp:n_decode_total"]
 
@@ -63,7 +70,11 @@ def run_until_streaming(url: str, key: str) -> subprocess.Popen[bytes]:
     """A client process streaming a long answer, once it has printed some of it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.Popen(
-        [sys.executable, "-c", CHILD, url, key, str(MAX_TOKENS)], stdout=subprocess.PIPE, env=env, cwd=ROOT
+        [sys.executable, "-c", CHILD, url, key, str(MAX_TOKENS)],
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+        preexec_fn=interruptible,
     )
     assert p.stdout is not None
     got = b""
