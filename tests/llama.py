@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sdk.cli._llama import MODEL_ALIAS, free_port, running, stop
+from sdk.cli._llama import MODEL_ALIAS, free_port, start, stop
 
 __all__ = ["MODEL_ALIAS", "LlamaServer", "free_port", "running_server", "stop"]
 
@@ -52,5 +52,5 @@ class LlamaServer:
 @contextmanager
 def running_server(parallel: int = 2) -> Iterator[LlamaServer]:
     """Start llama-server (``parallel`` slots) on a free loopback port; stop it on exit."""
-    with running(parallel=parallel) as llama:
+    with start(parallel=parallel) as llama:
         yield LlamaServer(llama.url, llama.model, llama.log, llama.proc.pid)

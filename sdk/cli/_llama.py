@@ -27,12 +27,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MODEL_ALIAS", "TEMPLATE", "Llama", "command", "running", "start", "stop"]
+__all__ = ["MODEL_ALIAS", "TEMPLATE", "Llama", "command", "start", "stop"]
 
 TEMPLATE = Path(__file__).with_name("gemma3.jinja")
 MODEL_ALIAS = "gemma-3-270m"
@@ -42,12 +40,19 @@ STARTUP_SECONDS = 180.0
 @dataclass(frozen=True)
 class Llama:
     """A running llama-server: ``url`` is its root (``/v1/messages`` lives under it,
-    ``/v1/chat/completions`` under ``url + "/v1"``)."""
+    ``/v1/chat/completions`` under ``url + "/v1"``). As a context manager it stops the
+    server on exit: ``with start() as llama: ...``."""
 
     url: str
     model: str
     log: Path
     proc: subprocess.Popen[bytes]
+
+    def __enter__(self) -> Llama:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        stop(self.proc)
 
 
 def installed() -> tuple[str, Path]:
@@ -150,21 +155,3 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-
-
-@contextmanager
-def running(
-    *,
-    parallel: int = 2,
-    context: int = 2048,
-    port: int = 0,
-    host: str = "127.0.0.1",
-    threads: int | None = None,
-    log: Path | None = None,
-) -> Iterator[Llama]:
-    """:func:`start`, stopped on exit."""
-    llama = start(parallel=parallel, context=context, port=port, host=host, threads=threads, log=log)
-    try:
-        yield llama
-    finally:
-        stop(llama.proc)
