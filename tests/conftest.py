@@ -16,7 +16,7 @@ OWN_LLAMA = (
     "tests/server/test_failover.py",
     "tests/cli/test_llama.py",
     "tests/fleet/",
-    "tests/test_readme.py",
+    "tests/test_quick_starts.py",
 )
 
 

@@ -1,6 +1,8 @@
-"""The README's Python quick starts run as written: each ```python block is a whole
-program, run in a fresh process against the test llama-server (its address put where
-the README says ``http://127.0.0.1:8080``), in a scratch folder for the files it writes."""
+"""The quick starts run as written: each ```python block of the README and of the docs'
+getting-started page is a whole program, run in a fresh process against the test
+llama-server (its address put where they say ``http://127.0.0.1:8080``, and as
+``ANTHROPIC_BASE_URL`` for a client made without one), in a scratch folder for the
+files it writes."""
 
 from __future__ import annotations
 
@@ -15,16 +17,16 @@ import pytest
 from tests.llama import LlamaServer
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGES = [ROOT / "README.md", ROOT / "docs" / "getting-started.md"]
 README_URL = "http://127.0.0.1:8080"
 
 
-def blocks() -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```$", README.read_text(), re.M | re.S)
+def blocks(pages: list[Path] = PAGES) -> list[str]:
+    return [b for p in pages for b in re.findall(r"^```python\n(.*?)^```$", p.read_text(), re.M | re.S)]
 
 
 def test_the_readme_has_a_quick_start_per_pillar() -> None:
-    text = "\n".join(blocks())
+    text = "\n".join(blocks(PAGES[:1]))
     for used in ("chunk(", "c.stream(", "Session(", "c.map("):
         assert used in text, used
 
@@ -32,7 +34,7 @@ def test_the_readme_has_a_quick_start_per_pillar() -> None:
 @pytest.mark.parametrize("index", range(len(blocks())))
 def test_each_python_block_runs_as_written(index: int, llama_server: LlamaServer, tmp_path: Path) -> None:
     code = blocks()[index].replace(README_URL, llama_server.url)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ANTHROPIC_BASE_URL": llama_server.url}
     env.pop("ANTHROPIC_API_KEY", None)
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
