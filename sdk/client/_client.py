@@ -241,8 +241,7 @@ class Client:
         """The engine's slot count, asked now where its profile says (llama-server's
         ``/props``; ``None``: not said, or not reachable). The client's scheduler is not
         changed: a scheduling server sums its engines' slots with it."""
-        profile = self._engine.profile
-        path = "/props" if profile is None else profile.slots
+        path = self._engine.slots_path
         return None if path is None else await probe_slots(self._sender, path)
 
     async def echoes_prefill(self) -> bool:

@@ -22,6 +22,7 @@ from .._errors import (
     UnprocessableEntityError,
 )
 from ..scheduler import Scheduler
+from ._catalog import positive
 from ._profile import SEAM_PROBE_PATH, EngineProfile, TokenizeShape, engine_profile
 from ._send import Sender, TimeoutArg, json_object, root_of
 
@@ -55,6 +56,12 @@ class EngineState:
         self.tokenize_shape: TokenizeShape | None = profile.tokenize if profile is not None else None
         self._probe: anyio.Event | None = None
 
+    @property
+    def slots_path(self) -> str | None:
+        """Where the slot count is asked: the profile's path (``None``: nowhere); an
+        engine not known yet, llama-server's ``/props``."""
+        return "/props" if self.profile is None else self.profile.slots
+
     async def learn(self, sender: Sender, scheduler: Scheduler) -> None:
         """Once: what the engine is, unless named (a scheduling server answers ``GET
         /v1/seam``), and a self-hosted server's slot count where its profile says where
@@ -76,7 +83,7 @@ class EngineState:
                     self.server_info = info
                     self.profile = self.profile or engine_profile("seam")
             profile = self.profile
-            path = "/props" if profile is None else profile.slots
+            path = self.slots_path
             if not self.slots_known and path is not None and not (profile is not None and profile.schedules):
                 n = await probe_slots(sender, path)
                 found = n is not None  # llama-server: it keeps streams by conversation
@@ -122,8 +129,7 @@ async def window_from_props(sender: Sender) -> int | None:
     except Exception:
         return None
     settings = props.get("default_generation_settings") if isinstance(props, dict) else None
-    n = settings.get("n_ctx") if isinstance(settings, Mapping) else None
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+    return positive(settings.get("n_ctx")) if isinstance(settings, Mapping) else None
 
 
 def slots_from(props: object) -> int | None:

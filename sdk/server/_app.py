@@ -1004,7 +1004,8 @@ class ServerApp:
                 try:
                     for m in await u.client.models(timeout=10.0):
                         entry = seen.setdefault(m.id, model_entry(m.id, m.display_name))
-                        window = await u.client.context_window(m.id)
+                        # the listing's own window, else what the engine says elsewhere
+                        window = m.context_window or await u.client.context_window(m.id)
                         if window is not None:
                             entry["max_model_len"] = min(window, entry.get("max_model_len", window))
                 except SDKError:

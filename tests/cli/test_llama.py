@@ -19,7 +19,7 @@ import pexpect
 import pytest
 
 from sdk import Client
-from tests.session.test_abandoned_streams import interruptible
+from tests.llama import interruptible
 
 ROOT = Path(__file__).resolve().parents[2]
 

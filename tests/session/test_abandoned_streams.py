@@ -26,7 +26,7 @@ from pathlib import Path
 from sdk import Session
 from sdk.server import hash_key
 from tests.fleet.worker import scrape
-from tests.llama import LlamaServer
+from tests.llama import LlamaServer, interruptible
 from tests.server.conftest import launch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,13 +53,6 @@ async def main() -> None:
 
 anyio.run(main)
 """
-
-
-def interruptible() -> None:
-    """In the child: Ctrl-C's default, so Python turns SIGINT into KeyboardInterrupt (a
-    shell without job control starts background commands with SIGINT ignored, and the
-    child would inherit that)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def decodes(llama: LlamaServer) -> float:
