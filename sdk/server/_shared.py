@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -249,11 +250,7 @@ class SharedStreams:
 
         got = await self.link.run(read, "stream")
         now_ms = time.time() * 1000
-        return {
-            sid
-            for sid, v in zip(sids, got, strict=True)
-            if v is not None and now_ms - int(v) <= within * 1000
-        }
+        return {sid for sid, v in zip(sids, got, strict=True) if now_ms - _millis(v) <= within * 1000}
 
     async def claim(self, sid: str) -> int:
         """Take the stream over if its owner is dead: 1 ours, 0 its owner lives, -1
@@ -261,6 +258,15 @@ class SharedStreams:
         meta, alive, me = self._meta_key(sid), f"{self.link.prefix}alive", self.link.replica
 
         return int(await self.link.run(lambda _: self._claim(keys=[meta, alive], args=[me]), "stream"))
+
+
+def _millis(v: object) -> float:
+    """A stored time in milliseconds; one that is absent or not a number (a store
+    someone else wrote to) as never."""
+    try:
+        return int(v) if isinstance(v, bytes | str) else -math.inf
+    except ValueError:
+        return -math.inf
 
 
 def _now_stored(live: LiveStream, index: int) -> None:

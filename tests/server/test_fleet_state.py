@@ -256,3 +256,22 @@ async def test_the_shared_quota_answers_with_the_standing_and_refills(redis_url:
     time.sleep(0.2)
     v = await q.check("t", 0.0, rpm=600, tpm=1000, tokens=1)
     assert v.ok and int(v.headers["x-ratelimit-remaining-tokens"]) >= 600
+
+
+@pytest.mark.anyio
+async def test_a_followed_mark_that_is_not_a_time_reads_as_never(redis_url: str, fleet: str) -> None:
+    """The sweeper reads these marks every second: a value it did not write (a store
+    shared with something else, a damaged key) must not stop it."""
+    from sdk.server._shared import SharedStreams
+
+    lk = link(redis_url, fleet, "a")
+    try:
+        streams = SharedStreams(lk, seconds=10)
+        await streams.seen("s1")
+        r = redis.Redis.from_url(redis_url)
+        r.hset(f"{lk.prefix}m:s2", "seen", "not-a-time")
+        r.hset(f"{lk.prefix}m:s3", "seen", "12e400")
+        r.close()
+        assert await streams.followed(["s1", "s2", "s3", "s4"]) == {"s1"}
+    finally:
+        lk.close()
