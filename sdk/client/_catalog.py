@@ -74,4 +74,7 @@ def known_window(model: str) -> int | None:
 
 
 def positive(v: object) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+    """A context window as a server states it: a positive integer of tokens, below 2**31
+    (a larger one is no window: an answer that would overflow whatever stores or sends
+    it on, a scheduling server's model list among them)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2**31 else None

@@ -148,3 +148,18 @@ def test_a_hosted_api_without_a_key_fails_at_construction(monkeypatch: pytest.Mo
     with pytest.raises(ConfigError, match="api_key="):
         SyncClient()
     assert Client(base_url="http://127.0.0.1:8080").base_url  # a self-hosted server needs none
+
+
+async def test_a_context_window_past_any_real_one_is_not_taken() -> None:
+    """A model list that states a window of 10**30 tokens (kept exact by the JSON reader)
+    gives no window: a scheduling server passing it on would fail to write it."""
+
+    def handler(req: httpx2.Request) -> httpx2.Response:
+        if req.url.path.endswith("/models"):
+            body = b'{"data": [{"id": "m", "max_model_len": 1000000000000000000000000000000}]}'
+            return httpx2.Response(200, content=body, headers={"content-type": "application/json"})
+        return httpx2.Response(404, json={})
+
+    async with Client(base_url="http://test", api_key=KEY, http_client=mock(handler)) as c:
+        assert (await c.models())[0].context_window is None
+        assert await c.context_window("m") is None
