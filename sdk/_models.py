@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 __all__ = [
     "ContentBlock",
+    "ContentBlockParam",
     "Message",
+    "MessageParam",
     "RedactedThinkingBlock",
     "TextBlock",
     "ThinkingBlock",
@@ -23,6 +25,18 @@ __all__ = [
     "Usage",
     "blocks_to_param",
 ]
+
+
+ContentBlockParam = Mapping[str, Any]
+"""A content block as the API takes it: ``{"type": "text", "text": ...}``, ``image``,
+``tool_use``, ``tool_result``, ``thinking``, ..."""
+
+
+class MessageParam(TypedDict):
+    """A request message: ``{"role": "user", "content": "..."}`` (or a list of blocks)."""
+
+    role: Literal["user", "assistant"]
+    content: str | Sequence[ContentBlockParam]
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,12 +203,13 @@ class Message:
     def tool_uses(self) -> tuple[ToolUseBlock, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
 
-    def to_param(self) -> dict[str, Any]:
+    def to_param(self) -> MessageParam:
         """The message as a request message (``{"role": ..., "content": [...]}``), to send
         back in the next request of a tool loop or a conversation: only the fields the
         API accepts (no ``id``, ``usage``, ``stop_reason``; a tool call's input as parsed,
         ``{}`` where the model's JSON was invalid)."""
-        return {"role": self.role, "content": blocks_to_param(self.content)}
+        role: Literal["user", "assistant"] = "user" if self.role == "user" else "assistant"
+        return {"role": role, "content": blocks_to_param(self.content)}
 
 
 def blocks_to_param(content: Sequence[ContentBlock]) -> list[dict[str, Any]]:

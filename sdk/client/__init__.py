@@ -18,7 +18,7 @@ from ._backends import BackendName, detect_backend
 from ._catalog import ModelInfo, TokenCount
 from ._client import Client, Priority, TimeoutArg
 from ._cost import estimate_input_tokens, request_cost
-from ._map import MapProgress, MapResult, MapRun
+from ._map import MapDone, MapFailed, MapProgress, MapResult, MapRun
 from ._params import (
     ContentBlockParam,
     CountTokensParams,
@@ -31,6 +31,7 @@ from ._profile import (
     ENGINES,
     PRIORITY_HEADER,
     SEAM_PROBE_PATH,
+    SERVER_HEADER,
     TENANT_HEADER,
     EngineName,
     EngineProfile,
@@ -45,6 +46,7 @@ __all__ = [
     "ENGINES",
     "PRIORITY_HEADER",
     "SEAM_PROBE_PATH",
+    "SERVER_HEADER",
     "TENANT_HEADER",
     "BackendName",
     "Client",
@@ -53,6 +55,8 @@ __all__ = [
     "CreateParams",
     "EngineName",
     "EngineProfile",
+    "MapDone",
+    "MapFailed",
     "MapProgress",
     "MapResult",
     "MapRun",

@@ -165,6 +165,7 @@ class Client:
         self._engine = EngineState(
             profile or (engine_profile("hosted") if self._service else None),
             slots_known=self._service or sched.slots is not None,
+            models_path=self._backend.models_path,
         )
         self._refusals = prefill_refusals()  # models that refused an assistant prefill
 
@@ -240,8 +241,9 @@ class Client:
     async def probe_slots(self) -> int | None:
         """The engine's slot count, asked now where its profile says (llama-server's
         ``/props``; ``None``: not said, or not reachable). The client's scheduler is not
-        changed: a scheduling server sums its engines' slots with it."""
-        path = self._engine.slots_path
+        changed: a scheduling server sums its engines' slots with it. An engine not known
+        yet is identified first (:mod:`sdk.client`)."""
+        path = (await self._engine.identify(self._sender)).slots
         return None if path is None else await probe_slots(self._sender, path)
 
     async def echoes_prefill(self) -> bool:
@@ -489,9 +491,11 @@ class Client:
             if m.id == model and m.context_window:
                 return m.context_window
         if not self._service:
-            n = await window_from_props(self._sender)
-            if n:
-                return n
+            await self._learn_slots()
+            if self._engine.slots_path == "/props":  # llama-server's: it also holds the window
+                n = await window_from_props(self._sender)
+                if n:
+                    return n
         known = known_window(model)
         if known is None and len(listed) == 1 and listed[0].context_window:
             return listed[0].context_window  # a server of one model, listed under another name

@@ -1,8 +1,9 @@
 """What the client knows of its engine and asks it besides generations, by its profile
 (:mod:`sdk.client._profile`): :class:`EngineState` (the profile, named, known by host or
-learnt once), a scheduling server's capabilities (``GET /v1/seam``), the slot count
-(``/props``), token ids (``/tokenize`` in llama-server's or vLLM's shape), and
-llama-server's kept conversation streams (replayed from a byte offset, or stopped).
+learnt once from the model list's answer: :func:`identify_engine`), a scheduling server's
+capabilities (``GET /v1/seam``), the slot count (``/props``), token ids (``/tokenize``
+in llama-server's or vLLM's shape), and llama-server's kept conversation streams
+(replayed from a byte offset, or stopped).
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ from .._errors import (
 )
 from ..scheduler import Scheduler
 from ._catalog import positive
-from ._profile import SEAM_PROBE_PATH, EngineProfile, TokenizeShape, engine_profile
+from ._profile import SEAM_PROBE_PATH, SERVER_HEADER, EngineName, EngineProfile, TokenizeShape, engine_profile
 from ._send import Sender, TimeoutArg, json_object, root_of
 
 __all__ = [
     "CONVERSATION_HEADER",
     "EngineState",
     "cancel_conversation",
+    "engine_from",
+    "identify_engine",
     "probe_seam",
     "probe_slots",
     "replay_conversation",
@@ -48,26 +51,37 @@ class EngineState:
     ``conversations`` (it keeps streams by conversation id), ``slots_known`` (nothing
     left to learn of its slots) and the ``/tokenize`` shape its answers showed."""
 
-    def __init__(self, profile: EngineProfile | None, *, slots_known: bool) -> None:
+    def __init__(self, profile: EngineProfile | None, *, slots_known: bool, models_path: str) -> None:
         self.profile = profile
         self.server_info: Mapping[str, Any] | None = None
         self.conversations = False
         self.slots_known = slots_known
         self.tokenize_shape: TokenizeShape | None = profile.tokenize if profile is not None else None
+        self._models_path = models_path
         self._probe: anyio.Event | None = None
+
+    async def identify(self, sender: Sender) -> EngineProfile:
+        """The engine's profile: as named, or known by its model list's answer
+        (:func:`identify_engine`), learnt the first time it is asked."""
+        if self.profile is None:
+            self.profile = engine_profile(await identify_engine(sender, self._models_path))
+            self.tokenize_shape = self.tokenize_shape or self.profile.tokenize
+        return self.profile
 
     @property
     def slots_path(self) -> str | None:
-        """Where the slot count is asked: the profile's path (``None``: nowhere); an
-        engine not known yet, llama-server's ``/props``."""
-        return "/props" if self.profile is None else self.profile.slots
+        """Where the slot count is asked: the profile's path (``None``: nowhere, or the
+        engine not known yet)."""
+        return None if self.profile is None else self.profile.slots
 
     async def learn(self, sender: Sender, scheduler: Scheduler) -> None:
-        """Once: what the engine is, unless named (a scheduling server answers ``GET
-        /v1/seam``), and a self-hosted server's slot count where its profile says where
-        to ask (llama-server's ``/props`` ``total_slots``), given to ``scheduler`` unless
-        it has one; concurrent first requests wait for the one probe. A scheduling server
-        decides admission itself: its slots are not ours to count."""
+        """Once: what the engine is, unless named (:meth:`identify`: one ``GET`` of the
+        model list, which every server of the API has; a scheduling server then answers
+        ``GET /v1/seam``), and its slot count where its profile says where to ask
+        (llama-server's ``/props`` ``total_slots``), given to ``scheduler`` unless it has
+        one; concurrent first requests wait for the one probe. Nothing else is asked of
+        a server not recognised. A scheduling server decides admission itself: its slots
+        are not ours to count."""
         if self.slots_known and self.profile is not None:
             return
         probe = self._probe
@@ -75,28 +89,58 @@ class EngineState:
             await probe.wait()
             return
         probe = self._probe = anyio.Event()
-        found = False
         try:
-            if self.profile is None or self.profile.schedules:
-                info = await probe_seam(sender)
-                if info is not None:
-                    self.server_info = info
-                    self.profile = self.profile or engine_profile("seam")
-            profile = self.profile
-            path = self.slots_path
-            if not self.slots_known and path is not None and not (profile is not None and profile.schedules):
+            named = self.profile is not None
+            profile = await self.identify(sender)
+            if profile.schedules:
+                self.server_info = await probe_seam(sender)
+                if self.server_info is None and not named:  # a header said so; nothing answers
+                    profile = self.profile = engine_profile("self-hosted")
+            path = profile.slots
+            if not self.slots_known and path is not None and not profile.schedules:
                 n = await probe_slots(sender, path)
-                found = n is not None  # llama-server: it keeps streams by conversation
                 if n is not None and scheduler.slots is None:
                     scheduler.set_slots(n)
         finally:
             self.slots_known = True
             if self.profile is None:
-                self.profile = engine_profile("llama-server" if found else "self-hosted")
-                self.tokenize_shape = self.tokenize_shape or self.profile.tokenize
-            said = self.profile.conversations
-            self.conversations = found if said is None else said
+                self.profile = engine_profile("self-hosted")
+            self.conversations = bool(self.profile.conversations)
             probe.set()
+
+
+async def identify_engine(sender: Sender, models_path: str) -> EngineName:
+    """What a self-hosted server is, from one ``GET`` of its model list (``/v1/models``,
+    or ``/models`` under an OpenAI ``/v1`` base URL), a path every server of the API has:
+    the answer's headers and owners tell (:func:`engine_from`); ``"self-hosted"`` where
+    nothing does, or nothing answers."""
+    try:
+        with anyio.fail_after(10.0):  # however slowly its bytes come
+            headers, doc = await sender.peek(sender.base_url + models_path, PROBE_BYTES)
+    except Exception:
+        return "self-hosted"
+    return engine_from(headers, doc)
+
+
+def engine_from(headers: Mapping[str, str], models: object) -> EngineName:
+    """The engine a model list's answer shows: this SDK's scheduling server says so in a
+    header (``seam-server``, on every answer; checked first, since it lists its engines'
+    models as they own them), llama-server in ``Server: llama.cpp`` (or a model owned by
+    ``llamacpp``, behind a proxy that rewrites the header), vLLM in its models' owner
+    (``vllm``); anything else is ``"self-hosted"``. A list too long to read (a gateway of
+    hundreds of models) is judged by its headers alone."""
+    if SERVER_HEADER in headers:
+        return "seam"
+    if headers.get("server", "").lower().startswith("llama.cpp"):
+        return "llama-server"
+    data = models.get("data") if isinstance(models, dict) else None
+    listed = data if isinstance(data, list) else []
+    owners = {o for m in listed if isinstance(m, dict) and isinstance(o := m.get("owned_by"), str)}
+    if "llamacpp" in owners:
+        return "llama-server"
+    if "vllm" in owners:
+        return "vllm"
+    return "self-hosted"
 
 
 async def probe_seam(sender: Sender) -> Mapping[str, Any] | None:

@@ -44,7 +44,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Ma
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
 import orjson
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from ._client import Client
     from ._stream import Stream
 
-__all__ = ["MapProgress", "MapResult", "MapRun"]
+__all__ = ["MapDone", "MapFailed", "MapProgress", "MapResult", "MapRun"]
 
 log = logging.getLogger("sdk")
 
@@ -79,19 +79,50 @@ class _Saved:
 
 
 @dataclass(frozen=True, slots=True)
-class MapResult:
-    """One request's outcome: ``message`` or ``error``. ``index``: its place in the input."""
+class MapDone:
+    """A request that got its answer: ``message``. ``index``: its place in the input."""
 
     index: int
-    message: Message | None = None
+    message: Message
     _: KW_ONLY
-    error: Exception | None = None
     from_checkpoint: bool = False
     metrics: RequestMetrics | None = None
 
     @property
-    def ok(self) -> bool:
-        return self.error is None
+    def ok(self) -> Literal[True]:
+        """Always true: ``if r.ok:`` narrows a :data:`MapResult` to this class."""
+        return True
+
+    @property
+    def error(self) -> None:
+        """Always ``None`` (a failure is a :class:`MapFailed`)."""
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class MapFailed:
+    """A request that failed: ``error``. ``index``: its place in the input."""
+
+    index: int
+    error: Exception
+    _: KW_ONLY
+    from_checkpoint: bool = False
+    metrics: RequestMetrics | None = None
+
+    @property
+    def ok(self) -> Literal[False]:
+        """Always false: ``if not r.ok:`` narrows a :data:`MapResult` to this class."""
+        return False
+
+    @property
+    def message(self) -> None:
+        """Always ``None`` (an answer is a :class:`MapDone`)."""
+        return None
+
+
+MapResult: TypeAlias = MapDone | MapFailed
+"""One request's outcome in a map: ``r.ok`` (or ``isinstance``) tells which, and narrows
+the type, so ``r.message`` is a :class:`~sdk.Message` where ``r.ok`` holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,13 +396,13 @@ class MapRun:
                     await self._changed.wait()
                 self._read += 1
                 if not isinstance(req, Mapping):
-                    self._deliver(MapResult(index, error=TypeError(f"request {index} is not a mapping")))
+                    self._deliver(MapFailed(index, TypeError(f"request {index} is not a mapping")))
                     index += 1
                     continue
                 try:
                     key = request_key(req)
                 except (TypeError, ValueError) as e:  # not JSON (a non-string key, a huge int)
-                    self._deliver(MapResult(index, error=TypeError(f"request {index} is not JSON: {e}")))
+                    self._deliver(MapFailed(index, TypeError(f"request {index} is not JSON: {e}")))
                     index += 1
                     continue
                 saved = self._saved.pop(index, None)
@@ -382,7 +413,7 @@ class MapRun:
                         msg = await anyio.to_thread.run_sync(_read_saved, self._fd, saved)
                     if msg is not None:  # else a damaged line: the request is sent again
                         self._restored += 1
-                        self._deliver(MapResult(index, msg, from_checkpoint=True))
+                        self._deliver(MapDone(index, msg, from_checkpoint=True))
                         index += 1
                         continue
                 self._running += 1
@@ -403,11 +434,11 @@ class MapRun:
                 msg = await s.final_message()
         except Exception as e:  # one request's failure is its result, not the map's end
             self._running -= 1
-            self._deliver(MapResult(index, error=e, metrics=_metrics_of(s)))
+            self._deliver(MapFailed(index, e, metrics=_metrics_of(s)))
             return
         self._running -= 1
         self._save(index, key, msg)
-        self._deliver(MapResult(index, msg, metrics=_metrics_of(s)))
+        self._deliver(MapDone(index, msg, metrics=_metrics_of(s)))
 
     def _save(self, index: int, key: str, msg: Message) -> None:
         if self._fd is None:

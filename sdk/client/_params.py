@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from .._errors import InvalidRequestError
+from .._models import ContentBlockParam, MessageParam
 
 __all__ = [
     "ContentBlockParam",
@@ -24,15 +25,6 @@ __all__ = [
     "check_request",
     "merged_request",
 ]
-
-ContentBlockParam = Mapping[str, Any]
-"""A content block as the API takes it: ``{"type": "text", "text": ...}``, ``image``,
-``tool_use``, ``tool_result``, ``thinking``, ..."""
-
-
-class MessageParam(TypedDict):
-    role: Literal["user", "assistant"]
-    content: str | Sequence[ContentBlockParam]
 
 
 class ToolParam(TypedDict, total=False):

@@ -6,7 +6,7 @@ Each :class:`EngineProfile` says, for one kind of server:
 profile           priority    schedules  hosted    slots from     conversations prefill echo
 ================  ==========  =========  ========  =============  ============  ===========
 hosted            --          no         yes       --             no            learnt
-self-hosted       --          no         no        ``/props``     learnt        learnt
+self-hosted       --          no         no        --             no            learnt
 llama-server      --          no         no        ``/props``     yes           yes
 vllm              --          no         no        --             no            no
 vllm-priority     body        no         no        --             no            no
@@ -21,8 +21,7 @@ seam              header      yes        no        --             no            
   (``X-Conversation-Id``) so a dropped one is replayed from its byte offset (``GET
   /v1/stream``) and an abandoned one is stopped (``DELETE /v1/stream``): llama-server.
   A resume elsewhere continues by prefill, or by ``Last-Event-ID`` where a scheduling
-  server keeps the stream (it says so in the ``seam-stream-id`` header). ``None``: learnt
-  (a server that answers ``/props`` with slots is llama-server).
+  server keeps the stream (it says so in the ``seam-stream-id`` header).
 - ``prefill_echo``: the server repeats an assistant prefill at the start of its answer
   (``None``: learnt from the model list once, at the first resume; the client's
   ``prefill_echo`` overrides).
@@ -53,8 +52,13 @@ server (an unknown field can be an error: vLLM refuses ``priority`` unless it ru
   to it; a caller who wants it passes it like any other field.
 
 With no ``engine`` the client learns it once, before its first request: the hosted
-hosts are known by name; a self-hosted server is asked ``GET /v1/seam`` (the scheduling
-server's capabilities) and then ``GET /props`` (llama-server's slots).
+hosts are known by name; a self-hosted server is known by one ``GET`` of its model list
+(``/v1/models``; ``/models`` under a ``/v1`` base URL), a path every server of the API
+has: this SDK's scheduling server says ``seam-server`` in a header (then ``GET /v1/seam``
+gives its capabilities), llama-server ``Server: llama.cpp`` (then ``GET /props`` gives
+its slots), vLLM owns its models as ``vllm``. A server none of these is ``self-hosted``
+and is asked nothing else: name its engine, or give the slot count
+(``Scheduler(slots=n)``), to have more.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ __all__ = [
     "ENGINES",
     "PRIORITY_HEADER",
     "SEAM_PROBE_PATH",
+    "SERVER_HEADER",
     "TENANT_HEADER",
     "EngineName",
     "EngineProfile",
@@ -78,6 +83,7 @@ __all__ = [
 PRIORITY_HEADER = "seam-priority"  # a request's tier
 TENANT_HEADER = "seam-tenant"  # the end tenant a gateway key acts for
 SEAM_PROBE_PATH = "/v1/seam"  # the server's capabilities: it schedules for its clients
+SERVER_HEADER = "seam-server"  # on every answer of the scheduling server: what it is
 
 EngineName = Literal["hosted", "self-hosted", "llama-server", "vllm", "vllm-priority", "seam"]
 ENGINES: tuple[EngineName, ...] = get_args(EngineName)
@@ -106,7 +112,7 @@ class EngineProfile:
 
 _PROFILES: dict[EngineName, EngineProfile] = {
     "hosted": EngineProfile("hosted", hosted=True),
-    "self-hosted": EngineProfile("self-hosted", slots="/props", conversations=None),
+    "self-hosted": EngineProfile("self-hosted"),
     "llama-server": EngineProfile(
         "llama-server", slots="/props", conversations=True, prefill_echo=True, tokenize="llama"
     ),

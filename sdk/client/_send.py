@@ -248,13 +248,24 @@ class Sender:
 
     async def get_small(self, url: str, limit: int) -> object:
         """A small JSON document: ``None`` unless a 200 of at most ``limit`` bytes."""
+        return (await self.peek(url, limit))[1]
+
+    async def peek(self, url: str, limit: int) -> tuple[dict[str, str], object]:
+        """``GET url``: the answer's headers (names in lower case), and its JSON body where
+        it is a 200 of at most ``limit`` bytes that parses (else ``None``)."""
         async with self.http.stream(
             "GET", url, headers={**self.request_headers(None), "accept-encoding": "identity"}, timeout=5.0
         ) as resp:
+            headers = {k.lower(): v for k, v in resp.headers.items()}
             if resp.status_code != 200:
-                return None
+                return headers, None
             raw, more = await read_bounded(resp, limit)
-        return None if more else orjson.loads(raw)
+        if more:
+            return headers, None
+        try:
+            return headers, orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return headers, None
 
     async def delete(self, url: str, *, timeout: float = 5.0) -> None:
         """``DELETE url`` once (no retries), the answer discarded."""

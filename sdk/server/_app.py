@@ -67,6 +67,7 @@ from .._errors import (
 )
 from ..client import (
     PRIORITY_HEADER,
+    SERVER_HEADER,
     TENANT_HEADER,
     Client,
     EngineName,
@@ -114,6 +115,7 @@ from ._validate import check_messages, event_id, priority
 __all__ = ["ServerApp"]
 
 log = logging.getLogger("sdk.server")
+_SERVER_HEADER = (SERVER_HEADER.encode(), b"1")  # every answer's: this server schedules
 
 HEALTH_INTERVAL = 5.0
 
@@ -186,7 +188,9 @@ class ServerApp:
         engine, and learn the slot count (unless configured)."""
         key = self._upstream_key or ""
         for i, url in enumerate(self._urls):
-            control = Client(base_url=url, backend="messages", api_key=key, engine="self-hosted")
+            # an engine not configured is known by its answers (llama-server's /props slots)
+            named = None if self._engine.name == "self-hosted" else self._engine
+            control = Client(base_url=url, backend="messages", api_key=key, engine=named)
             self.upstreams.append(Engine(i, url, control))
         self.router = Router(self.upstreams, self._transport, on_health=self._health_changed)
         self._engine_http = httpx2.AsyncClient(transport=self.router)
@@ -312,9 +316,11 @@ class ServerApp:
         timeout = self.config.send_timeout
 
         async def tracked(message: Message) -> None:
-            """``send``, bounded: a client that stops reading holds nothing for long."""
+            """``send``, bounded: a client that stops reading holds nothing for long. Every
+            answer says what answers (``seam-server``), so a client knows it schedules."""
             if message["type"] == "http.response.start":
                 started[0] = True
+                message = {**message, "headers": [*message.get("headers", ()), _SERVER_HEADER]}
             try:
                 with anyio.fail_after(timeout):
                     await send(message)

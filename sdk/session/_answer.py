@@ -7,7 +7,7 @@ saved session knows exactly where a resumed answer has to continue.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from types import TracebackType
@@ -58,9 +58,13 @@ class SessionClient(Protocol):
 
     async def context_window(self, model: str) -> int | None: ...
 
-    def stream(self, **request: Any) -> AbstractAsyncContextManager[StreamLike]: ...
+    # Properties holding callables, not methods: ``Client.stream(**params)`` takes typed
+    # keywords, which a method ``stream(**request: Any)`` in a protocol would refuse.
+    @property
+    def stream(self) -> Callable[..., AbstractAsyncContextManager[StreamLike]]: ...
 
-    async def create(self, **request: Any) -> Message: ...
+    @property
+    def create(self) -> Callable[..., Awaitable[Message]]: ...
 
 
 @dataclass(frozen=True, slots=True)

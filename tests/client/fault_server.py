@@ -62,9 +62,12 @@ Handler = Callable[[Request, Reply], Awaitable[None]]
 
 @dataclass
 class FaultServer:
-    """``requests``: what the handler saw. The client's one-time probes (``GET /props``
-    for slots, ``GET /v1/seam`` for a scheduling server) are answered here, 404 unless
-    ``props`` or ``seam`` is set, and kept in ``probes``."""
+    """``requests``: what the handler saw. The client's one-time probes are answered here
+    and kept in ``probes``: the model list it identifies the engine by (``GET /v1/models``
+    or ``/models``; an empty list, with the header that says llama-server where ``props``
+    is set, or the scheduling server where ``seam`` is; the handler's own where
+    ``models_to_handler``), ``GET /props`` for slots and ``GET /v1/seam`` for a scheduling
+    server (404 unless ``props`` or ``seam`` is set)."""
 
     url: str
     requests: list[Request] = field(default_factory=list)
@@ -72,6 +75,12 @@ class FaultServer:
     props: dict[str, Any] | None = None
     seam: dict[str, Any] | None = None
     probes: list[Request] = field(default_factory=list)
+    models_to_handler: bool = False
+
+    def identity(self) -> dict[str, str]:
+        if self.seam is not None:
+            return {"seam-server": "1"}
+        return {"Server": "llama.cpp"} if self.props is not None else {}
 
 
 async def _read_request(stream: SocketStream) -> Request | None:
@@ -106,6 +115,11 @@ async def fault_server(handler: Handler) -> AsyncIterator[FaultServer]:
             try:
                 req = await _read_request(stream)
                 if req is None:
+                    return
+                models = req.path in ("/v1/models", "/models")
+                if req.method == "GET" and models and not server.models_to_handler:
+                    server.probes.append(req)
+                    await Reply(stream).respond(200, {"object": "list", "data": []}, server.identity())
                     return
                 if req.method == "GET" and req.path in ("/props", "/v1/seam"):
                     server.probes.append(req)

@@ -110,6 +110,7 @@ async def test_models_and_estimated_count_for_openai() -> None:
         await reply.respond(200, {"object": "list", "data": [{"id": "a", "owned_by": "me"}, {"id": "b"}]})
 
     async with fault_server(handler) as server, client(server, "openai") as c:
+        server.models_to_handler = True
         models = await c.models()
         count = await c.count_tokens(model="m", messages=[{"role": "user", "content": "hello world " * 10}])
     assert models == [ModelInfo("a", None, "me"), ModelInfo("b")]

@@ -51,7 +51,7 @@ async def test_a_scheduling_server_gets_each_requests_tier_in_a_header() -> None
     got = posts(server)
     assert [r.headers.get("seam-priority") for r in got] == ["interactive", "batch", "batch"]
     assert all("priority" not in r.json() for r in got)
-    assert [p.path for p in server.probes] == ["/v1/seam"]
+    assert [p.path for p in server.probes] == ["/v1/models", "/v1/seam"]  # known by its header, then asked
     assert all("seam-tenant" not in r.headers for r in got)  # not a gateway key
 
 

@@ -75,7 +75,7 @@ async def test_slots_are_learnt_once_from_props() -> None:
                 for i in range(5):
                     tg.start_soon(lambda i=i: c.create(model="m", max_tokens=5, messages=msg(str(i))))
             assert c.scheduler.slots == 3
-        assert [p.path for p in server.probes] == ["/v1/seam", "/props"]  # once each
+        assert [p.path for p in server.probes] == ["/v1/models", "/props"]  # once each: known by its header
         assert all(p.headers["x-api-key"] == KEY for p in server.probes)
 
 

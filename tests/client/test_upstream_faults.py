@@ -83,6 +83,7 @@ async def test_a_non_json_model_list_or_count_is_a_protocol_error(anyio_backend:
         fault_server(answering(200, b"<html>login</html>", "text/html")) as server,
         Client(base_url=server.url, api_key=KEY) as c,
     ):
+        server.models_to_handler = True
         with anyio.fail_after(30), pytest.raises(StreamProtocolError, match="not JSON"):
             await c.models()
         with anyio.fail_after(30), pytest.raises(StreamProtocolError, match="not JSON"):
