@@ -10,7 +10,7 @@ from sdk import Client
 from sdk.client._engine import engine_from
 
 from .fault_server import Reply, Request, fault_server
-from .test_priority_wire import KEY, MSG, SEAM, answer
+from .test_priority_wire import KEY, MSG, answer
 
 pytestmark = pytest.mark.anyio
 
