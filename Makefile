@@ -12,7 +12,7 @@ CHROMIUM := /usr/bin/chromium
 # for Debian 12): installed when missing and we are root.
 REDIS_SERVER := /usr/bin/redis-server
 
-.PHONY: demo test test-fast lint typecheck docs bench clean
+.PHONY: demo test test-fast test-interpreted sanitize lint typecheck docs bench clean
 
 $(STAMP): pyproject.toml setup.py sdk/chunking/_native.c sdk/chunking/_guard.c
 	$(PYTHON) -m venv $(VENV)
@@ -35,12 +35,24 @@ docs: $(STAMP)
 
 test: lint typecheck docs $(CHROMIUM) $(REDIS_SERVER)
 	$(VENV)/bin/pytest -q
+	$(MAKE) test-interpreted
+	$(MAKE) sanitize
 	$(PY) tests/package/check.py  # the built wheel and sdist in bare virtual environments
 
 # Everything but the tests that need a real llama-server: minutes, for a quick check
 # while working (make test is what CI runs).
 test-fast: lint typecheck $(CHROMIUM) $(REDIS_SERVER)
 	$(VENV)/bin/pytest -q -m "not llama"
+
+# The chunking suite again with no compiled part (as an install without a C compiler
+# runs): the same chunks must come out.
+test-interpreted: $(STAMP)
+	SEAM_INTERPRETED=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/chunking
+
+# The compiled parts built with AddressSanitizer and UBSan (in a copy of the tree), the
+# chunking suite and SEAM_FUZZ_SECONDS (default 180) of fuzzing against them.
+sanitize: $(STAMP)
+	tests/sanitize.sh
 
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ]; then \

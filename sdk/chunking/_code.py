@@ -1037,7 +1037,7 @@ _WINDOW = 64
 _ZWJ = "\u200d"
 
 
-def _cluster_end(text: str, p: int) -> int:
+def _cluster_end(text: str, p: int, known: int) -> int:
     """``p`` if a part may start there, else the first position after it where one may.
 
     Tokens may end inside a cluster (a comment that keeps the CR of a CRLF, an
@@ -1045,15 +1045,24 @@ def _cluster_end(text: str, p: int) -> int:
     a part start right after a zero-width joiner, the rule prose cuts keep too (it asks
     to join what follows: emoji sequences, Indic half-forms), though a token may end
     there (``a\u200d - b``): the edge moves past the cluster that follows.
+
+    ``known`` (at most ``p``) is a position where a cluster starts. Clusters are matched
+    from the last start found at most ``_WINDOW`` characters back (one that no rule can
+    join to what precedes it), else from ``known``, and to their true end however far:
+    a cluster of any length (a letter and a thousand combining marks, a run of regional
+    indicators, whose pairs count from the run's start) is never cut. Callers move
+    ``known`` forward with their edges, so the characters matched stay linear in the text.
     """
     before, at = text[p - 1], text[p]
     if before == "\r":
         return p + 1 if at == "\n" else p
     if before < "\x80" and at < "\x80":
         return p
-    lo = max(0, p - _WINDOW, text.rfind("\n", max(0, p - _WINDOW), p) + 1)
+    lo = max(known, p - _WINDOW)
+    while lo > known and not _starts_fresh(text, lo):
+        lo -= 1
     edge = p
-    for m in _GRAPHEME.finditer(text, lo, p + _WINDOW):
+    for m in _GRAPHEME.finditer(text, lo):
         if m.end() > p:
             edge = p if m.start() >= p else m.end()
             break
@@ -1063,11 +1072,21 @@ def _cluster_end(text: str, p: int) -> int:
     return edge
 
 
+def _starts_fresh(text: str, i: int) -> bool:
+    """Whether a cluster starts at ``i`` whatever precedes it: after a line feed, or at
+    a character no rule joins to the one before (ASCII, not after a carriage return)."""
+    before, at = text[i - 1], text[i]
+    return before == "\n" or (at < "\x80" and before != "\r" and before < "\x80")
+
+
 def _snap(text: str, parts: list[Section]) -> list[Section]:
     """Move part edges that fall inside a grapheme cluster to the cluster's end."""
     out = [parts[0]]
+    known = parts[0].start  # where a cluster starts: the section's start, then each edge
     for part in parts[1:]:
-        edge = _cluster_end(text, part.start)
+        # An edge inside the cluster found last moves to that cluster's end as well.
+        edge = known if part.start < known else _cluster_end(text, part.start, known)
+        known = edge  # a cluster ends where the next one starts
         if edge == part.start:
             out.append(part)
             continue

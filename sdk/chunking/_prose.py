@@ -61,8 +61,10 @@ _LINE = regex.compile(r"(?:\r\n|\r|\n|\u2028|\u0085)(?:" + _HSPACE + r"*(?:\r\n|
 # A run of terminals that is not followed by white space is taken whole, as a match that
 # makes no cut (the ``skip`` group), and never given back (possessive): otherwise a long
 # run of "!" or "," with no space after it is re-scanned from every position in it
-# (quadratic time). The cuts are those of the plain patterns. The skip run is a class, not a look-ahead
-# per character: the regex module kept 128 bytes of state per repetition of the latter.
+# (quadratic time). The cuts are those of the plain patterns. The skip run is one class
+# (a set difference, VERSION1's syntax), not a look-ahead per character nor a group of
+# alternatives: the regex module kept 128 bytes of state per repetition of either (so
+# "!…" repeated, or "!" repeated on the interpreted path, grew by that much a character).
 # Every match starts with a terminal (the CJK ones are terminals too): the look-ahead
 # in front lets the other positions fail on one property test instead of two, which
 # halves the time of a scan.
@@ -70,7 +72,8 @@ _SENTENCE = regex.compile(
     r"(?=[\p{Sentence_Terminal}…])(?:"
     r"[" + _CJK_STOPS + r"]++[" + _CLOSE_CLASS + r"]*+"
     r"|[\p{Sentence_Terminal}…]++[" + _CLOSE_CLASS + r"]*+(?=" + _HSPACE + r")"
-    r"|(?P<skip>(?:[^\P{Sentence_Terminal}" + _CJK_STOPS + r"]|…)++))"
+    r"|(?P<skip>[[\p{Sentence_Terminal}…]--[" + _CJK_STOPS + r"]]++))",
+    regex.VERSION1,  # for the set difference: one class, so no state per repetition
 )
 _CLAUSE = regex.compile(
     r"[" + _CJK_COMMAS + r"]++[" + _CLOSE_CLASS + r"]*+"

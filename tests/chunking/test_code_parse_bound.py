@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import gc
+import os
 import platform
 import subprocess
 import sys
@@ -346,6 +347,9 @@ def test_ordinary_code_lexes_in_a_few_steps_a_byte() -> None:
 
 
 @pytest.mark.skipif(_accel.guard is None, reason="the guard is not built")
+@pytest.mark.skipif(
+    bool(os.environ.get("SEAM_SANITIZED")), reason="an address-space limit and ASan's shadow memory"
+)
 def test_a_parse_past_the_lexers_allowance_ends_without_a_progress_callback() -> None:
     """Past its allowance the guard's lexer finds nothing, but the end of the input is
     still found: without it, error recovery pushed an empty token at the last byte

@@ -113,7 +113,8 @@ def test_plain_checks_every_slice_of_a_long_range() -> None:
 
 
 UNGATED_SENTENCE = regex.compile(
-    _prose._SENTENCE.pattern.removeprefix("(?=[\\p{Sentence_Terminal}…])(?:")[:-1]
+    _prose._SENTENCE.pattern.removeprefix("(?=[\\p{Sentence_Terminal}…])(?:")[:-1],
+    _prose._SENTENCE.flags,
 )
 
 

@@ -24,7 +24,19 @@ ATOMS = [
     *("\u2028", "\ufeff", "\x00", "---\n", "| a | b |\n|---|---|\n", "- item\n", "> quote\n"),
     *("    code\n", "<div>\n", '"key": ', '[1, 2, {"a": "b"}]', '{"x": [', "]}"),
 ]
-TEXTS = st.lists(st.sampled_from(ATOMS), max_size=100).map("".join)
+# Grapheme clusters of any length: a base and up to 300 marks (past any look-back
+# window: code once cut two marks before the end of a space and 66 acute accents),
+# runs of regional indicators (their pairs count from the run's start), joiner chains.
+LONG_CLUSTERS = st.one_of(
+    st.tuples(
+        st.sampled_from([" ", "a", "ก", "\u0915", '"']),
+        st.sampled_from(["\u0301", "\u0e31", "\u094d"]),
+        st.integers(1, 300),
+    ).map(lambda t: t[0] + t[1] * t[2]),
+    st.integers(1, 90).map(lambda n: "\U0001f1ef" * n),
+    st.integers(1, 40).map(lambda n: "\U0001f469" + "\u200d\U0001f469" * n),
+)
+TEXTS = st.lists(st.sampled_from(ATOMS) | LONG_CLUSTERS, max_size=100).map("".join)
 KINDS = st.sampled_from(["text", "markdown", "code", "json", "jsonl", "auto"])
 LANGUAGES = st.sampled_from([None, "python", "javascript", "go", "rust", "c", "bash", "typescript"])
 
