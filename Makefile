@@ -50,7 +50,7 @@ test-interpreted: $(STAMP)
 	SEAM_INTERPRETED=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/chunking
 
 # The compiled parts built with AddressSanitizer and UBSan (in a copy of the tree), the
-# chunking suite and SEAM_FUZZ_SECONDS (default 180) of fuzzing against them.
+# chunking suite and SEAM_FUZZ_SECONDS (default 120) of fuzzing against them.
 sanitize: $(STAMP)
 	tests/sanitize.sh
 

@@ -3,7 +3,7 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer into a copy of the tree
 # (build/sanitize/tree, so the working tree's builds are never touched), then the
 # chunking suite and a bounded fuzzing run (tests/chunking/test_fuzz.py, for
-# SEAM_FUZZ_SECONDS, default 180) against them. Extra arguments go to pytest.
+# SEAM_FUZZ_SECONDS, default 120) against them. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-$PWD/.venv/bin/python}
@@ -24,6 +24,6 @@ export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=lib
 # what this run looks for (the suite's memory tests bound them).
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-export SEAM_SANITIZED=1 SEAM_FUZZ_SECONDS="${SEAM_FUZZ_SECONDS:-180}"
+export SEAM_SANITIZED=1 SEAM_FUZZ_SECONDS="${SEAM_FUZZ_SECONDS:-120}"
 $PY -c 'import sdk.chunking._accel as a; assert a.native and a.guard and a.native.__file__.startswith("'"$PWD"'"); print("sanitized builds:", a.native.__file__)'
 $PY -m pytest -q -p no:cacheprovider tests/chunking "$@"
