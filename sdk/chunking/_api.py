@@ -28,7 +28,9 @@ from sdk.tokens import (
 
 from .._errors import BinaryFileError, UndecodableFileError
 from . import _accel
+from ._detect import decide
 from ._engine import Engine, RawChunk, Sizer
+from ._isolate import DEFAULT_LIMIT, chunk_isolated
 from ._kinds import KINDS, ROOTS
 from ._prose import LEVELS, boundaries
 from ._types import Chunk, ChunkKind, Section
@@ -114,9 +116,16 @@ class Chunker:
     only a single indivisible unit does. A unit that fits ``max_tokens`` but not
     ``max_tokens - overlap`` is a chunk of its own that carries less overlap, or none;
     it is not oversize. Likewise a heading trail is left off a unit it would push over.
+
+    ``isolate``: chunk text that may be parsed with a grammar (kind ``code`` or
+    ``markdown``, or ``auto`` deciding either) in a worker process whose address space
+    may grow by at most that many bytes (``True``: 2 GiB). A parse that goes past it, or
+    a worker that dies, costs that text its grammar: it is chunked with prose rules, with
+    a :class:`ChunkingWarning`; the calling process never holds the parse (see
+    :mod:`sdk.chunking._isolate`). The encoding must pickle.
     """
 
-    __slots__ = ("encoding", "kind", "language", "max_tokens", "overlap", "sizer")
+    __slots__ = ("encoding", "isolate", "kind", "language", "max_tokens", "overlap", "sizer")
 
     def __init__(
         self,
@@ -126,6 +135,7 @@ class Chunker:
         overlap: int = 0,
         kind: ChunkKind = "auto",
         language: str | None = None,
+        isolate: bool | int = False,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
             raise TypeError("max_tokens must be an int")
@@ -146,6 +156,9 @@ class Chunker:
         self.encoding = encoding
         self.kind = kind
         self.language = language
+        if not isinstance(isolate, (bool, int)) or (not isinstance(isolate, bool) and isolate < 1 << 20):
+            raise ValueError(f"isolate must be a bool or a limit of at least 1 MiB in bytes, got {isolate!r}")
+        self.isolate = DEFAULT_LIMIT if isolate is True else int(isolate)  # 0: in process
         # An async tokenizer is reached from a worker thread, one bridge per call.
         self.sizer: Sizer | None = None if is_async_tokenizer(encoding) else Sizer(encoding)  # type: ignore[arg-type]
 
@@ -228,7 +241,20 @@ class Chunker:
             raise ValueError("heading_context and overlap cannot be combined")
         if not text:
             return []
-        root = self._root(text, kind, language if language is not None else self.language, filename)
+        language = language if language is not None else self.language
+        if self.isolate and _may_parse(text, kind, language, filename):
+            chunks = chunk_isolated(
+                (self.max_tokens, self.encoding, self.overlap, heading_context),
+                self.isolate,
+                text,
+                kind,
+                language,
+                filename,
+            )
+            if chunks is not None:
+                return chunks
+            kind = "text"  # (the worker said why)
+        root = self._root(text, kind, language, filename)
         if heading_context and root.kind == "markdown":
             return self._with_heading_context(sizer, text, root)
         raw = Engine(text, self.max_tokens - self.overlap, sizer).run(root)
@@ -402,6 +428,13 @@ class Chunker:
                 )
             )
         return out
+
+
+def _may_parse(text: str, kind: str, language: str | None, filename: str | None) -> bool:
+    """Whether chunking ``text`` as ``kind`` may run a grammar's parser."""
+    if kind == "auto":
+        kind = decide(text, language, filename)[0]
+    return kind in ("code", "markdown")
 
 
 _WORD_LEVEL = next(i for i, (name, _) in enumerate(LEVELS) if name == "word")

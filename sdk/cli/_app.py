@@ -147,6 +147,14 @@ def chunk(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary table.")] = False,
     hidden: Hidden = False,
+    isolate: Annotated[
+        bool,
+        typer.Option(
+            "--isolate",
+            help="Parse code in a worker process whose memory may grow by 2 GiB at most; "
+            "a parse past it is chunked with prose rules, with a warning.",
+        ),
+    ] = False,
 ) -> None:
     """Cut files at safe seams within a token budget; print a summary (and chunks, a page).
 
@@ -156,7 +164,7 @@ def chunk(
 
     out = _console()
     err = _console(stderr=True)
-    chunker = Chunker(max_tokens, encoding=encoding)
+    chunker = Chunker(max_tokens, encoding=encoding, isolate=isolate)
     summary, files = chunk_files(
         paths,
         chunker,

@@ -1,0 +1,89 @@
+"""``Chunker(isolate=...)``: a text that may be parsed is chunked in a worker process
+with an address-space limit. The same chunks as in process; a parse past the limit (a
+hostile shape whose tree-sitter parse takes most of a gigabyte) costs that text its
+grammar, not the caller's memory; a worker that dies is replaced."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from sdk.chunking import Chunker, ChunkingWarning, _isolate
+from tests.corpus import corpus_files
+from tests.invariants import check_chunks
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTILE_JAVA = "class A { void f() { " + "a<" * 8000 + " } }"  # 0.9 GB in one parse step
+LIMIT = 256 << 20
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get("SEAM_SANITIZED")), reason="ASan's shadow memory and an address-space limit"
+)
+def test_isolated_chunks_are_the_in_process_ones_and_a_parse_past_the_limit_falls_back() -> None:
+    isolated, local = Chunker(64, isolate=LIMIT), Chunker(64)
+    for cf in corpus_files(("code", "markdown", "mixed"))[:12]:
+        text = cf.read()
+        assert isolated.chunk(text, filename=cf.path.name) == local.chunk(text, filename=cf.path.name), (
+            cf.name
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chunks = isolated.chunk(HOSTILE_JAVA, filename="A.java")
+    assert any("isolated worker failed" in str(w.message) for w in caught if w.category is ChunkingWarning)
+    check_chunks(HOSTILE_JAVA, chunks, 64)
+    assert {c.kind for c in chunks} == {"text"}  # prose rules
+    text = corpus_files(("code",))[0].read()  # and the next call has a worker again
+    assert isolated.chunk(text, filename=corpus_files(("code",))[0].path.name) == local.chunk(
+        text, filename=corpus_files(("code",))[0].path.name
+    )
+
+
+def test_what_is_not_parsed_stays_in_process_and_errors_come_back() -> None:
+    isolated = Chunker(32, isolate=True)
+    before = sum(len(ws) for ws in _isolate._idle.values())
+    assert isolated.chunk("Plain prose. " * 40, kind="text") == Chunker(32).chunk(
+        "Plain prose. " * 40, kind="text"
+    )
+    assert sum(len(ws) for ws in _isolate._idle.values()) == before  # no worker asked
+    with pytest.raises(ValueError):
+        isolated.chunk("x = 1", kind="code", language="no-such-language")
+
+
+def test_isolate_refuses_a_limit_that_is_not_one() -> None:
+    for bad in (-1, 5, 1.5, "2G"):
+        with pytest.raises(ValueError):
+            Chunker(isolate=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get("SEAM_SANITIZED")), reason="ASan's shadow memory and an address-space limit"
+)
+def test_the_callers_memory_stays_small_while_the_hostile_parse_fails_elsewhere() -> None:
+    """In a fresh process: its peak resident memory after the hostile text, isolated,
+    stays near what importing the engine costs (in process, the parse alone takes
+    ~0.9 GB); and a script without a main guard works (nothing of it is re-imported)."""
+    script = (
+        "import resource, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "from sdk.chunking import Chunker\n"
+        f"text = {HOSTILE_JAVA!r}\n"
+        f"chunks = Chunker(64, isolate={LIMIT}).chunk(text, filename='A.java')\n"
+        "assert ''.join(c.text for c in chunks) == text\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) < 400, done.stdout  # MB
