@@ -30,7 +30,7 @@ from .._errors import BinaryFileError, UndecodableFileError
 from . import _accel
 from ._detect import decide
 from ._engine import Engine, RawChunk, Sizer
-from ._isolate import DEFAULT_LIMIT, chunk_isolated
+from ._isolate import DEFAULT_LIMIT, WorkerConfig, chunk_isolated, worker_config
 from ._kinds import KINDS, ROOTS
 from ._prose import LEVELS, boundaries
 from ._types import Chunk, ChunkKind, Section
@@ -125,7 +125,16 @@ class Chunker:
     :mod:`sdk.chunking._isolate`). The encoding must pickle.
     """
 
-    __slots__ = ("encoding", "isolate", "kind", "language", "max_tokens", "overlap", "sizer")
+    __slots__ = (
+        "_worker_config",
+        "encoding",
+        "isolate",
+        "kind",
+        "language",
+        "max_tokens",
+        "overlap",
+        "sizer",
+    )
 
     def __init__(
         self,
@@ -159,6 +168,7 @@ class Chunker:
         if not isinstance(isolate, (bool, int)) or (not isinstance(isolate, bool) and isolate < 1 << 20):
             raise ValueError(f"isolate must be a bool or a limit of at least 1 MiB in bytes, got {isolate!r}")
         self.isolate = DEFAULT_LIMIT if isolate is True else int(isolate)  # 0: in process
+        self._worker_config: WorkerConfig | None = None  # made at the first isolated call
         # An async tokenizer is reached from a worker thread, one bridge per call.
         self.sizer: Sizer | None = None if is_async_tokenizer(encoding) else Sizer(encoding)  # type: ignore[arg-type]
 
@@ -243,13 +253,10 @@ class Chunker:
             return []
         language = language if language is not None else self.language
         if self.isolate and _may_parse(text, kind, language, filename):
+            if self._worker_config is None:
+                self._worker_config = worker_config(self.max_tokens, self.encoding, self.overlap)
             chunks = chunk_isolated(
-                (self.max_tokens, self.encoding, self.overlap, heading_context),
-                self.isolate,
-                text,
-                kind,
-                language,
-                filename,
+                self._worker_config, self.isolate, text, kind, language, filename, heading_context
             )
             if chunks is not None:
                 return chunks

@@ -23,6 +23,7 @@ macOS); elsewhere the worker still keeps a crash away from the caller.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import pickle
 import struct
@@ -30,15 +31,32 @@ import subprocess
 import sys
 import threading
 import warnings
-from typing import IO, Any, cast
+from typing import IO, Any, NamedTuple, cast
 
 from ._types import Chunk, ChunkingWarning, ChunkKind, caller_level
 
-__all__ = ["DEFAULT_LIMIT", "chunk_isolated", "shutdown"]
+__all__ = ["DEFAULT_LIMIT", "WorkerConfig", "chunk_isolated", "shutdown", "worker_config"]
 
 DEFAULT_LIMIT = 2 << 30  # bytes of address space a worker may add to what it started with
 _HEAD = struct.Struct("<Q")
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class WorkerConfig(NamedTuple):
+    """A chunker's configuration as a worker rebuilds it: pickled once per chunker, sent
+    to each worker once (a ``tokenizers.Tokenizer`` pickles to its whole vocabulary), then
+    named by its digest."""
+
+    digest: bytes
+    blob: bytes
+
+
+def worker_config(max_tokens: int, encoding: object, overlap: int) -> WorkerConfig:
+    try:
+        blob = pickle.dumps((max_tokens, encoding, overlap), pickle.HIGHEST_PROTOCOL)
+    except Exception as e:
+        raise TypeError(f"isolate= needs an encoding that pickles: {e}") from None
+    return WorkerConfig(hashlib.sha256(blob).digest(), blob)
 
 
 class _Worker:
@@ -52,6 +70,7 @@ class _Worker:
             stderr=subprocess.DEVNULL,
             env=env,
         )
+        self.known: set[bytes] = set()  # the configurations it holds, by digest
 
     def call(self, request: bytes) -> bytes | None:
         """The worker's answer, or ``None`` where it died before giving one."""
@@ -108,21 +127,22 @@ def shutdown() -> None:
 
 
 def chunk_isolated(
-    config: tuple[int, object, int, bool],
+    config: WorkerConfig,
     limit: int,
     text: str,
     kind: str,
     language: str | None,
     filename: str | None,
+    heading_context: bool,
 ) -> list[Chunk] | None:
     """The chunks a worker made, or ``None`` where the worker failed (out of memory,
     killed, crashed): the caller then chunks with prose rules. An error the worker's
     chunking raised (a bad language name) is raised here as it was there."""
-    try:
-        request = pickle.dumps((config, text, kind, language, filename), pickle.HIGHEST_PROTOCOL)
-    except Exception as e:
-        raise TypeError(f"isolate= needs an encoding that pickles: {e}") from None
     worker = _take(limit)
+    blob = None if config.digest in worker.known else config.blob
+    request = pickle.dumps(
+        (config.digest, blob, text, kind, language, filename, heading_context), pickle.HIGHEST_PROTOCOL
+    )
     answer = worker.call(request)
     if answer is None:
         worker.stop()
@@ -133,6 +153,7 @@ def chunk_isolated(
             stacklevel=caller_level(),
         )
         return None
+    worker.known.add(config.digest)
     _give_back(limit, worker)
     ok, value, said = pickle.loads(answer)
     for category, message in said:  # the worker's warnings, as the call would have given them
@@ -165,28 +186,23 @@ def _serve(limit: int) -> None:
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write into the answers
-    chunkers: dict[bytes, tuple[Chunker, bool]] = {}
+    chunkers: dict[bytes, Chunker] = {}
     capped = False
     while True:
         head = stdin.read(_HEAD.size)
         if len(head) < _HEAD.size:
             return
         (size,) = _HEAD.unpack(head)
-        config, text, kind, language, filename = pickle.loads(stdin.read(size))
-        key = pickle.dumps(config)
+        digest, blob, text, kind, language, filename, heading_context = pickle.loads(stdin.read(size))
         try:
-            found = chunkers.get(key)
-            if found is None:
-                max_tokens, encoding, overlap, heading_context = config
-                found = chunkers[key] = (
-                    Chunker(max_tokens, encoding=encoding, overlap=overlap),
-                    heading_context,
-                )
-                Chunker(max_tokens, encoding=encoding).chunk("warm up", kind="text")
+            chunker = chunkers.get(digest)
+            if chunker is None:
+                max_tokens, encoding, overlap = pickle.loads(blob)
+                chunker = chunkers[digest] = Chunker(max_tokens, encoding=encoding, overlap=overlap)
+                chunker.chunk("warm up", kind="text")  # its encoding loaded before the cap
             if not capped:
                 _limit_address_space(limit)
                 capped = True
-            chunker, heading_context = found
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 value: Any = chunker.chunk(

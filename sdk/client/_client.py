@@ -491,11 +491,10 @@ class Client:
             if m.id == model and m.context_window:
                 return m.context_window
         if not self._service:
-            await self._learn_slots()
-            if self._engine.slots_path == "/props":  # llama-server's: it also holds the window
-                n = await window_from_props(self._sender)
-                if n:
-                    return n
+            path = (await self._engine.identify(self._sender)).slots  # llama-server's /props
+            n = await window_from_props(self._sender, path) if path is not None else None
+            if n:
+                return n
         known = known_window(model)
         if known is None and len(listed) == 1 and listed[0].context_window:
             return listed[0].context_window  # a server of one model, listed under another name

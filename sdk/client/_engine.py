@@ -68,12 +68,6 @@ class EngineState:
             self.tokenize_shape = self.tokenize_shape or self.profile.tokenize
         return self.profile
 
-    @property
-    def slots_path(self) -> str | None:
-        """Where the slot count is asked: the profile's path (``None``: nowhere, or the
-        engine not known yet)."""
-        return None if self.profile is None else self.profile.slots
-
     async def learn(self, sender: Sender, scheduler: Scheduler) -> None:
         """Once: what the engine is, unless named (:meth:`identify`: one ``GET`` of the
         model list, which every server of the API has; a scheduling server then answers
@@ -165,11 +159,12 @@ async def probe_slots(sender: Sender, path: str = "/props") -> int | None:
         return None
 
 
-async def window_from_props(sender: Sender) -> int | None:
-    """llama-server's context window per slot (``/props``), where it answers."""
+async def window_from_props(sender: Sender, path: str = "/props") -> int | None:
+    """The context window per slot from ``path``, the document that tells the slots
+    (llama-server's ``/props``: ``default_generation_settings.n_ctx``), where it answers."""
     try:
         with anyio.fail_after(10.0):
-            props = await sender.get_small(sender.root + "/props", PROBE_BYTES)
+            props = await sender.get_small(sender.root + path, PROBE_BYTES)
     except Exception:
         return None
     settings = props.get("default_generation_settings") if isinstance(props, dict) else None

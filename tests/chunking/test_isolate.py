@@ -51,6 +51,10 @@ def test_what_is_not_parsed_stays_in_process_and_errors_come_back() -> None:
         "Plain prose. " * 40, kind="text"
     )
     assert sum(len(ws) for ws in _isolate._idle.values()) == before  # no worker asked
+    isolated.chunk("def f(x):\n    return x\n" * 20, kind="code", language="python")
+    config = isolated._worker_config
+    assert config is not None  # pickled once, and each worker holds it after its first call
+    assert any(config.digest in w.known for ws in _isolate._idle.values() for w in ws)
     with pytest.raises(ValueError):
         isolated.chunk("x = 1", kind="code", language="no-such-language")
 
