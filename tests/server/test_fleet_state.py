@@ -60,10 +60,15 @@ async def run(
     ttl: float = TTL,
     worst: int = -1,
     depth: tuple[int, ...] = (),
+    now: float | None = None,
 ) -> Any:
     """One script for ``lk``'s replica, which holds ``held`` leases, runs a preemptible
-    stream of level ``worst`` at worst and has ``depth`` requests waiting per level."""
-    return await lk.script(Call(name, held, args, worst=worst, depth=depth), SLOTS, ttl)
+    stream of level ``worst`` at worst and has ``depth`` requests waiting per level; at
+    ``now`` (seconds) instead of the server's clock where given."""
+    call = Call(name, held, args, worst=worst, depth=depth)
+    if now is None:
+        return await lk.script(call, SLOTS, ttl)
+    return await anyio.to_thread.run_sync(lambda: lk.script_now(call, SLOTS, ttl, now=now))
 
 
 async def inbox(lk: FleetLink) -> list[str]:
@@ -157,12 +162,14 @@ async def test_a_replica_that_stops_beating_loses_its_leases_within_the_ttl(
     redis_url: str, fleet: str
 ) -> None:
     a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
+    t = 1_000_000.0  # the scripts' clock, passed in: a loaded machine cannot expire a early
     for _ in range(SLOTS):
-        assert await run(a, "acquire", 0, 2, ttl=0.3) == 1
-    assert await run(b, "acquire", 0, 0) == 0
-    await anyio.sleep(0.4)  # a, killed, beats no more
-    # the next script of anyone's drops a and hands its leases to the wants
-    r = await run(b, "beat", 0, 0, 0, 0)
+        assert await run(a, "acquire", 0, 2, ttl=0.3, now=t) == 1
+    assert await run(b, "acquire", 0, 0, now=t + 0.1) == 0
+    assert held(redis_url, fleet) == {"a": SLOTS}  # a, alive until t + 0.3, keeps them
+    # a, killed, beats no more: the next script of anyone's after t + 0.3 drops a and
+    # hands its leases to the wants
+    r = await run(b, "beat", 0, 0, 0, 0, now=t + 0.4)
     assert int(r[0]) == 1 and int(r[2]) == 1 and int(r[3]) == 1  # granted to b; b alone
     assert held(redis_url, fleet) == {"b": 1}
 
@@ -172,7 +179,7 @@ async def test_a_rejoin_writes_the_true_count_and_the_slots_bound_what_follows(
     redis_url: str, fleet: str
 ) -> None:
     a, b = link(redis_url, fleet, "a"), link(redis_url, fleet, "b")
-    ttl = 1.0
+    ttl = 2.0  # the settling mark expires on the server's own clock, so this one is real
     # Valkey came back empty; each replica runs one request (its degraded share)
     await run(a, "beat", 1, 1, -1, 2, ttl=ttl)  # the first re-join writes the epoch: the fleet settles
     await run(b, "beat", 1, 1, -1, 2, ttl=ttl)
