@@ -11,7 +11,21 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("sdk.chunking._native", sources=["sdk/chunking/_native.c"], optional=True),
-        Extension("sdk.chunking._guard", sources=["sdk/chunking/_guard.c"], optional=True),
+        Extension(
+            "sdk.chunking._kernels",
+            sources=["sdk/chunking/_kernels.c"],
+            depends=["sdk/chunking/_scan.h"],
+            py_limited_api=True,
+            optional=True,
+        ),
+        Extension(
+            "sdk.chunking._native",
+            sources=["sdk/chunking/_native.c"],
+            depends=["sdk/chunking/_scan.h"],
+            optional=True,
+        ),
+        Extension(
+            "sdk.chunking._guard", sources=["sdk/chunking/_guard.c"], py_limited_api=True, optional=True
+        ),
     ],
 )

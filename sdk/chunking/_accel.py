@@ -1,10 +1,14 @@
 """The chunking engine's compiled parts, when they were built and not switched off.
 
-``native`` is the C module of the engine's passes (``_native.c``), or ``None``; ``guard``
-the guard around grammars' external scanners (``_guard.c``), or ``None``. Where either is
+``kernels`` is the C module of scans over a text's code units and over arrays of
+integers (``_kernels.c``, on the limited API), or ``None``; ``native`` the C module of the
+engine's passes that still read Python objects (``_native.c``), or ``None``; ``guard``
+the guard around grammars' external scanners (``_guard.c``), or ``None``. Where one is
 ``None`` every caller takes its interpreted path, which gives the same chunks (the
 guard's absence only sends the shapes it protects against to prose rules). Callers read
-``_accel.native`` at each call, so a test can switch it off in one place.
+them here at each call (and ask :func:`on` first), so a test can switch a part
+off in one place; ``SEAM_OFF=name,name`` in the environment switches off single
+functions of the two (for measuring what each buys, and for differential tests).
 
 ``SEAM_INTERPRETED=1`` in the environment switches every compiled part off, to run the
 whole suite (or an application) as an install without a compiler would;
@@ -16,8 +20,9 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
-__all__ = ["INTERPRETED", "cache", "guard", "native"]
+__all__ = ["INTERPRETED", "OFF", "cache", "forget", "guard", "kernels", "native", "on", "units"]
 
 log = logging.getLogger("sdk.chunking")
 
@@ -35,26 +40,82 @@ except ImportError:  # pragma: no cover - built wherever a C compiler is found
     _native = None  # type: ignore[assignment]
 
 try:
+    from . import _kernels
+except ImportError:  # pragma: no cover - built wherever a C compiler is found
+    _kernels = None  # type: ignore[assignment]
+
+try:
     from . import _guard
 except ImportError:  # pragma: no cover - built wherever a C compiler is found
     _guard = None  # type: ignore[assignment]
 
 native = _native
+kernels = _kernels
 if INTERPRETED:
     native = None  # type: ignore[assignment]
+    kernels = None  # type: ignore[assignment]
 guard = _guard
 if INTERPRETED or _switched_off("SEAM_NO_GUARD"):
     guard = None  # type: ignore[assignment]
 
 if INTERPRETED:
     log.info("sdk.chunking: interpreted (SEAM_INTERPRETED is set): no compiled parts")
-elif _native is None or _guard is None:
-    missing = " and ".join(n for n, m in (("_native", _native), ("_guard", _guard)) if m is None)
+elif _native is None or _kernels is None or _guard is None:
+    missing = " and ".join(
+        n for n, m in (("_native", _native), ("_kernels", _kernels), ("_guard", _guard)) if m is None
+    )
     log.warning(
         "sdk.chunking: running interpreted (%s not built: this install had no C compiler); "
         "the chunks are the same, slower",
         missing,
     )
+
+OFF = frozenset(x.strip() for x in os.environ.get("SEAM_OFF", "").split(",") if x.strip())
+
+
+def on(name: str) -> bool:
+    """Whether the compiled function ``name`` may be used (not switched off by
+    ``SEAM_OFF``); callers take ``native`` or ``kernels`` only where it is."""
+    return name not in OFF
+
+
+# The last text's code units (one entry: the engine asks for the text it is chunking,
+# again and again; :func:`forget` drops it when a call is done).
+_last: tuple[str, bytes, int] | None = None  # a text past ASCII, its units, their kind
+_UTF16 = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+_UTF32 = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
+
+
+def units(text: str, *, keep: bool = True) -> tuple[str | bytes, int]:
+    """``text``'s code points as the kernels read them, and their kind: an ASCII text
+    itself (kind 0: read in place, no copy), else a buffer of 1, 2 or 4 bytes a code
+    point (native byte order), the narrowest that holds them (the width CPython stores
+    the text in, so the copy costs what the text does; kind: the bytes a code point).
+    A copy is kept for the next call unless ``keep`` is false (a slice asked for once)."""
+    global _last
+    if text.isascii():
+        return text, 0
+    last = _last
+    if last is not None and last[0] is text:
+        return last[1], last[2]
+    try:
+        found, kind = text.encode("latin-1"), 1
+    except UnicodeEncodeError:
+        # (A lone surrogate passes as itself; a text without astral code points is one
+        # UTF-16 unit a code point.)
+        found, kind = text.encode(_UTF16, "surrogatepass"), 2
+        if len(found) != 2 * len(text):
+            found, kind = text.encode(_UTF32, "surrogatepass"), 4
+    if keep:
+        _last = (text, found, kind)
+    return found, kind
+
+
+def forget() -> None:
+    """Drop the last text's code units (a chunking call is done)."""
+    global _last
+    _last = None
+
 
 # A cache per classifier the native passes ask (one entry per code point, zero until the
 # classifier has been asked about it), made on first use: 1.1 MB for junction classes and

@@ -261,11 +261,14 @@ class Chunker:
             if chunks is not None:
                 return chunks
             kind = "text"  # (the worker said why)
-        root = self._root(text, kind, language, filename)
-        if heading_context and root.kind == "markdown":
-            return self._with_heading_context(sizer, text, root)
-        raw = Engine(text, self.max_tokens - self.overlap, sizer).run(root)
-        del root  # (its parse and items go before the chunks are made)
+        try:
+            root = self._root(text, kind, language, filename)
+            if heading_context and root.kind == "markdown":
+                return self._with_heading_context(sizer, text, root)
+            raw = Engine(text, self.max_tokens - self.overlap, sizer).run(root)
+            del root  # (its parse and items go before the chunks are made)
+        finally:
+            _accel.forget()  # (the text's code units, kept for the kernels during the call)
         chunks = _finish(text, raw, self.max_tokens, consume=True)
         if self.overlap:
             chunks = self._with_overlap(sizer, text, chunks)
@@ -493,6 +496,8 @@ def _finish(text: str, raw: list[RawChunk], max_tokens: int, consume: bool = Fal
     holds one list of them, not both).
     """
     native = _accel.native
+    if _accel.OFF and not _accel.on("make_chunks"):
+        native = None  # type: ignore[assignment]
     if native is not None:
         # Built in C: the dataclass's own __init__ sets each of 12 fields through
         # object.__setattr__, and with the UTF-8 offsets it cost about 2 µs a chunk.

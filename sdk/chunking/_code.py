@@ -779,6 +779,8 @@ class CodeSplitter:
 
     def _glue(self, children: list[Node]) -> tuple[list[bool], list[bool]]:
         native = _accel.native
+        if _accel.OFF and not _accel.on("code_glue"):
+            native = None  # type: ignore[assignment]
         if native is not None and type(children) is list:
             found: tuple[list[bool], list[bool]] = native.code_glue(children, self._flags, self._data)
             return found
@@ -825,6 +827,8 @@ class CodeSplitter:
     def _group(self, children: list[Node]) -> list[list[Node]]:
         """Runs of siblings that must move together."""
         native = _accel.native
+        if _accel.OFF and not _accel.on("code_group"):
+            native = None  # type: ignore[assignment]
         if native is not None and type(children) is list:
             groups_found: list[list[Node]] = native.code_group(children, self._flags, self._data)
             return groups_found
@@ -867,6 +871,8 @@ class CodeSplitter:
         if len(groups) > 2 * _RUN and sticky is None:
             return self._runs(text, section, state, groups, chain, path)
         native = _accel.native
+        if _accel.OFF and not _accel.on("code_tile"):
+            native = None  # type: ignore[assignment]
         if native is not None:
             # In C, with _part and _snap's common case: this walk per syntax node was
             # over half of the code splitter's Python work.

@@ -146,18 +146,21 @@ class Sizer:
         whose end is at most that position, exactly as with UTF-8 ends, and the engine
         works in the text's own offsets: no UTF-8 width is ever measured per part.
         Exact for tiktoken; for other tokenizers exact in number and estimated in place.
-        Walked in C beside the token lengths by the native pass; without it, gathered
+        Walked in C beside the token lengths by a kernel; without it, gathered
         and summed by numpy (Python's ``map`` and ``accumulate`` over the ids cost
         about half as much as the encode itself). The engine hands it at most
         ``_SEGMENT`` characters at a time, so its temporaries stay small.
         """
-        native = _accel.native
-        if self.tiktoken and native is not None:
+        kernels = _accel.kernels
+        if _accel.OFF and not _accel.on("char_ends"):
+            kernels = None  # type: ignore[assignment]
+        if self.tiktoken and kernels is not None:
             # One walk over the text beside the token lengths, in C: no UTF-8 copy of
             # the text and no numpy temporaries (about 20% of an encode pass, and as
             # much again in fixed costs on short texts, before).
+            units, kind = _accel.units(text, keep=False)
             out = array(code)
-            out.frombytes(native.char_ends(text, self._ids(text), self._len32, start, code == "q"))
+            out.frombytes(kernels.char_ends(units, kind, self._ids(text), self._len32, start, code == "q"))
             return out
         import numpy as np
 
@@ -348,6 +351,8 @@ class Engine:
             additive = self.sizer.additive
             text = self.text
             native = _accel.native
+            if _accel.OFF and not _accel.on("forward"):
+                native = None  # type: ignore[assignment]
             rule = _RULES.get(additive)
             if native is not None and rule is not None:
                 found = native.forward(text, p, rule, char_class, _accel.cache("junction", 1))
@@ -371,6 +376,8 @@ class Engine:
             additive = self.sizer.additive
             text = self.text
             native = _accel.native
+            if _accel.OFF and not _accel.on("backward"):
+                native = None  # type: ignore[assignment]
             rule = _RULES.get(additive)
             if native is not None and rule is not None:
                 found = native.backward(text, p, rule, char_class, _accel.cache("junction", 1))
@@ -404,6 +411,8 @@ class Engine:
         joined the chunk before it). Merging removes cuts, never adds one.
         """
         native = _accel.native
+        if _accel.OFF and not _accel.on("merge"):
+            native = None  # type: ignore[assignment]
         rule = _RULES.get(self.sizer.additive)
         if native is not None and rule is not None:
             # The same loop in C.
@@ -711,6 +720,8 @@ class Engine:
             # every level below it.
             view = self._encode(lo_edge, hi_edge)
         native = _accel.native
+        if _accel.OFF and not _accel.on("pack"):
+            native = None  # type: ignore[assignment]
         rule = _RULES.get(self.sizer.additive)
         if native is not None and rule is not None:
             # The same loop in C (counts from the view, the junction rules and the
@@ -734,13 +745,16 @@ class Engine:
         # How many of the view's tokens end at or before each edge (estimates, exact at
         # exact edges).
         prefix: Sequence[int]
-        if native is not None:
+        kernels = _accel.kernels
+        if _accel.OFF and not _accel.on("prefix_counts"):
+            kernels = None  # type: ignore[assignment]
+        if kernels is not None:
             # Bisected in C: into a list for a few parts, into machine integers for many.
             if k <= _FEW_PARTS:
-                prefix = native.prefix_counts(view.ends, edges, None)
+                prefix = kernels.prefix_counts(view.ends, edges, None)
             else:
                 prefix = array("q", [0]) * (k + 1)
-                native.prefix_counts(view.ends, edges, prefix)
+                kernels.prefix_counts(view.ends, edges, prefix)
         elif k <= _FEWER_PARTS:
             prefix = list(map(bisect_right, repeat(view.ends, k + 1), edges))
         elif k <= _FEW_PARTS:

@@ -38,6 +38,7 @@
  * scanner, comes back as it is.
  */
 #define PY_SSIZE_T_CLEAN
+#define Py_LIMITED_API 0x030B0000 /* abi3: only capsules, ints and argument parsing */
 #include <Python.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -511,13 +512,17 @@ static PyMethodDef guard_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyModuleDef_Slot guard_slots[] = {
+    {0, NULL},
+};
+
 static struct PyModuleDef guard_module = {
     PyModuleDef_HEAD_INIT,
     "sdk.chunking._guard",
     "A guard around tree-sitter grammars' lexers and external scanners (see _guard.c).",
     0,
     guard_methods,
-    NULL,
+    guard_slots,
     NULL,
     NULL,
     NULL,
@@ -526,5 +531,5 @@ static struct PyModuleDef guard_module = {
 PyMODINIT_FUNC
 PyInit__guard(void)
 {
-    return PyModule_Create(&guard_module);
+    return PyModuleDef_Init(&guard_module);
 }

@@ -206,8 +206,11 @@ def _lenient_end(text: str, pos: int, lines: bool, ends: _LineEnds) -> int:
     say why. JSON Lines are scanned in :func:`_decode_in_line`'s windows, so a file of
     bad lines stays linear.
     """
-    native = _accel.native
-    if native is not None:
+    kernels = _accel.kernels
+    if _accel.OFF and not _accel.on("json_value_end"):
+        kernels = None  # type: ignore[assignment]
+    if kernels is not None:
+        units, kind = _accel.units(text)
         n = len(text)
         size = 0
         while True:
@@ -215,7 +218,7 @@ def _lenient_end(text: str, pos: int, lines: bool, ends: _LineEnds) -> int:
             if lines:
                 eol = ends.after(min(pos + size, n))
                 hi = n if eol < 0 else eol + 1
-            end: int = native.json_value_end(text, pos, hi)
+            end: int = kernels.json_value_end(units, kind, pos, hi)
             if end >= 0:
                 if end < n and text[end] in _DIGITS and text[pos] in "-0123456789":
                     break  # a leading zero: the decoder says so
@@ -231,11 +234,14 @@ def _deep_value_end(text: str, pos: int) -> tuple[int | None, int, str]:
     (where the decoder's recursion ends): ``(end, 0, "")``, or ``(None, offset,
     reason)`` where it fails. Only containers deeper than the recursion limit get here:
     the native scan takes them as it takes any other value, and so does this."""
-    native = _accel.native
-    if native is not None:
-        # The native scan, where it can answer: the tokenizer keeps a path per open
+    kernels = _accel.kernels
+    if _accel.OFF and not _accel.on("json_value_end"):
+        kernels = None  # type: ignore[assignment]
+    if kernels is not None:
+        # The compiled scan, where it can answer: the tokenizer keeps a path per open
         # container (300 bytes a byte of ``[`` repeated and cut short).
-        end = native.json_value_end(text, pos, len(text))
+        units, kind = _accel.units(text)
+        end = kernels.json_value_end(units, kind, pos, len(text))
         if end >= 0:
             return end, 0, ""
         if end == -2:  # runs into the end (a number cut short reads so too)
@@ -416,7 +422,7 @@ class _Items:
         self.json.append(item.json)
 
     def add_values(self, packed: bytes) -> None:
-        """Values as ``native.json_values`` packs them (a start and an end each)."""
+        """Values as ``kernels.json_values`` packs them (a start and an end each)."""
         before = len(self.spans)
         self.spans.frombytes(packed)
         self.json += b"\x01" * ((len(self.spans) - before) // 2)
@@ -479,10 +485,12 @@ def _front(text: str, start: int, bad: int) -> tuple[array[int], int] | None:
     innermost one's last complete child (-1 for none), or None (not a valid front of a
     value)."""
     code = "i" if len(text) < 1 << 31 else "q"
-    native = _accel.native
-    if native is not None:
+    kernels = _accel.kernels
+    if _accel.OFF and not _accel.on("json_front"):
+        kernels = None  # type: ignore[assignment]
+    if kernels is not None:
         # The same walk in C (the tokenizer took 2.7 s a MB of an array cut short).
-        found = native.json_front(text, start, bad)
+        found = kernels.json_front(*_accel.units(text), start, bad)
         if found is not None:
             packed = array("q")
             packed.frombytes(found[0])
@@ -537,12 +545,15 @@ def _lenient_items(text: str, lines: bool) -> tuple[_Items, str | None]:
     pos = 1 if text.startswith("\ufeff") else 0
     note: str | None = None
     n = len(text)
-    native = _accel.native
+    kernels = _accel.kernels
+    if _accel.OFF and not _accel.on("json_values"):
+        kernels = None  # type: ignore[assignment]
     ends = _LineEnds(text)
     while True:
-        while native is not None:
+        while kernels is not None:
             # The values up to the first one the decoder must look at, found in C.
-            found, pos = native.json_values(text, pos, lines, items.spans.itemsize, _NATIVE_VALUES)
+            units, kind = _accel.units(text)
+            found, pos = kernels.json_values(units, kind, pos, lines, items.spans.itemsize, _NATIVE_VALUES)
             items.add_values(found)
             if len(found) < 2 * items.spans.itemsize * _NATIVE_VALUES:
                 break
@@ -905,6 +916,8 @@ class JSONSplitter:
 
     def split(self, text: str, section: Section) -> Sequence[Section]:
         native = _accel.native
+        if _accel.OFF and not _accel.on("json_split"):
+            native = None  # type: ignore[assignment]
         if native is not None:
             # Members peeled and containers opened in C (the engine's native pack calls
             # it without this frame); every other state comes back to ``_split``.
@@ -1094,6 +1107,8 @@ class JSONSplitter:
         if not kids:  # (an empty container: white space inside it may be cut)
             return _gap_parts(text, section)
         native = _accel.native
+        if _accel.OFF and not _accel.on("json_members"):
+            native = None  # type: ignore[assignment]
         edges: list[int]
         members: list[Section]
         if native is not None and not node.open:

@@ -595,6 +595,8 @@ class Structure:
         text = self.text
         close = self._close
         native = _accel.native
+        if _accel.OFF and not _accel.on("close_brackets"):
+            native = None  # type: ignore[assignment]
         if native is not None:
             # The same scan in C: a regex match and a Python step per bracket cost about
             # 8% of chunking a JSON document at budget 256.
@@ -628,6 +630,8 @@ class Structure:
     def children(self, start: int) -> tuple[list[Child], int]:
         """The members or elements of the container at ``start``, and its closing offset."""
         native = _accel.native
+        if _accel.OFF and not _accel.on("json_children"):
+            native = None  # type: ignore[assignment]
         if native is not None:
             # In C: three regex matches and a named tuple per child from Python were 12%
             # of chunking the JSON corpus at budget 64.

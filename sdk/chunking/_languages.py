@@ -590,9 +590,12 @@ _NEEDLE_INDEX = {n: i for i, n in enumerate(_NEEDLES)}
 
 def _first_found(prefix: str) -> list[int]:
     """Where each of _NEEDLES first occurs in ``prefix`` (-1 for nowhere)."""
-    native = _accel.native
-    if native is not None:
-        return native.first_found(prefix, _NEEDLES)
+    kernels = _accel.kernels
+    if _accel.OFF and not _accel.on("first_found"):
+        kernels = None  # type: ignore[assignment]
+    if kernels is not None:
+        units, kind = _accel.units(prefix, keep=False)
+        return kernels.first_found(units, kind, _NEEDLES)
     return [prefix.find(n) for n in _NEEDLES]
 
 

@@ -65,6 +65,7 @@ _F_SETEXT = 1 << 11
 _F_HEADING = 1 << 12  # a heading (of _scan_headings) starts here
 _F_LEAD = 1 << 13  # starts with a space or a tab
 _F_INTERRUPT = 1 << 14  # ends a paragraph before it
+_F_CHECK = 1 << 15  # (the kernel's only) perhaps a list item of digits past ASCII
 _ENDS_PARAGRAPH = _F_BLANK | _F_ATX | _F_FENCE | _F_QUOTE | _F_HR | _F_HEADING | _F_LIST0
 
 
@@ -636,6 +637,8 @@ class MarkdownSplitter:
         limit: int,
     ) -> list[Section]:
         native = _accel.native
+        if _accel.OFF and not _accel.on("md_blocks"):
+            native = None  # type: ignore[assignment]
         if native is not None:
             # In C: a Python step per line and per block was most of the Markdown
             # splitter's own time left.
@@ -1006,21 +1009,40 @@ def _lines_of(text: str, start: int, end: int, heading_starts: Sequence[int]) ->
     """The lines of ``[start, end)``: where each starts (and ``end`` after the last),
     the classes of each, and the indices of those that may open a fence or be (or
     underline) a heading."""
-    native = _accel.native
-    if native is not None:
+    kernels = _accel.kernels
+    if _accel.OFF and not _accel.on("md_lines"):
+        kernels = None  # type: ignore[assignment]
+    if kernels is not None:
         # In C: a Python step and up to a dozen regex matches per line were most of
         # the Markdown splitter's own time.
         heads = heading_starts if isinstance(heading_starts, array) else array("q", heading_starts)
         code = _offset_code(text)
-        spans, classes, marked = native.md_lines(text, start, end, heads, 4 if code == "i" else 8)
+        units, kind = _accel.units(text)
+        spans, classes, marked = kernels.md_lines(units, kind, start, end, heads, 4 if code == "i" else 8)
         at: array[int] = array(code)  # 4 bytes a line while offsets fit
         flags: array[int] = array("H")
         marks: array[int] = array("q")
         at.frombytes(spans)
         flags.frombytes(classes)
         marks.frombytes(marked)
+        if kind and flags and max(flags) >= _F_CHECK:
+            _check_list_items(text, at, flags)
         return at, flags, marks
     return _line_flags_python(text, start, end, frozenset(heading_starts))
+
+
+def _check_list_items(text: str, at: array[int], flags: array[int]) -> None:
+    """Decide the lines the kernel left to Python: a list item's number of digits
+    past ASCII (a regex's ``\\d``, which the limited API cannot tell)."""
+    for i, f in enumerate(flags):
+        if f & _F_CHECK:
+            f &= ~_F_CHECK
+            item = _LIST_ITEM.match(text[at[i] : at[i + 1]])
+            if item is not None:
+                f |= _F_LIST
+                if not item.group(1):
+                    f |= _F_LIST0 | _F_INTERRUPT
+            flags[i] = f
 
 
 def _document_lines(text: str) -> _Lines:
@@ -1030,7 +1052,7 @@ def _document_lines(text: str) -> _Lines:
 
 
 def _line_flags_python(text: str, start: int, end: int, headings: frozenset[int]) -> _Lines:
-    """``native.md_lines`` in Python (its reference)."""
+    """``kernels.md_lines`` in Python (its reference)."""
     at: array[int] = array(_offset_code(text))
     flags: array[int] = array("H")
     for m in _LINE.finditer(text, start, end):

@@ -561,6 +561,8 @@ def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, array[
     code = "i" if len(text) < 1 << 31 else "q"
     cuts: array[int] = array(code)
     native = _accel.native
+    if _accel.OFF and not _accel.on("level_cuts"):
+        native = None  # type: ignore[assignment]
     if native is not None:
         # One pass in C per level finds and filters the cuts (a regex match object per
         # cut cost about a microsecond: the word level of English prose took as long as

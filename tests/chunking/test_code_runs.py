@@ -47,6 +47,7 @@ def test_runs_cut_where_the_level_cuts(monkeypatch: pytest.MonkeyPatch, name: st
     the next chunk instead of ending that one, so a cut may move by a group.)"""
     if not native:
         monkeypatch.setattr(_accel, "native", None)
+        monkeypatch.setattr(_accel, "kernels", None)
     language, text = SHAPES[name]
     assert text.isascii()
     seams = _seams(text, language)
@@ -95,6 +96,7 @@ def test_runs_snapped_to_a_cluster_keep_every_character(
     one "\\n" a run)."""
     if not native:
         monkeypatch.setattr(_accel, "native", None)
+        monkeypatch.setattr(_accel, "kernels", None)
     monkeypatch.setattr(code, "_LEX_PER_BYTE", 1 << 40)  # parsed, however slowly it lexes
     monkeypatch.setattr(code, "_RUN", 8)
     for text, language in (("\r\n/*" * 1_025, "typescript"), ("x;\r\n" * 3_000, "javascript")):

@@ -326,17 +326,17 @@ def test_deep_nesting_cut_short_is_cut_without_recursing_per_level(kind: str) ->
     # open containers were descended one level at a time (RecursionError); past depth
     # 64 they are cut as one level, as complete ones are.
     text = "[1,\n" * 5_000
-    saved = _accel.native
+    saved = _accel.native, _accel.kernels
     try:
-        for native in (saved, None):
-            _accel.native = native
+        for native, kernels in (saved, (None, None)):
+            _accel.native, _accel.kernels = native, kernels
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 chunks = Chunker(64).chunk(text, kind=kind)
             assert "".join(c.text for c in chunks) == text
             assert all(c.tokens <= 64 for c in chunks)
     finally:
-        _accel.native = saved
+        _accel.native, _accel.kernels = saved
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -360,6 +360,7 @@ def test_a_member_with_a_scalar_value_is_cut_when_it_does_not_fit(
 
     if not native:
         monkeypatch.setattr(_accel, "native", None)
+        monkeypatch.setattr(_accel, "kernels", None)
     for kind in ("json", "jsonl"):
         chunks = chunk(text, budget, kind=kind)
         check_chunks(text, chunks, budget)
@@ -396,8 +397,8 @@ def test_long_whitespace_between_values_is_cut(native: bool, ws: str, budget: in
     is cut for it."""
     from sdk.chunking import _accel
 
-    saved = _accel.native
-    _accel.native = saved if native else None
+    saved = _accel.native, _accel.kernels
+    _accel.native, _accel.kernels = saved if native else (None, None)
     try:
         for shape in _GAP_DOCS:
             text = shape.format(ws=ws * (4000 // len(ws)))
@@ -415,7 +416,7 @@ def test_long_whitespace_between_values_is_cut(native: bool, ws: str, budget: in
                     if e.type in ("number", "literal") or (e.type == "string" and e.end - e.start <= 3):
                         assert not any(e.start < p < e.end for p in cuts), (shape, e.type)
     finally:
-        _accel.native = saved
+        _accel.native, _accel.kernels = saved
 
 
 def test_short_whitespace_stays_with_its_value() -> None:
@@ -466,6 +467,7 @@ def test_a_mark_after_a_value_and_a_space_is_not_cut_from_the_space(
 
     if not native:
         monkeypatch.setattr(_accel, "native", None)
+        monkeypatch.setattr(_accel, "kernels", None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ChunkingWarning)
         chunks = chunk(text, budget, kind=kind)
@@ -482,6 +484,7 @@ def test_glued_graphemes_in_a_string_are_cut_as_in_prose(
     forced cut never falls inside an escape."""
     if not native:
         monkeypatch.setattr("sdk.chunking._accel.native", None)
+        monkeypatch.setattr("sdk.chunking._accel.kernels", None)
     text = '["' + body + '"]'
     chunks = chunk(text, 64, kind="json")
     check_chunks(text, chunks, 64)
@@ -502,6 +505,7 @@ def test_a_cut_moved_out_of_an_escape_never_splits_what_joins_it(
     a zero-width joiner."""
     if not native:
         monkeypatch.setattr("sdk.chunking._accel.native", None)
+        monkeypatch.setattr("sdk.chunking._accel.kernels", None)
     text = '["' + joiner + escape + '"]'
     chunks = chunk(text, budget, kind="json")
     check_chunks(text, chunks, budget)

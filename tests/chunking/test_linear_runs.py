@@ -98,6 +98,7 @@ def test_a_run_of_clusters_ending_in_a_joiner_is_bounded_like_kinsoku(
     joiner's emoji and Indic sequences, one cluster each, are never cut."""
     if not native:
         monkeypatch.setattr("sdk.chunking._accel.native", None)
+        monkeypatch.setattr("sdk.chunking._accel.kernels", None)
     run = _prose.KINSOKU_RUN_MAX
     language = "python" if kind == "code" else None
     short = ("a\u200d" * (run - 1) + " ") * 6

@@ -422,6 +422,7 @@ def test_runs_chunk_as_their_parts_would_in_place(
 
     if not native:
         monkeypatch.setattr(_accel, "native", None)
+        monkeypatch.setattr(_accel, "kernels", None)
     runs = Chunker(budget, encoding=_Words()).chunk(doc, kind="markdown")
     monkeypatch.setattr(_markdown, "_RUN", 10**9)
     in_place = Chunker(budget, encoding=_Words()).chunk(doc, kind="markdown")
@@ -460,6 +461,7 @@ def test_a_byte_order_mark_does_not_hide_the_first_heading(
     (it made a section of its own, and ``kind="auto"`` did not see Markdown at all)."""
     if not native:
         monkeypatch.setattr("sdk.chunking._accel.native", None)
+        monkeypatch.setattr("sdk.chunking._accel.kernels", None)
     for body, paths, kinds in [
         (
             "# Install\n\n## Linux\n\nrun make\n",
@@ -484,6 +486,7 @@ def test_a_heading_inside_an_html_comment_is_no_heading(
     to CommonMark: its heading entered the trail of what followed."""
     if not native:
         monkeypatch.setattr("sdk.chunking._accel.native", None)
+        monkeypatch.setattr("sdk.chunking._accel.kernels", None)
     text = "# Top\n\n<!--\n## Hidden draft\n\nold text\n-->\n\nreal body text after the comment\n"
     chunks = chunk(text, 6, kind="markdown")
     check_chunks(text, chunks, 6)

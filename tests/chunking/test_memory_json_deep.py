@@ -43,6 +43,7 @@ def test_closes_are_kept_only_near_the_container_matched(
     the scan, which needs none); one asked for later is matched again, the same."""
     if not native:
         monkeypatch.setattr(_accel, "native", None)
+        monkeypatch.setattr(_accel, "kernels", None)
     depth = 20_000
     text = "[" * depth + "]" * depth
     structure = Structure(text)

@@ -35,6 +35,7 @@ def test_a_container_cut_short_peaks_as_a_complete_one(
 ) -> None:
     if not native:
         monkeypatch.setattr(_accel, "native", None)
+        monkeypatch.setattr(_accel, "kernels", None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ChunkingWarning)
         assert peak_per_byte(text, _WARM, kind="json") < 20 < before
@@ -50,6 +51,7 @@ def test_a_container_cut_short_is_cut_between_its_members(
     after the runs (here an array cut short inside it) is cut as one too."""
     if not native:
         monkeypatch.setattr(_accel, "native", None)
+        monkeypatch.setattr(_accel, "kernels", None)
     text = "[" + "10, " * count + '{"k": [' + "2, " * count
     with pytest.warns(ChunkingWarning, match="malformed JSON"):
         chunks = chunk(text, budget, kind="json")
@@ -67,6 +69,7 @@ def test_an_unterminated_string_is_cut_as_offsets(native: bool, monkeypatch: pyt
     its prose cuts stay offsets (a Section per word: 100 bytes a byte at 100 KB)."""
     if not native:
         monkeypatch.setattr(_accel, "native", None)
+        monkeypatch.setattr(_accel, "kernels", None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ChunkingWarning)
         assert peak_per_byte('"' + "a b " * 25_000, _WARM, kind="json") < 30

@@ -1,8 +1,9 @@
-"""The native passes (``sdk/chunking/_native.c``) against their pure-Python fallbacks.
+"""The compiled passes (``sdk/chunking/_native.c``) and kernels (``_kernels.c``) against
+their pure-Python references.
 
-The extension is optional for users (an install without a C compiler goes on without
-it), so both paths must give the same results: each native function is checked against
-its fallback on generated input, and whole corpora are chunked both ways.
+The extensions are optional for users (an install without a C compiler goes on without
+them), so both paths must give the same results: each compiled function is checked
+against its reference on generated input, and whole corpora are chunked both ways.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sdk.chunking._junctions import char_class
 from tests.corpus import BUDGETS, CorpusFile, corpus_files
 
 NATIVE = _accel.native
+KERNELS = _accel.kernels
 
 # This module compares the compiled passes with the interpreted ones: nothing to compare
 # where they are switched off (SEAM_INTERPRETED=1; the rest of the suite runs that way).
@@ -37,16 +39,17 @@ def test_the_native_module_is_built() -> None:
     # A machine with a C compiler (every machine the project's tests run on) builds it;
     # without it, every test below would compare the fallback with itself.
     assert NATIVE is not None
+    assert KERNELS is not None
 
 
 @contextlib.contextmanager
 def pure_python() -> Iterator[None]:
-    """The native passes switched off (every caller reads ``_accel.native`` per call)."""
-    _accel.native = None
+    """The compiled parts switched off (every caller reads ``_accel`` per call)."""
+    _accel.native = _accel.kernels = None
     try:
         yield
     finally:
-        _accel.native = NATIVE
+        _accel.native, _accel.kernels = NATIVE, KERNELS
 
 
 # Code points of every UTF-8 width, with combining marks, a flag, CJK and line breaks.
@@ -79,25 +82,34 @@ def test_char_ends_match_the_numpy_fallback(encoding: str, text: str, start: int
 def test_char_ends_rejects_what_is_not_a_token_id() -> None:
     assert NATIVE is not None
     lengths = array("i", [1, 2, 3]).tobytes()
-    assert NATIVE.char_ends("abc", [0, 1], lengths, 0, False) == array("i", [1, 3]).tobytes()
+    assert (
+        KERNELS.char_ends(*_accel.units("abc", keep=False), [0, 1], lengths, 0, False)
+        == array("i", [1, 3]).tobytes()
+    )
     with pytest.raises(ValueError, match="outside the table"):
-        NATIVE.char_ends("abc", [0, 3], lengths, 0, False)
+        KERNELS.char_ends(*_accel.units("abc", keep=False), [0, 3], lengths, 0, False)
     with pytest.raises(ValueError, match="outside the table"):
-        NATIVE.char_ends("abc", [-1], lengths, 0, False)
+        KERNELS.char_ends(*_accel.units("abc", keep=False), [-1], lengths, 0, False)
     with pytest.raises(TypeError):
-        NATIVE.char_ends("abc", [0, "1"], lengths, 0, False)
+        KERNELS.char_ends(*_accel.units("abc", keep=False), [0, "1"], lengths, 0, False)
     with pytest.raises(ValueError, match="4-byte"):
-        NATIVE.char_ends("abc", [0], b"\x01\x00\x00", 0, False)
+        KERNELS.char_ends(*_accel.units("abc", keep=False), [0], b"\x01\x00\x00", 0, False)
     with pytest.raises(OverflowError):
-        NATIVE.char_ends("abc", [0], lengths, (1 << 31) - 1, False)
+        KERNELS.char_ends(*_accel.units("abc", keep=False), [0], lengths, (1 << 31) - 1, False)
     # ends past the text stop at its end; a tuple of ids is taken as well as a list
-    assert NATIVE.char_ends("ab", (2, 2), lengths, 10, True) == array("q", [12, 12]).tobytes()
+    assert (
+        KERNELS.char_ends(*_accel.units("ab", keep=False), (2, 2), lengths, 10, True)
+        == array("q", [12, 12]).tobytes()
+    )
     # and a buffer of 4-byte ids; one of other widths is refused
-    assert NATIVE.char_ends("abc", array("I", [0, 1]), lengths, 0, False) == array("i", [1, 3]).tobytes()
+    assert (
+        KERNELS.char_ends(*_accel.units("abc", keep=False), array("I", [0, 1]), lengths, 0, False)
+        == array("i", [1, 3]).tobytes()
+    )
     with pytest.raises(ValueError, match="outside the table"):
-        NATIVE.char_ends("abc", array("I", [0, 2**32 - 1]), lengths, 0, False)
+        KERNELS.char_ends(*_accel.units("abc", keep=False), array("I", [0, 2**32 - 1]), lengths, 0, False)
     with pytest.raises(ValueError, match="4-byte unsigned"):
-        NATIVE.char_ends("abc", array("q", [0, 1]), lengths, 0, False)
+        KERNELS.char_ends(*_accel.units("abc", keep=False), array("q", [0, 1]), lengths, 0, False)
 
 
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
@@ -113,9 +125,9 @@ def test_tiktokens_buffer_of_ids_gives_the_ends_its_list_does(encoding: str, tex
     assert not isinstance(ids, list)  # this tiktoken has the buffer encoder
     listed = sizer.encode(text)
     assert array("I", bytes(ids)).tolist() == listed  # type: ignore[call-overload]
-    assert NATIVE.char_ends(text, ids, sizer._len32, 3, True) == NATIVE.char_ends(
-        text, listed, sizer._len32, 3, True
-    )
+    assert KERNELS.char_ends(
+        *_accel.units(text, keep=False), ids, sizer._len32, 3, True
+    ) == KERNELS.char_ends(*_accel.units(text, keep=False), listed, sizer._len32, 3, True)
 
 
 JSON_VALUES = st.recursive(
@@ -182,7 +194,7 @@ def test_json_front_matches_the_tokenizer_on_every_prefix(
     for stop in range(1, len(text)):
         with pure_python():
             want = _front(text, 0, stop)
-        got = NATIVE.json_front(text, 0, stop)
+        got = KERNELS.json_front(*_accel.units(text, keep=False), 0, stop)
         if got is None or want is None:
             assert got is want, text[:stop]
             continue
@@ -450,25 +462,25 @@ def test_prefix_counts_are_bisections(ends: list[int], edges: list[int]) -> None
     want = [bisect_right(ends, e) for e in edges]
     for ends_as in (ends, array("i", ends), array("q", ends)):
         for edges_as in (edges, tuple(edges), array("q", edges), array("i", edges)):
-            assert NATIVE.prefix_counts(ends_as, edges_as, None) == want
+            assert KERNELS.prefix_counts(ends_as, edges_as, None) == want
             out = array("q", [7]) * len(edges)
-            assert NATIVE.prefix_counts(ends_as, edges_as, out) is None
+            assert KERNELS.prefix_counts(ends_as, edges_as, out) is None
             assert out.tolist() == want
 
 
 def test_prefix_counts_take_unsorted_edges_and_reject_what_is_not_integers() -> None:
     assert NATIVE is not None
-    assert NATIVE.prefix_counts([1, 2, 3], [5, 0, 2], None) == [3, 0, 2]
+    assert KERNELS.prefix_counts([1, 2, 3], [5, 0, 2], None) == [3, 0, 2]
     with pytest.raises(TypeError, match="edges"):
-        NATIVE.prefix_counts([1], array("d", [1.0]), None)
+        KERNELS.prefix_counts([1], array("d", [1.0]), None)
     with pytest.raises(TypeError, match="ends"):
-        NATIVE.prefix_counts("abc", [1], None)
+        KERNELS.prefix_counts("abc", [1], None)
     with pytest.raises(TypeError):
-        NATIVE.prefix_counts([1, "x"], [1], None)
+        KERNELS.prefix_counts([1, "x"], [1], None)
     with pytest.raises(ValueError, match="8-byte integer per edge"):
-        NATIVE.prefix_counts([1], [1, 2], array("q", [0]))
+        KERNELS.prefix_counts([1], [1, 2], array("q", [0]))
     with pytest.raises(BufferError):
-        NATIVE.prefix_counts([1], [1], b"\0" * 8)  # not writable
+        KERNELS.prefix_counts([1], [1], b"\0" * 8)  # not writable
 
 
 def test_make_chunks_builds_what_the_python_path_builds() -> None:
@@ -700,7 +712,7 @@ def test_sequences_changed_by_the_code_their_items_run_are_read_from_a_copy() ->
             return 50
 
     ends[50] = Shrinking(50)
-    assert NATIVE.prefix_counts(ends, [10, 60, 70], None) == [11, 61, 71]
+    assert KERNELS.prefix_counts(ends, [10, 60, 70], None) == [11, 61, 71]
 
     raws: list[object] = []
 
@@ -754,9 +766,9 @@ def test_make_chunks_takes_only_a_class_of_twelve_slots() -> None:
 def test_char_ends_rejects_ends_out_of_range_and_negative_lengths() -> None:
     assert NATIVE is not None
     with pytest.raises(OverflowError):
-        NATIVE.char_ends("ab", [0], array("i", [1]).tobytes(), -(2**40), False)
+        KERNELS.char_ends(*_accel.units("ab", keep=False), [0], array("i", [1]).tobytes(), -(2**40), False)
     with pytest.raises(ValueError, match="negative length"):
-        NATIVE.char_ends("abc", [0, 1], array("i", [3, -1]).tobytes(), 0, False)
+        KERNELS.char_ends(*_accel.units("abc", keep=False), [0, 1], array("i", [3, -1]).tobytes(), 0, False)
     with pytest.raises(ValueError, match="no native scan"):
         NATIVE.level_cuts("", 0, 0, 99, lambda ch: 0, bytearray(0x220000), array("i").frombytes)
 
@@ -771,18 +783,20 @@ NEEDLE_TEXTS = st.lists(
 def test_first_found_is_find_for_each_needle(pieces: list[str], needles: list[str]) -> None:
     assert NATIVE is not None
     text = "".join(pieces)
-    assert NATIVE.first_found(text, tuple(needles)) == [text.find(n) for n in needles]
+    assert KERNELS.first_found(*_accel.units(text, keep=False), tuple(needles)) == [
+        text.find(n) for n in needles
+    ]
 
 
 def test_first_found_rejects_needles_it_cannot_search_for() -> None:
     assert NATIVE is not None
     for bad in (("",), ("é",), (b"a",), ("a", 1)):
         with pytest.raises(ValueError, match="non-empty ASCII"):
-            NATIVE.first_found("a text", bad)  # type: ignore[arg-type]
+            KERNELS.first_found(*_accel.units("a text", keep=False), bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        NATIVE.first_found("a text", ["a"])  # type: ignore[arg-type]
-    assert NATIVE.first_found("", ("a",)) == [-1]
-    assert NATIVE.first_found("abc", ()) == []
+        KERNELS.first_found(*_accel.units("a text", keep=False), ["a"])  # type: ignore[arg-type]
+    assert KERNELS.first_found(*_accel.units("", keep=False), ("a",)) == [-1]
+    assert KERNELS.first_found(*_accel.units("abc", keep=False), ()) == []
 
 
 def test_the_language_classifier_scores_alike_both_ways() -> None:
@@ -1074,13 +1088,13 @@ def test_json_value_end_agrees_with_the_decoder(doc: str, edit: str, data: st.Da
     at = data.draw(st.integers(0, len(doc)))
     for text in (doc, doc[:at] + edit + doc[at:], doc[:at], doc[:at] + doc[at + 1 :]):
         want = _decoded_end(text)
-        got = NATIVE.json_value_end(text, 0, len(text))
+        got = KERNELS.json_value_end(*_accel.units(text, keep=False), 0, len(text))
         assert got == (want if want is not None else got)
         assert (got >= 0) == (want is not None), text
         # Read within a window: the end within it, else -1 only where the whole text
         # fails too (-2: it needs more than the window).
         stop = data.draw(st.integers(0, len(text)))
-        within = NATIVE.json_value_end(text, 0, stop)
+        within = KERNELS.json_value_end(*_accel.units(text, keep=False), 0, stop)
         assert within == (_decoded_end(text[:stop]) if within >= 0 else within)
         if within == -1:
             assert want is None
@@ -1091,12 +1105,12 @@ def test_json_value_end_agrees_with_the_decoder(doc: str, edit: str, data: st.Da
 def test_json_value_end_reads_any_depth_and_checks_its_arguments() -> None:
     assert NATIVE is not None
     deep = '{"a": ' * 100_000 + "[]" + "}" * 100_000
-    assert NATIVE.json_value_end(deep + " x", 0, len(deep) + 2) == len(deep)
-    assert NATIVE.json_value_end(deep[:-1], 0, len(deep)) == -2
-    assert NATIVE.json_value_end(" [1]", 1, 99) == 4
+    assert KERNELS.json_value_end(*_accel.units(deep + " x", keep=False), 0, len(deep) + 2) == len(deep)
+    assert KERNELS.json_value_end(*_accel.units(deep[:-1], keep=False), 0, len(deep)) == -2
+    assert KERNELS.json_value_end(*_accel.units(" [1]", keep=False), 1, 99) == 4
     for pos, stop in ((-1, 3), (3, 2), (5, 9)):
         with pytest.raises(IndexError):
-            NATIVE.json_value_end("[1]", pos, stop)
+            KERNELS.json_value_end(*_accel.units("[1]", keep=False), pos, stop)
 
 
 # Lines of JSON Lines: values, broken values, junk, leading zeros, a combining mark
@@ -1258,13 +1272,13 @@ def test_json_values_take_many_values_on_one_line_in_one_search_for_its_end() ->
     # 20,000 values on one line: each looked for its line's end from itself, this took
     # seconds (quadratic); the values and their ends are those the decoder finds.
     text = '{"a":1} ' * 20_000 + "\n[2]"
-    packed, stop = NATIVE.json_values(text, 0, True, 8, 1 << 20)
+    packed, stop = KERNELS.json_values(*_accel.units(text, keep=False), 0, True, 8, 1 << 20)
     found = array("q", packed)
     assert stop == len(text)
     assert len(found) == 2 * 20_001
     assert found[-4:-2].tolist() == [8 * 19_999, 8 * 19_999 + 7]
     # At most ``limit`` values a call, in machine integers of either width.
-    packed, stop = NATIVE.json_values(text, 0, True, 4, 3)
+    packed, stop = KERNELS.json_values(*_accel.units(text, keep=False), 0, True, 4, 3)
     assert array("i", packed).tolist() == [0, 7, 8, 15, 16, 23] and stop == 23
 
 
@@ -1484,6 +1498,10 @@ MARKDOWN_LINE = st.lists(
             "\u3000",
             "\x0c",
             "\u00e9",
+            "\u0661",  # Arabic-Indic digit one: a regex's \\d, past ASCII
+            "\uff12",  # fullwidth digit two
+            "\U0001d7ce",  # mathematical bold digit zero (4 bytes a code point)
+            "\u00b2",  # superscript two: a digit, not a decimal one
         ]
     ),
     max_size=5,
@@ -1506,9 +1524,34 @@ def test_markdown_lines_are_classed_alike_by_both_paths(
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, len(text)))
     headings = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=3)))
-    spans, classes, marked = NATIVE.md_lines(text, start, end, array("q", headings))
+    got = _markdown._lines_of(text, start, end, array("q", headings))  # the kernel, decided
     want = _line_flags_python(text, start, end, frozenset(headings))
-    assert (array("q", spans), array("H", classes), array("q", marked)) == want
+    assert (array("q", got[0]), got[1], got[2]) == want
+
+
+@pytest.mark.parametrize(
+    ("line", "listed"),
+    [
+        ("\u0661. one\n", True),
+        ("\u0661\u0662) two\n", True),
+        ("\uff11. fullwidth\n", True),
+        ("\U0001d7cf. bold\n", True),
+        ("1\u0662. mixed\n", True),
+        ("\u00e9. not a digit\n", False),
+        ("\u00b2. superscript\n", False),
+        ("\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661. ten digits\n", False),
+        ("   \u0661. indented\n", True),
+    ],
+)
+def test_a_list_item_of_digits_past_ascii_is_decided_as_the_regex_does(line: str, listed: bool) -> None:
+    """The kernel cannot tell Unicode's decimal digits on the limited API: it leaves such
+    a line to Python, which decides it as the reference's regex does."""
+    text = "para\n" + line
+    got = _markdown._lines_of(text, 0, len(text), array("q"))
+    want = _markdown._line_flags_python(text, 0, len(text), frozenset())
+    assert (array("q", got[0]), got[1], got[2]) == want
+    assert bool(got[1][1] & _markdown._F_LIST) is listed
+    assert not any(f & _markdown._F_CHECK for f in got[1])
 
 
 MARKDOWN_BLOCK = st.sampled_from(

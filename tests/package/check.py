@@ -119,6 +119,8 @@ def main() -> int:
             "mkdocs.yml",
             "README.md",
             "sdk/chunking/_native.c",
+            "sdk/chunking/_kernels.c",
+            "sdk/chunking/_scan.h",
             "sdk/cli/gemma3.jinja",
         } - names
         stray = sorted(n for n in names if n.startswith("tests/") or n.endswith((".so", ".pyc")))

@@ -1,0 +1,33 @@
+from collections.abc import Sequence
+from typing import overload
+
+from typing_extensions import Buffer
+
+def char_ends(
+    units: str | Buffer,
+    kind: int,
+    ids: Sequence[int] | Buffer,
+    lengths: Buffer,
+    start: int,
+    wide: bool,
+    /,
+) -> bytes: ...
+@overload
+def prefix_counts(ends: Sequence[int] | Buffer, edges: Sequence[int] | Buffer, out: None, /) -> list[int]: ...
+@overload
+def prefix_counts(ends: Sequence[int] | Buffer, edges: Sequence[int] | Buffer, out: Buffer, /) -> None: ...
+def first_found(units: str | Buffer, kind: int, needles: tuple[str, ...], /) -> list[int]: ...
+def json_value_end(units: str | Buffer, kind: int, pos: int, stop: int, /) -> int: ...
+def json_front(units: str | Buffer, kind: int, pos: int, stop: int, /) -> tuple[bytes, int] | None: ...
+def json_values(
+    units: str | Buffer, kind: int, pos: int, lines: bool, width: int, limit: int, /
+) -> tuple[bytes, int]: ...
+def md_lines(
+    units: str | Buffer,
+    kind: int,
+    start: int,
+    end: int,
+    heading_starts: Sequence[int] | Buffer,
+    width: int = 8,
+    /,
+) -> tuple[bytes, bytes, bytes]: ...
