@@ -2591,85 +2591,6 @@ done:
 
 /* ---- Part prefixes ---- */
 
-/* Values of a buffer of 4- or 8-byte integers, or of a list or tuple of ints. */
-typedef struct {
-    Py_buffer view;
-    int has_view;
-    PyObject *fast;
-    const void *items;
-    Py_ssize_t len;
-    int width;
-} Ints;
-
-static int
-ints_open(Ints *v, PyObject *obj, const char *what)
-{
-    memset(v, 0, sizeof(*v));
-    if (PyList_Check(obj) || PyTuple_Check(obj)) {
-        v->fast = PySequence_Tuple(obj); /* a copy: converting an item may run Python code */
-        if (v->fast == NULL) {
-            return -1;
-        }
-        v->len = PySequence_Fast_GET_SIZE(v->fast);
-        return 0;
-    }
-    if (PyObject_GetBuffer(obj, &v->view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Format(PyExc_TypeError, "%s must be a list of ints or a buffer of 4- or 8-byte integers", what);
-        }
-        return -1;
-    }
-    v->has_view = 1;
-    const char *f = v->view.format ? v->view.format : "B";
-    if (f[0] == '@' || f[0] == '=' || f[0] == '<') {
-        f++;
-    }
-    if ((f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == 0 && (v->view.itemsize == 4 || v->view.itemsize == 8)) {
-        v->width = (int)v->view.itemsize;
-        v->items = v->view.buf;
-        v->len = v->view.len / v->view.itemsize;
-        return 0;
-    }
-    PyErr_Format(PyExc_TypeError, "%s must be a list of ints or a buffer of 4- or 8-byte integers", what);
-    PyBuffer_Release(&v->view);
-    v->has_view = 0;
-    return -1;
-}
-
-static void
-ints_close(Ints *v)
-{
-    if (v->has_view) {
-        PyBuffer_Release(&v->view);
-    }
-    Py_XDECREF(v->fast);
-}
-
-/* The value at ``i`` of a buffer of 4- or 8-byte integers (not a list; a buffer need
- * not be aligned). */
-static inline long long
-buffer_at(const Ints *v, Py_ssize_t i)
-{
-    if (v->width == 8) {
-        int64_t at;
-        memcpy(&at, (const char *)v->items + i * 8, 8);
-        return at;
-    }
-    int32_t at;
-    memcpy(&at, (const char *)v->items + i * 4, 4);
-    return at;
-}
-
-/* The value at ``i``; -1 with an exception set when it is not an int (lists only). */
-static inline long long
-ints_at(const Ints *v, Py_ssize_t i)
-{
-    if (v->fast != NULL) {
-        return PyLong_AsLongLong(PySequence_Fast_GET_ITEM(v->fast, i));
-    }
-    return buffer_at(v, i);
-}
-
 /* bisect_right over the values of a buffer at [lo, hi). */
 static Py_ssize_t
 bisect_buffer(const Ints *v, Py_ssize_t x, Py_ssize_t lo, Py_ssize_t hi)
@@ -3107,7 +3028,7 @@ static Py_ssize_t
 ints_bisect_right(const Ints *v, Py_ssize_t x)
 {
     Py_ssize_t lo = 0, hi = v->len;
-    if (v->fast == NULL) {
+    if (v->tuple == NULL) {
         return bisect_buffer(v, x, lo, hi); /* read in place, without ints_at's checks */
     }
     while (lo < hi) {
@@ -3161,7 +3082,7 @@ bisect_from(const Ints *v, Py_ssize_t x, Py_ssize_t hint)
 static inline Py_ssize_t
 ends_before(Packer *P, Py_ssize_t x)
 {
-    if (P->ends.fast != NULL) {
+    if (P->ends.tuple != NULL) {
         return ints_bisect_right(&P->ends, x);
     }
     P->hint = bisect_from(&P->ends, x, P->hint);
@@ -4449,7 +4370,7 @@ md_blocks(PyObject *self, PyObject *args)
     if (fence_count < 0) {
         goto done;
     }
-    if (fb.itemsize != 2 || at.fast != NULL || starts.fast != NULL || at.len != n + 1 ||
+    if (fb.itemsize != 2 || at.tuple != NULL || starts.tuple != NULL || at.len != n + 1 ||
         starts.len != fence_count || first < 0 || first > n) {
         PyErr_SetString(PyExc_ValueError, "md_blocks: flags (2-byte), at (n + 1 starts) and fences disagree");
         goto done;

@@ -1,5 +1,6 @@
-/* Scans over a text's code units, shared by _native.c and _kernels.c: the includer
- * defines SCAN_READ(kind, data, i), the code point at i of the text's storage. */
+/* Scans over a text's code units and reads of integer arrays, shared by _native.c and
+ * _kernels.c (limited-API calls only): the includer defines SCAN_READ(kind, data, i),
+ * the code point at i of the text's storage. */
 #ifndef SEAM_SCAN_H
 #define SEAM_SCAN_H
 
@@ -156,6 +157,85 @@ find_char(int kind, const void *data, Py_ssize_t n, Py_UCS4 ch, Py_ssize_t a, Py
         }
     }
     return -1;
+}
+
+/* Values of a buffer of 4- or 8-byte integers, or of a list or tuple of ints. */
+typedef struct {
+    Py_buffer view;
+    int has_view;
+    PyObject *tuple;
+    const void *items;
+    Py_ssize_t len;
+    int width;
+} Ints;
+
+static int
+ints_open(Ints *v, PyObject *obj, const char *what)
+{
+    memset(v, 0, sizeof(*v));
+    if (PyList_Check(obj) || PyTuple_Check(obj)) {
+        v->tuple = PySequence_Tuple(obj); /* a copy: converting an item may run Python code */
+        if (v->tuple == NULL) {
+            return -1;
+        }
+        v->len = PyTuple_Size(v->tuple);
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, &v->view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Format(PyExc_TypeError, "%s must be a list of ints or a buffer of 4- or 8-byte integers", what);
+        }
+        return -1;
+    }
+    v->has_view = 1;
+    const char *f = v->view.format ? v->view.format : "B";
+    if (f[0] == '@' || f[0] == '=' || f[0] == '<') {
+        f++;
+    }
+    if ((f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == 0 && (v->view.itemsize == 4 || v->view.itemsize == 8)) {
+        v->width = (int)v->view.itemsize;
+        v->items = v->view.buf;
+        v->len = v->view.len / v->view.itemsize;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s must be a list of ints or a buffer of 4- or 8-byte integers", what);
+    PyBuffer_Release(&v->view);
+    v->has_view = 0;
+    return -1;
+}
+
+static void
+ints_close(Ints *v)
+{
+    if (v->has_view) {
+        PyBuffer_Release(&v->view);
+    }
+    Py_XDECREF(v->tuple);
+}
+
+/* The value at ``i`` of a buffer of 4- or 8-byte integers (not a list; a buffer need
+ * not be aligned). */
+static inline long long
+buffer_at(const Ints *v, Py_ssize_t i)
+{
+    if (v->width == 8) {
+        int64_t at;
+        memcpy(&at, (const char *)v->items + i * 8, 8);
+        return at;
+    }
+    int32_t at;
+    memcpy(&at, (const char *)v->items + i * 4, 4);
+    return at;
+}
+
+/* The value at ``i``; -1 with an exception set when it is not an int (lists only). */
+static inline long long
+ints_at(const Ints *v, Py_ssize_t i)
+{
+    if (v->tuple != NULL) {
+        return PyLong_AsLongLong(PyTuple_GetItem(v->tuple, i));
+    }
+    return buffer_at(v, i);
 }
 
 #endif /* SEAM_SCAN_H */
