@@ -926,24 +926,6 @@ json_values_in(const Units *text, Py_ssize_t pos, int lines, Py_ssize_t width, P
 
 /* ---- Markdown's line classes (_markdown._line_flags_python is the reference) ---- */
 
-enum {
-    MD_BLANK = 1 << 0,
-    MD_ATX = 1 << 1,
-    MD_FENCE = 1 << 2,
-    MD_QUOTE = 1 << 3,
-    MD_HR = 1 << 4,
-    MD_LIST = 1 << 5,
-    MD_LIST0 = 1 << 6,
-    MD_HTML = 1 << 7,
-    MD_INDENTED = 1 << 8,
-    MD_DELIM = 1 << 9,
-    MD_PIPE = 1 << 10,
-    MD_SETEXT = 1 << 11,
-    MD_HEADING = 1 << 12,
-    MD_LEAD = 1 << 13,
-    MD_INTERRUPT = 1 << 14,
-    MD_CHECK = 1 << 15, /* perhaps a list item of non-ASCII digits: for Python to decide */
-};
 
 #define MD_AT(p) ((p) < b ? PyUnicode_READ(kind, data, (p)) : (Py_UCS4)0)
 

@@ -4226,24 +4226,6 @@ packer_close(Packer *P)
 }
 
 
-/* Markdown's line classes (_markdown._F_*, as _kernels.md_lines gives them). */
-enum {
-    MD_BLANK = 1 << 0,
-    MD_ATX = 1 << 1,
-    MD_FENCE = 1 << 2,
-    MD_QUOTE = 1 << 3,
-    MD_HR = 1 << 4,
-    MD_LIST = 1 << 5,
-    MD_LIST0 = 1 << 6,
-    MD_HTML = 1 << 7,
-    MD_INDENTED = 1 << 8,
-    MD_DELIM = 1 << 9,
-    MD_PIPE = 1 << 10,
-    MD_SETEXT = 1 << 11,
-    MD_HEADING = 1 << 12,
-    MD_LEAD = 1 << 13,
-    MD_INTERRUPT = 1 << 14,
-};
 
 /* ---- Markdown's blocks (MarkdownSplitter._blocks_python is the reference) ---- */
 
