@@ -548,11 +548,12 @@ def _lenient_items(text: str, lines: bool) -> tuple[_Items, str | None]:
     kernels = _accel.kernels
     if _accel.OFF and not _accel.on("json_values"):
         kernels = None  # type: ignore[assignment]
+    if kernels is not None:
+        units, kind = _accel.units(text)
     ends = _LineEnds(text)
     while True:
         while kernels is not None:
             # The values up to the first one the decoder must look at, found in C.
-            units, kind = _accel.units(text)
             found, pos = kernels.json_values(units, kind, pos, lines, items.spans.itemsize, _NATIVE_VALUES)
             items.add_values(found)
             if len(found) < 2 * items.spans.itemsize * _NATIVE_VALUES:

@@ -32,7 +32,6 @@ unit_at(int kind, const void *data, Py_ssize_t i)
 }
 
 #define SCAN_READ(kind, data, i) unit_at((kind), (data), (i))
-#define PyUnicode_READ(kind, data, i) unit_at((kind), (data), (i))
 #include "_scan.h"
 
 /* A text's code units, from a buffer and its kind, or from an ASCII str (kind 0),
@@ -202,8 +201,8 @@ char_ends(PyObject *self, PyObject *args)
             ci = bend < (long long)nchars ? (Py_ssize_t)bend : nchars;
         }
         else if (kind == 1) {
-            /* One loop per storage width: PyUnicode_READ's switch on the kind, per
-             * character, was half of this pass on non-ASCII text. */
+            /* One loop per storage width: a switch on the kind per character was half
+             * of this pass on non-ASCII text. */
             const Py_UCS1 *d = (const Py_UCS1 *)data;
             while (ci < nchars && cbyte < bend) {
                 cbyte += d[ci++] < 0x80 ? 1 : 2;
@@ -393,7 +392,7 @@ first_found(PyObject *self, PyObject *args)
     }
     Py_ssize_t left = n;
     for (Py_ssize_t i = 0; i < size && left > 0; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        Py_UCS4 c = unit_at(kind, data, i);
         if (c >= 128)
             continue;
         /* Unlink each needle once it is found, so a bucket holds only needles still sought. */
@@ -404,7 +403,7 @@ first_found(PyObject *self, PyObject *args)
             const char *chars = chars_of[j];
             int same = len <= size - i;
             for (Py_ssize_t k = 1; same && k < len; k++)
-                same = PyUnicode_READ(kind, data, i + k) == (Py_UCS4)(unsigned char)chars[k];
+                same = unit_at(kind, data, i + k) == (Py_UCS4)(unsigned char)chars[k];
             if (same) {
                 found[j] = i;
                 left--;
@@ -454,7 +453,7 @@ static Py_ssize_t
 valid_string_end(int kind, const void *data, Py_ssize_t i, Py_ssize_t stop)
 {
     for (i++; i < stop; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        Py_UCS4 c = unit_at(kind, data, i);
         if (c == '"') {
             return i + 1;
         }
@@ -467,13 +466,13 @@ valid_string_end(int kind, const void *data, Py_ssize_t i, Py_ssize_t stop)
         if (i + 1 >= stop) {
             return RAN_OUT;
         }
-        Py_UCS4 e = PyUnicode_READ(kind, data, i + 1);
+        Py_UCS4 e = unit_at(kind, data, i + 1);
         if (e == 'u') {
             for (int k = 2; k < 6; k++) {
                 if (i + k >= stop) {
                     return RAN_OUT;
                 }
-                if (!hex_digit(PyUnicode_READ(kind, data, i + k))) {
+                if (!hex_digit(unit_at(kind, data, i + k))) {
                     return INVALID;
                 }
             }
@@ -500,7 +499,7 @@ scalar_prefix(int kind, const void *data, Py_ssize_t i, Py_ssize_t stop)
         if (stop - i >= len) {
             continue;
         }
-        while (i + k < stop && PyUnicode_READ(kind, data, i + k) == (Py_UCS4)words[w][k]) {
+        while (i + k < stop && unit_at(kind, data, i + k) == (Py_UCS4)words[w][k]) {
             k++;
         }
         if (i + k == stop) {
@@ -520,11 +519,11 @@ number_goes_on(int kind, const void *data, Py_ssize_t start, Py_ssize_t i, Py_ss
     }
     int dot = 0, exp = 0;
     for (Py_ssize_t k = start; k < i; k++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        Py_UCS4 c = unit_at(kind, data, k);
         dot |= c == '.';
         exp |= c == 'e' || c == 'E';
     }
-    Py_UCS4 c = PyUnicode_READ(kind, data, i);
+    Py_UCS4 c = unit_at(kind, data, i);
     if (c == '.') {
         return !dot && !exp && stop - i == 1;
     }
@@ -532,7 +531,7 @@ number_goes_on(int kind, const void *data, Py_ssize_t start, Py_ssize_t i, Py_ss
         if (exp || stop - i > 2) {
             return 0;
         }
-        Py_UCS4 sign = stop - i == 2 ? PyUnicode_READ(kind, data, i + 1) : '+';
+        Py_UCS4 sign = stop - i == 2 ? unit_at(kind, data, i + 1) : '+';
         return sign == '+' || sign == '-';
     }
     return 0;
@@ -567,12 +566,12 @@ value:
         goto done;
     }
     {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        Py_UCS4 c = unit_at(kind, data, i);
         number = 0;
         value_start = i;
         if (c == '{' || c == '[') {
             Py_ssize_t j = skip_json_ws(kind, data, i + 1, stop);
-            if (j < stop && PyUnicode_READ(kind, data, j) == (c == '{' ? '}' : ']')) {
+            if (j < stop && unit_at(kind, data, j) == (c == '{' ? '}' : ']')) {
                 i = j + 1;
                 goto after;
             }
@@ -619,7 +618,7 @@ value:
                 i = short_ ? RAN_OUT : INVALID;
             }
             else {
-                number = (c == '-' || (c >= '0' && c <= '9')) && PyUnicode_READ(kind, data, end - 1) != 'y';
+                number = (c == '-' || (c >= '0' && c <= '9')) && unit_at(kind, data, end - 1) != 'y';
                 i = end;
             }
         }
@@ -634,7 +633,7 @@ after: /* a value ends at i */
         goto done;
     }
     if (f != NULL) {
-        Py_UCS4 c = i < stop ? PyUnicode_READ(kind, data, i) : '0';
+        Py_UCS4 c = i < stop ? unit_at(kind, data, i) : '0';
         if (!number || !((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) {
             f->last[depth - 1] = i;
         }
@@ -652,7 +651,7 @@ after: /* a value ends at i */
     }
     is_object = stack[depth - 1];
     {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        Py_UCS4 c = unit_at(kind, data, i);
         if (c == ',') {
             i = skip_json_ws(kind, data, i + 1, stop);
             if (is_object) {
@@ -674,7 +673,7 @@ key:
         result = RAN_OUT;
         goto done;
     }
-    if (PyUnicode_READ(kind, data, i) != '"') {
+    if (unit_at(kind, data, i) != '"') {
         result = INVALID;
         goto done;
     }
@@ -688,7 +687,7 @@ key:
         result = RAN_OUT;
         goto done;
     }
-    if (PyUnicode_READ(kind, data, i) != ':') {
+    if (unit_at(kind, data, i) != ':') {
         result = INVALID;
         goto done;
     }
@@ -811,26 +810,6 @@ PyDoc_STRVAR(json_values_doc,
 "is read within its own line first, then within windows twice as long, as\n"
 "_decode_in_line reads it.");
 
-static PyObject *json_values_in(const Units *text, Py_ssize_t pos, int lines, Py_ssize_t width, Py_ssize_t limit);
-
-static PyObject *
-json_values(PyObject *self, PyObject *args)
-{
-    PyObject *units;
-    Py_ssize_t pos, width, limit;
-    int kind, lines;
-    if (!PyArg_ParseTuple(args, "Oinpnn:json_values", &units, &kind, &pos, &lines, &width, &limit)) {
-        return NULL;
-    }
-    Units text;
-    if (units_open(&text, units, kind) < 0) {
-        return NULL;
-    }
-    PyObject *result = json_values_in(&text, pos, lines, width, limit);
-    units_close(&text);
-    return result;
-}
-
 static PyObject *
 json_values_in(const Units *text, Py_ssize_t pos, int lines, Py_ssize_t width, Py_ssize_t limit)
 {
@@ -870,7 +849,7 @@ json_values_in(const Units *text, Py_ssize_t pos, int lines, Py_ssize_t width, P
                 if (searched < 0 || from < searched || (eol >= 0 && from > eol)) {
                     eol = -1;
                     for (Py_ssize_t q = from; q < n; q++) {
-                        if (PyUnicode_READ(kind, data, q) == '\n') {
+                        if (unit_at(kind, data, q) == '\n') {
                             eol = q;
                             break;
                         }
@@ -893,7 +872,7 @@ json_values_in(const Units *text, Py_ssize_t pos, int lines, Py_ssize_t width, P
             break;
         }
         if (end < n) {
-            Py_UCS4 after = PyUnicode_READ(kind, data, end), first = PyUnicode_READ(kind, data, pos);
+            Py_UCS4 after = unit_at(kind, data, end), first = unit_at(kind, data, pos);
             if ((after >= '0' && after <= '9' && (first == '-' || (first >= '0' && first <= '9'))) || after >= 0x300) {
                 break;
             }
@@ -924,10 +903,28 @@ json_values_in(const Units *text, Py_ssize_t pos, int lines, Py_ssize_t width, P
     return out == NULL ? NULL : Py_BuildValue("(Nn)", out, pos);
 }
 
+static PyObject *
+json_values(PyObject *self, PyObject *args)
+{
+    PyObject *units;
+    Py_ssize_t pos, width, limit;
+    int kind, lines;
+    if (!PyArg_ParseTuple(args, "Oinpnn:json_values", &units, &kind, &pos, &lines, &width, &limit)) {
+        return NULL;
+    }
+    Units text;
+    if (units_open(&text, units, kind) < 0) {
+        return NULL;
+    }
+    PyObject *result = json_values_in(&text, pos, lines, width, limit);
+    units_close(&text);
+    return result;
+}
+
 /* ---- Markdown's line classes (_markdown._line_flags_python is the reference) ---- */
 
 
-#define MD_AT(p) ((p) < b ? PyUnicode_READ(kind, data, (p)) : (Py_UCS4)0)
+#define MD_AT(p) ((p) < b ? unit_at(kind, data, (p)) : (Py_UCS4)0)
 
 /* Whether [p, b) is nothing but a line break ("", "\n", "\r", "\r\n"). */
 static int
@@ -936,12 +933,12 @@ md_eol_rest(int kind, const void *data, Py_ssize_t p, Py_ssize_t b)
     if (p == b) {
         return 1;
     }
-    Py_UCS4 c = PyUnicode_READ(kind, data, p);
+    Py_UCS4 c = unit_at(kind, data, p);
     if (c == '\n') {
         return p + 1 == b;
     }
     if (c == '\r') {
-        return p + 1 == b || (p + 2 == b && PyUnicode_READ(kind, data, p + 1) == '\n');
+        return p + 1 == b || (p + 2 == b && unit_at(kind, data, p + 1) == '\n');
     }
     return 0;
 }
@@ -950,7 +947,7 @@ static Py_ssize_t
 md_skip_blank(int kind, const void *data, Py_ssize_t p, Py_ssize_t b)
 {
     while (p < b) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        Py_UCS4 c = unit_at(kind, data, p);
         if (c != ' ' && c != '\t') {
             break;
         }
@@ -987,7 +984,7 @@ md_delim(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
     if (MD_AT(p) == '|') {
         /* (a leading pipe after at most three spaces, nothing else) */
         for (Py_ssize_t q = a; q < p; q++) {
-            if (PyUnicode_READ(kind, data, q) != ' ') {
+            if (unit_at(kind, data, q) != ' ') {
                 return 0;
             }
         }
@@ -1024,8 +1021,8 @@ md_line(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
     if (first == ' ' || first == '\t') {
         f |= MD_LEAD;
     }
-    if (first == '\t' || (b - a >= 4 && PyUnicode_READ(kind, data, a) == ' ' && PyUnicode_READ(kind, data, a + 1) == ' ' &&
-                          PyUnicode_READ(kind, data, a + 2) == ' ' && PyUnicode_READ(kind, data, a + 3) == ' ')) {
+    if (first == '\t' || (b - a >= 4 && unit_at(kind, data, a) == ' ' && unit_at(kind, data, a + 1) == ' ' &&
+                          unit_at(kind, data, a + 2) == ' ' && unit_at(kind, data, a + 3) == ' ')) {
         f |= MD_INDENTED;
     }
     if (find_char(kind, data, b, '|', a, b) >= 0) {
@@ -1035,7 +1032,7 @@ md_line(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
         f |= MD_DELIM;
     }
     Py_ssize_t s = a;
-    while (s < b && s - a < 4 && PyUnicode_READ(kind, data, s) == ' ') {
+    while (s < b && s - a < 4 && unit_at(kind, data, s) == ' ') {
         s++;
     }
     if (s - a > 3) {
@@ -1075,7 +1072,7 @@ md_line(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
     if (c == '-' || c == '*' || c == '_') { /* a thematic break: c three times or more, blanks between */
         Py_ssize_t count = 0, r = s;
         while (r < b) {
-            Py_UCS4 x = PyUnicode_READ(kind, data, r);
+            Py_UCS4 x = unit_at(kind, data, r);
             if (x == c) {
                 count++;
             }
@@ -1110,7 +1107,7 @@ md_line(int kind, const void *data, Py_ssize_t a, Py_ssize_t b)
         Py_ssize_t r = s;
         int unsure = 0;
         while (r < b && r - s <= 9) {
-            Py_UCS4 d = PyUnicode_READ(kind, data, r);
+            Py_UCS4 d = unit_at(kind, data, r);
             if (d >= 0x80) {
                 unsure = 1;
             }
@@ -1146,12 +1143,12 @@ static Py_ssize_t
 md_line_end(int kind, const void *data, Py_ssize_t p, Py_ssize_t n)
 {
     while (p < n) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        Py_UCS4 c = unit_at(kind, data, p);
         if (c == '\n') {
             return p + 1;
         }
         if (c == '\r') {
-            return p + 1 < n && PyUnicode_READ(kind, data, p + 1) == '\n' ? p + 2 : p + 1;
+            return p + 1 < n && unit_at(kind, data, p + 1) == '\n' ? p + 2 : p + 1;
         }
         p++;
     }
@@ -1165,26 +1162,6 @@ PyDoc_STRVAR(md_lines_doc,
 "last (8-byte integers), a 2-byte set of _F_ flags per line (``heading_starts``, the\n"
 "sorted starts of the document's headings, marks _F_HEADING), and the indices of the\n"
 "lines with _F_ATX, _F_FENCE or _F_SETEXT (8-byte integers).");
-
-static PyObject *md_lines_in(const Units *text, Py_ssize_t start, Py_ssize_t end, PyObject *headings, int width);
-
-static PyObject *
-md_lines(PyObject *self, PyObject *args)
-{
-    PyObject *units, *headings;
-    Py_ssize_t start, end;
-    int kind, width = 8;
-    if (!PyArg_ParseTuple(args, "OinnO|i:md_lines", &units, &kind, &start, &end, &headings, &width)) {
-        return NULL;
-    }
-    Units text;
-    if (units_open(&text, units, kind) < 0) {
-        return NULL;
-    }
-    PyObject *result = md_lines_in(&text, start, end, headings, width);
-    units_close(&text);
-    return result;
-}
 
 static PyObject *
 md_lines_in(const Units *text, Py_ssize_t start, Py_ssize_t end, PyObject *headings, int width)
@@ -1320,6 +1297,24 @@ done:
     PyMem_Free(at);
     PyMem_Free(flags);
     ints_close(&heads);
+    return result;
+}
+
+static PyObject *
+md_lines(PyObject *self, PyObject *args)
+{
+    PyObject *units, *headings;
+    Py_ssize_t start, end;
+    int kind, width = 8;
+    if (!PyArg_ParseTuple(args, "OinnO|i:md_lines", &units, &kind, &start, &end, &headings, &width)) {
+        return NULL;
+    }
+    Units text;
+    if (units_open(&text, units, kind) < 0) {
+        return NULL;
+    }
+    PyObject *result = md_lines_in(&text, start, end, headings, width);
+    units_close(&text);
     return result;
 }
 
