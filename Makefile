@@ -17,7 +17,7 @@ REDIS_SERVER := /usr/bin/redis-server
 $(STAMP): pyproject.toml setup.py sdk/chunking/_native.c sdk/chunking/_kernels.c sdk/chunking/_scan.h sdk/chunking/_guard.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,docs,llama,serve,cli,redis]'
+	$(PY) -m pip install --quiet -e '.[dev,docs,llama,serve,cli,redis,otel]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -83,6 +83,7 @@ from .stream import (
     ToolUseBlock,
     Usage,
 )
+from .telemetry import Telemetry
 from .tokens import ServerTokenizer, acount_tokens, count_tokens, get_encoding, known_encodings
 
 __all__ = [
@@ -151,6 +152,7 @@ __all__ = [
     "StreamStatistics",
     "SyncClient",
     "SyncStream",
+    "Telemetry",
     "TextBlock",
     "Tier",
     "TierMetrics",

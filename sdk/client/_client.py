@@ -25,6 +25,11 @@ paced by the rate limits the responses report, and a 429/529 before the first by
 it back to the queue instead of failing. On a self-hosted server a preemptible stream
 (the ``batch`` tier by default) may be paused for a higher tier and resumed by
 continuation.
+
+Telemetry (:mod:`sdk.telemetry`): with ``telemetry=True``, or by default when the
+application has configured an OpenTelemetry SDK, each request is a span with the GenAI
+conventions' attributes, its waits in the queue are child spans, its preemptions and
+resumes are events, and its ``traceparent`` goes with every request it sends.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from .._errors import APIConnectionError, NotFoundError, SDKError, StreamProtoco
 from ..http import RetryBudget, RetryPolicy, StaleConnectionResend
 from ..scheduler import Dispatcher, Flight, MetricsHook, Scheduler, Tier, TierMetrics
 from ..stream import FlowControl, Message, MessageStream, StallPolicy
+from ..telemetry import RequestTrace, Telemetry, TelemetryArg
 from ..tokens import checked_text
 from ._backends import HOSTED_HOSTS, Backend, BackendName, MessagesBackend, OpenAIBackend, configured
 from ._catalog import ModelInfo, TokenCount, known_window, models_from
@@ -49,7 +55,7 @@ from ._cost import estimate_input_tokens, request_cost
 from ._engine import EngineState, Pieces, probe_slots, tokenize, window_from_props
 from ._map import MapProgress, MapRun
 from ._params import CountTokensParams, CreateParams, merged_request
-from ._profile import EngineName, EngineProfile, engine_profile
+from ._profile import EngineName, EngineProfile, engine_profile, provider_name
 from ._resume import FlightObserver, Resumer, prefill_refusals
 from ._secrets import Credentials, without_userinfo
 from ._send import Sender, TimeoutArg, json_object
@@ -79,6 +85,8 @@ class Client:
     server needs ``{"continue_final_message": True, "add_generation_prompt": False}`` to
     continue a trailing assistant message instead of answering it). ``engine``: the
     engine's profile (:mod:`sdk.client`), else known by host or learnt once.
+    ``telemetry``: OpenTelemetry spans and metrics (:mod:`sdk.telemetry`); ``None`` (the
+    default) traces when an OpenTelemetry SDK is configured, ``False`` never.
     """
 
     def __init__(
@@ -103,6 +111,7 @@ class Client:
         on_metrics: MetricsHook | None = None,
         metrics_window: int = 1000,
         engine: EngineName | EngineProfile | None = None,
+        telemetry: TelemetryArg = None,
     ) -> None:
         if http_client is not None and not isinstance(http_client, httpx2.AsyncClient):
             raise TypeError(
@@ -168,6 +177,9 @@ class Client:
             models_path=self._backend.models_path,
         )
         self._refusals = prefill_refusals()  # models that refused an assistant prefill
+        self.telemetry = Telemetry.of(telemetry)
+        self._host = url.host
+        self._port = url.port or (443 if url.scheme == "https" else 80)
 
     def __repr__(self) -> str:
         key = self._sender.credentials.key
@@ -273,12 +285,14 @@ class Client:
         preempt: Callable[[], bool] | None = None,
         held: list[Flight] | None = None,
         asked: bool = True,
+        trace: RequestTrace | None = None,
     ) -> Flight:
         """Submit a request to the scheduler and wait for its admission. ``preempt``
         pauses it for a higher tier (registered before it can be admitted, so no
         decision finds it missing); ``held`` receives the flight at once. ``asked``: the
         caller named the tier (only then does it go on the wire: else a scheduling
-        server gives the key's own tier)."""
+        server gives the key's own tier). ``trace``: the request's span, whose child
+        span covers the wait."""
         await self._learn_slots()
         flight = self._dispatch.flight(
             priority=tier, tenant=tenant, cost=await request_cost(params), preemptible=preempt is not None
@@ -288,8 +302,43 @@ class Client:
             flight.on_preempt(preempt)
         if held is not None:
             held.append(flight)
+        if trace is not None:
+            trace.queued()
         await flight.admit()
+        if trace is not None:
+            trace.admitted()
         return flight
+
+    def _provider(self) -> str:
+        """The ``gen_ai.provider.name`` of this client's requests."""
+        host = self._host.lower()
+        if host == "api.anthropic.com":
+            return "anthropic"
+        if host == "api.openai.com":
+            return "openai"
+        profile = self._engine.profile
+        return provider_name(profile.name if profile is not None else None)
+
+    def _trace(
+        self, request: Mapping[str, Any], tier: Tier, tenant: str | None, *, streaming: bool
+    ) -> RequestTrace | None:
+        """The request's span, when telemetry is on."""
+        tel = self.telemetry
+        if tel is None:
+            return None
+        try:
+            return tel.request(
+                request,
+                provider=self._provider(),
+                address=self._host,
+                port=self._port,
+                streaming=streaming,
+                tier=tier.name,
+                tenant=tenant,
+            )
+        except Exception:  # telemetry never fails a request
+            log.exception("a request's span could not be started")
+            return None
 
     # ---- requests ----------------------------------------------------------------------
 
@@ -312,8 +361,12 @@ class Client:
         request = merged_request(params, extra_body, max_tokens=self.backend_name == "messages")
         body = self._backend.body(request, stream=False)
         self._sender.check_open()
-        flight = await self._flight(request, tier, tenant, asked=priority is not None)
+        trace = self._trace(request, tier, tenant, streaming=False)
+        if trace is not None:
+            extra_headers = trace.headers(extra_headers)
+        flight: Flight | None = None
         try:
+            flight = await self._flight(request, tier, tenant, asked=priority is not None, trace=trace)
             resp = await self._sender.send(
                 "POST",
                 self._backend.create_path,
@@ -323,10 +376,20 @@ class Client:
                 flight=flight,
             )
             msg = self._backend.message(json_object(resp))
-        except BaseException:
-            flight.finish(ok=False)
+        except BaseException as e:
+            if flight is not None:
+                flight.finish(ok=False)
+            if trace is not None:
+                trace.finish(
+                    message=None,
+                    metrics=None if flight is None else flight.metrics(),
+                    error=e,
+                    provider=self._provider(),
+                )
             raise
         flight.finish(ok=True, input_tokens=msg.usage.input_tokens, output_tokens=msg.usage.output_tokens)
+        if trace is not None:
+            trace.finish(message=msg, metrics=flight.metrics(), provider=self._provider())
         return msg
 
     def stream(
@@ -350,6 +413,7 @@ class Client:
         tier = self.scheduler.tiers.resolve(priority)
         request = merged_request(params, extra_body, max_tokens=self.backend_name == "messages")
         stall = stall or self.stall
+        trace = self._trace(request, tier, tenant, streaming=True)
         run = Resumer(
             self,
             request,
@@ -357,8 +421,9 @@ class Client:
             tenant=tenant,
             asked=priority is not None,
             stall=stall,
-            extra_headers=extra_headers,
+            extra_headers=extra_headers if trace is None else trace.headers(extra_headers),
             timeout=timeout,
+            trace=trace,
         )
         run.inner = MessageStream(
             run.open,
@@ -367,9 +432,9 @@ class Client:
             stall=stall,
             resume=run.resume,
             idle_timeout=self.idle_timeout,
-            observer=FlightObserver(run.held),
+            observer=FlightObserver(run.held, trace),
         )
-        return Stream(self, run.inner, run.held)
+        return Stream(self, run.inner, run.held, trace)
 
     def map(
         self,

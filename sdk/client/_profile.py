@@ -76,6 +76,7 @@ __all__ = [
     "EngineProfile",
     "TokenizeShape",
     "engine_profile",
+    "provider_name",
     "without_probes",
 ]
 
@@ -137,3 +138,13 @@ def without_probes(profile: EngineProfile) -> EngineProfile:
     """``profile`` for a client whose engine is known and counted by someone else (a
     scheduling server's engine client): no slot probe, no conversation streams."""
     return replace(profile, slots=None, conversations=False)
+
+
+# What a span calls each engine (sdk.telemetry's ``gen_ai.provider.name``): the GenAI
+# conventions' own names where they have one, else the engine's.
+_PROVIDERS = {"llama-server": "llama.cpp", "vllm": "vllm", "vllm-priority": "vllm", "seam": "seam"}
+
+
+def provider_name(engine: str | None) -> str:
+    """The ``gen_ai.provider.name`` of a self-hosted engine by its profile's name."""
+    return _PROVIDERS.get(engine or "", "self-hosted")

@@ -35,6 +35,7 @@ from ..stream._resume import (
     refuses_prefill,
     thought,
 )
+from ..telemetry import RequestTrace
 from ._engine import CONVERSATION_HEADER, cancel_conversation, replay_conversation
 from ._send import TimeoutArg
 
@@ -63,8 +64,10 @@ class Resumer:
         stall: StallPolicy,
         extra_headers: Mapping[str, str] | None,
         timeout: TimeoutArg,
+        trace: RequestTrace | None = None,
     ) -> None:
         self.client = client
+        self.trace = trace
         self.request = request
         self.body = client._backend.body(request, stream=True)
         self.tier = tier
@@ -136,6 +139,7 @@ class Resumer:
                 preempt=inner.preempt if resumable and inner is not None else None,
                 held=self.held,
                 asked=self.asked,
+                trace=self.trace,
             )
         resp = await self._post(flight, self.body, self._conversation_headers())
         return Upstream(
@@ -147,6 +151,9 @@ class Resumer:
         client = self.client
         sender = client._sender
         flight = self.held[0]
+        trace = self.trace
+        if trace is not None:
+            trace.queued(again=True)
         await flight.admit()  # after a stall or a preemption: wait for a slot again
         model = self.request.get("model")
         seam = self.kept is not None and rr.last_event_id.startswith(self.kept + ":")
@@ -157,6 +164,10 @@ class Resumer:
             prefill_refused=model in client._refusals,
         )
         log.info("resuming a stream (attempt %d): %s", rr.attempt, plan.reason)
+        if trace is not None:
+            trace.admitted()
+            how = {"seam.resume.mode": plan.mode.value, "seam.resume.cause": rr.cause.value}
+            trace.event("seam.resume", {**how, "seam.attempt": rr.attempt})
         if plan.mode is ResumeMode.REPLAY and seam:
             # This SDK's server keeps the stream: the rest after the last event, exactly once.
             try:
@@ -230,16 +241,19 @@ def _valid_stream_id(sid: str) -> bool:
 class FlightObserver:
     """The stream's observer before its request is submitted: forwards to the flight."""
 
-    __slots__ = ("_held",)
+    __slots__ = ("_held", "_trace")
 
-    def __init__(self, held: list[Flight]) -> None:
+    def __init__(self, held: list[Flight], trace: RequestTrace | None = None) -> None:
         self._held = held
+        self._trace = trace
 
     def output(self, n: int) -> None:
         if self._held:
             self._held[0].output(n)
 
     def released(self) -> None:
+        if self._trace is not None:
+            self._trace.event("seam.preempted")
         if self._held:
             self._held[0].released()
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from .._errors import OverloadedError, RateLimitError, SDKError
 from ..scheduler import Flight, RequestMetrics
 from ..stream import Message, MessageState, MessageStream, StreamStatistics
+from ..telemetry import RequestTrace
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -27,8 +28,11 @@ class Stream:
     TTFT, ITL, TPOT and E2EL of this request.
     """
 
-    def __init__(self, client: Client, inner: MessageStream, flight: list[Flight]) -> None:
+    def __init__(
+        self, client: Client, inner: MessageStream, flight: list[Flight], trace: RequestTrace | None = None
+    ) -> None:
         self._client = client
+        self._trace = trace
         self._inner = inner
         self._flight = flight  # set when the request is submitted on entry
         self._open = False
@@ -69,6 +73,8 @@ class Stream:
 
     def _finish(self, exc: BaseException | None) -> None:
         if not self._flight:
+            if self._trace is not None:
+                self._trace.finish(message=None, metrics=None, error=exc, provider=self._client._provider())
             return
         flight = self._flight[0]
         if isinstance(exc, OverloadedError | RateLimitError):  # a mid-stream overload event
@@ -80,6 +86,19 @@ class Stream:
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
         )
+        trace = self._trace
+        if trace is not None:
+            try:
+                resumes = self._inner.statistics().resumes
+            except RuntimeError:  # it never opened
+                resumes = 0
+            trace.finish(
+                message=st.message(),
+                metrics=flight.metrics(),
+                error=exc,
+                resumes=resumes,
+                provider=self._client._provider(),
+            )
 
     def __aiter__(self) -> MessageStream:
         return self._inner  # no wrapper per event: the client adds no cost to the hot path

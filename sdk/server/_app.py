@@ -81,6 +81,7 @@ from ..stream._accumulate import message_to_wire
 from ..stream._resume import continuation, thought
 from ..stream._stream import Splicer
 from ..stream._wire import event_to_wire, sse_frame
+from ..telemetry import ServerTrace, Telemetry, TelemetryArg
 from ._config import Keyring, Principal, ServerConfig
 from ._fleet import FleetAdmission, FleetLink, FleetUnavailable, fleet_name
 from ._http import (
@@ -116,6 +117,17 @@ __all__ = ["ServerApp"]
 
 log = logging.getLogger("sdk.server")
 _SERVER_HEADER = (SERVER_HEADER.encode(), b"1")  # every answer's: this server schedules
+# The routes a request span is made for (the API's; not /health or /metrics).
+_TRACED = frozenset(
+    {
+        "/v1/messages",
+        "/v1/messages/count_tokens",
+        "/v1/chat/completions",
+        "/v1/models",
+        "/tokenize",
+        "/v1/seam",
+    }
+)
 
 HEALTH_INTERVAL = 5.0
 
@@ -133,9 +145,14 @@ class ServerApp:
         *,
         upstream_api_key: str | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
+        telemetry: TelemetryArg = None,
     ) -> None:
         """``transport``: how the engines are reached (default: HTTP over TCP); the
-        engines' traffic and their health checks go through it."""
+        engines' traffic and their health checks go through it. ``telemetry``:
+        OpenTelemetry (:mod:`sdk.telemetry`): a ``SERVER`` span per API request,
+        continuing the caller's ``traceparent``, with the engine requests as its
+        children, and the ``gen_ai.server.*`` histograms; ``None`` (the default) when an
+        OpenTelemetry SDK is configured in the process (``opentelemetry-instrument``)."""
         if not upstreams:
             raise ValueError("at least one upstream is needed")
         self.config = config = config or ServerConfig()
@@ -180,6 +197,8 @@ class ServerApp:
             self.quotas = SharedQuotas(self.link, degraded_share=config.degraded_share)
         self.shared = None if self.link is None else SharedStreams(self.link, seconds=config.replay_seconds)
         self._tg: TaskGroup | None = None  # the server's own tasks (from the lifespan)
+        tel = Telemetry.of(telemetry)
+        self.telemetry = None if tel is None else tel.for_server()
 
     # ---- life ------------------------------------------------------------------------
 
@@ -205,6 +224,7 @@ class ServerApp:
             on_metrics=self._observe,
             # the server sums the engines' slots itself, and resumes its streams itself
             engine=without_probes(self._engine),
+            telemetry=self.telemetry or False,
         )
         if self.config.slots is None:
             for u in self.upstreams:
@@ -313,6 +333,7 @@ class ServerApp:
         if not self.upstreams:
             await self.startup()  # served without a lifespan
         started: list[bool] = [False]
+        status: list[int] = [0]
         timeout = self.config.send_timeout
 
         async def tracked(message: Message) -> None:
@@ -320,6 +341,7 @@ class ServerApp:
             answer says what answers (``seam-server``), so a client knows it schedules."""
             if message["type"] == "http.response.start":
                 started[0] = True
+                status[0] = int(message["status"])
                 message = {**message, "headers": [*message.get("headers", ()), _SERVER_HEADER]}
             try:
                 with anyio.fail_after(timeout):
@@ -327,13 +349,43 @@ class ServerApp:
             except TimeoutError:
                 raise WriteTimeout(f"a write to the client took over {timeout:g} s") from None
 
+        span = self._span(scope)
+        if span is None:
+            await self._routed(scope, receive, tracked, started)
+            return
+        failure: BaseException | None = None
         try:
-            await self._route(scope, receive, tracked)
+            with span.current():
+                await self._routed(scope, receive, tracked, started)
+        except BaseException as e:
+            failure = e
+            raise
+        finally:
+            span.end(status[0] or None, failure)
+
+    def _span(self, scope: Scope) -> ServerTrace | None:
+        """The request's span, for the API's routes, when telemetry is on."""
+        tel = self.telemetry
+        path = scope["path"]
+        if tel is None or not (path in _TRACED or path.startswith("/v1/models/")):
+            return None
+        try:
+            return tel.server_span(
+                header_map(scope), path if path in _TRACED else "/v1/models/{id}", scope["method"]
+            )
+        except Exception:  # telemetry never fails a request
+            log.exception("a request's span could not be started")
+            return None
+
+    async def _routed(self, scope: Scope, receive: Receive, send: Send, started: list[bool]) -> None:
+        """``_route``, its errors answered (see ``__call__``)."""
+        try:
+            await self._route(scope, receive, send)
         except HTTPError as e:
             if not started[0]:
                 openai = scope["path"] == "/v1/chat/completions"
                 body = openai_error_body(e) if openai else error_body(e.error_type, e.message)
-                await send_json(tracked, e.status, body, e.headers)
+                await send_json(send, e.status, body, e.headers)
         except OSError:
             pass  # the client went away
         except WriteTimeout as e:
@@ -341,7 +393,7 @@ class ServerApp:
         except Exception:
             log.exception("unexpected error")
             if not started[0]:
-                await send_json(tracked, 500, error_body("api_error", "internal server error"))
+                await send_json(send, 500, error_body("api_error", "internal server error"))
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]

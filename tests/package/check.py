@@ -7,7 +7,8 @@ test there, from a directory outside the repository, so nothing imports the chec
   to a fake Messages server (a stdlib HTTP server answering one canned message), and a
   ``Session`` saved to a file and loaded back;
 - ``[cli]``: ``seam --help``; ``[serve]``: ``python -m sdk.server --help``;
-  ``[redis]``: a ``RedisStore`` made from a URL (no server needed to make one).
+  ``[redis]``: a ``RedisStore`` made from a URL (no server needed to make one); ``[otel]``: a
+  client with ``telemetry=True`` (the OpenTelemetry API alone, no SDK).
 
 ``make test`` runs it after the test suite. Exits non-zero on the first failure, with the
 failing command's output.
@@ -87,6 +88,8 @@ EXTRA_CHECKS = {
     ],
     "serve": [["python", "-m", "sdk.server", "--help"]],
     "redis": [["python", "-c", "from sdk.session import RedisStore; RedisStore('redis://127.0.0.1:1/0')"]],
+    # the API alone: a client traces (into the API's no-op providers) without an SDK installed
+    "otel": [["python", "-c", "import sdk; assert sdk.Client(api_key='k', telemetry=True).telemetry"]],
 }
 
 

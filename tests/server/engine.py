@@ -101,6 +101,8 @@ class FakeEngine(httpx2.AsyncBaseTransport):
         self.answers = anyio.Event()  # cleared: generation requests get no answer yet
         self.answers.set()
         self.generations: list[dict[str, Any]] = []  # generation requests (without messages)
+        self.traced: list[str] = []  # the traceparent of each generation request ('' if none)
+        self.fail_with: int | None = None  # set: generation requests are answered this error status
         self.counted = 0
         self.tokenized = 0
         self.open = 0  # stream bodies being read
@@ -139,6 +141,10 @@ class FakeEngine(httpx2.AsyncBaseTransport):
         if path.endswith("/v1/messages"):
             # what a test looks at, not the prompt (tests measure what the server holds)
             self.generations.append({k: v for k, v in body.items() if k != "messages"})
+            self.traced.append(request.headers.get("traceparent", ""))
+            if self.fail_with is not None:
+                error = {"type": "api_error", "message": "the engine failed"}
+                return httpx2.Response(self.fail_with, json={"type": "error", "error": error})
             await self.answers.wait()
             if body.get("stream"):
                 return httpx2.Response(
