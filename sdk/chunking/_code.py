@@ -778,15 +778,6 @@ class CodeSplitter:
         return PROSE.split(text, inner)
 
     def _glue(self, children: list[Node]) -> tuple[list[bool], list[bool]]:
-        native = _accel.native
-        if _accel.OFF and not _accel.on("code_glue"):
-            native = None  # type: ignore[assignment]
-        if native is not None and type(children) is list:
-            found: tuple[list[bool], list[bool]] = native.code_glue(children, self._flags, self._data)
-            return found
-        return self._glue_python(children)
-
-    def _glue_python(self, children: list[Node]) -> tuple[list[bool], list[bool]]:
         """For each sibling: does it join the one before, and does it lead into the next?
 
         Closing tokens and a comment on the same line join what precedes them; comments
@@ -826,13 +817,7 @@ class CodeSplitter:
 
     def _group(self, children: list[Node]) -> list[list[Node]]:
         """Runs of siblings that must move together."""
-        native = _accel.native
-        if _accel.OFF and not _accel.on("code_group"):
-            native = None  # type: ignore[assignment]
-        if native is not None and type(children) is list:
-            groups_found: list[list[Node]] = native.code_group(children, self._flags, self._data)
-            return groups_found
-        joins, _ = self._glue_python(children)
+        joins, _ = self._glue(children)
         groups: list[list[Node]] = []
         for child, join in zip(children, joins):
             if join:

@@ -921,6 +921,27 @@ json_values(PyObject *self, PyObject *args)
     return result;
 }
 
+/* Markdown's line classes (_markdown._F_*), as md_lines gives them. */
+enum {
+    MD_BLANK = 1 << 0,
+    MD_ATX = 1 << 1,
+    MD_FENCE = 1 << 2,
+    MD_QUOTE = 1 << 3,
+    MD_HR = 1 << 4,
+    MD_LIST = 1 << 5,
+    MD_LIST0 = 1 << 6,
+    MD_HTML = 1 << 7,
+    MD_INDENTED = 1 << 8,
+    MD_DELIM = 1 << 9,
+    MD_PIPE = 1 << 10,
+    MD_SETEXT = 1 << 11,
+    MD_HEADING = 1 << 12,
+    MD_LEAD = 1 << 13,
+    MD_INTERRUPT = 1 << 14,
+    MD_CHECK = 1 << 15, /* perhaps a list item of non-ASCII digits: for Python to decide */
+};
+
+
 /* ---- Markdown's line classes (_markdown._line_flags_python is the reference) ---- */
 
 

@@ -634,48 +634,10 @@ class MarkdownSplitter:
         end: int,
         front_end: int,
         trail: tuple[str, ...],
-        limit: int,
-    ) -> list[Section]:
-        native = _accel.native
-        if _accel.OFF and not _accel.on("md_blocks"):
-            native = None  # type: ignore[assignment]
-        if native is not None:
-            # In C: a Python step per line and per block was most of the Markdown
-            # splitter's own time left.
-            found: list[Section] = native.md_blocks(
-                self,
-                at,
-                flags,
-                first,
-                end,
-                front_end,
-                self._fence_starts,
-                self.fences,
-                _fence_kind,
-                PROSE,
-                _path(trail),
-                ("table", trail, self),
-                ("list", trail, self),
-                Section,
-                limit,
-                _ROWS,
-            )
-            return found
-        return self._blocks_python(at, flags, first, end, front_end, trail, limit)
-
-    def _blocks_python(
-        self,
-        at: Sequence[int],
-        flags: Sequence[int],
-        first: int,
-        end: int,
-        front_end: int,
-        trail: tuple[str, ...],
         limit: int = 0,
     ) -> list[Section]:
-        """``native.md_blocks`` in Python (its reference): the blocks from line ``first``
-        (with ``limit``, to the first line after that many that starts a block whatever
-        comes before it)."""
+        """The blocks from line ``first`` (with ``limit``, to the first line after that many
+        that starts a block whatever comes before it)."""
         path = _path(trail)
         # Each block as [start, end, splitter, state, kind, language, sticky], made into
         # a Section at the end (blank lines move the end of the block before them).

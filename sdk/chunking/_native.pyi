@@ -67,25 +67,6 @@ def json_setup(
     /,
 ) -> None: ...
 def json_split(splitter: object, text: str, section: tuple[object, ...], /) -> Sequence[Any]: ...
-def md_blocks(
-    splitter: object,
-    at: Sequence[int],
-    flags: Sequence[int],
-    first: int,
-    end: int,
-    front: int,
-    fence_starts: Sequence[int],
-    fences: Sequence[Any],
-    fence_kind: Callable[[Any], tuple[str, str | None]],
-    prose: object,
-    path: str | None,
-    table: tuple[str, tuple[str, ...], object],
-    listing: tuple[str, tuple[str, ...], object],
-    section_type: type[_T],
-    limit: int = 0,
-    rows: object = ...,
-    /,
-) -> list[_T]: ...
 def flat_setup(types: tuple[type, ...], /) -> None: ...
 def code_setup(
     prose: object,
@@ -96,10 +77,6 @@ def code_setup(
     bits: tuple[int, int, int, int, int, int],
     /,
 ) -> None: ...
-def code_glue(
-    children: list[Any], flags: dict[int, int], data: bytes, /
-) -> tuple[list[bool], list[bool]]: ...
-def code_group(children: list[_T], flags: dict[int, int], data: bytes, /) -> list[list[_T]]: ...
 def code_tile(
     splitter: object,
     text: str,

@@ -238,25 +238,4 @@ ints_at(const Ints *v, Py_ssize_t i)
     return buffer_at(v, i);
 }
 
-/* Markdown's line classes (_markdown._F_*): _kernels.md_lines gives them, _native's
- * md_blocks reads them. */
-enum {
-    MD_BLANK = 1 << 0,
-    MD_ATX = 1 << 1,
-    MD_FENCE = 1 << 2,
-    MD_QUOTE = 1 << 3,
-    MD_HR = 1 << 4,
-    MD_LIST = 1 << 5,
-    MD_LIST0 = 1 << 6,
-    MD_HTML = 1 << 7,
-    MD_INDENTED = 1 << 8,
-    MD_DELIM = 1 << 9,
-    MD_PIPE = 1 << 10,
-    MD_SETEXT = 1 << 11,
-    MD_HEADING = 1 << 12,
-    MD_LEAD = 1 << 13,
-    MD_INTERRUPT = 1 << 14,
-    MD_CHECK = 1 << 15, /* perhaps a list item of non-ASCII digits: for Python to decide */
-};
-
 #endif /* SEAM_SCAN_H */

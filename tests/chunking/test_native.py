@@ -1136,46 +1136,6 @@ def test_json_values_find_the_items_the_decoder_finds(lines: list[str], sep: str
         assert got == want
 
 
-CODE_FILES = [f for f in FILES if f.group == "code" and f.path.suffix not in (".json", ".sh")]
-
-
-@pytest.mark.parametrize("cf", CODE_FILES, ids=[f.name for f in CODE_FILES])
-def test_code_glue_and_group_match_the_python_walk_on_every_node(cf: CorpusFile) -> None:
-    from sdk.chunking._code import code_root
-    from sdk.chunking._languages import language_for_filename
-
-    assert NATIVE is not None
-    text = cf.path.read_text(encoding="utf-8")
-    language = language_for_filename(cf.path.name, text)
-    assert language is not None
-    splitter = code_root(text, language).splitter
-    todo = [splitter.tree.root_node]  # type: ignore[union-attr]
-    checked = 0
-    while todo:
-        node = todo.pop()
-        children = [c for c in node.children if c.end_byte > c.start_byte]
-        if not children:
-            continue
-        todo.extend(children)
-        want = splitter._glue_python(children)  # type: ignore[union-attr]
-        assert NATIVE.code_glue(children, splitter._flags, splitter._data) == want  # type: ignore[union-attr]
-        groups = NATIVE.code_group(children, splitter._flags, splitter._data)  # type: ignore[union-attr]
-        assert groups == _python_groups(children, want[0])
-        assert [c for g in groups for c in g] == children
-        checked += 1
-    assert checked > 3
-
-
-def _python_groups(children: list[object], joins: list[bool]) -> list[list[object]]:
-    groups: list[list[object]] = []
-    for child, join in zip(children, joins, strict=True):
-        if join:
-            groups[-1].append(child)
-        else:
-            groups.append([child])
-    return groups
-
-
 # Sources with what the native walk must leave to Python or handle as Python does:
 # non-ASCII names, strings and comments (character offsets from UTF-8 bytes), CRLF line
 # ends and combining marks at token edges (snapped to clusters), comments gluing to
@@ -1238,8 +1198,6 @@ def test_code_tile_rejects_bad_calls_and_leaves_odd_offsets_to_python() -> None:
         NATIVE.code_tile(splitter, text, section, state, [[]], (), None, None)
     with pytest.raises(IndexError):
         NATIVE.code_tile(splitter, text, Section(0, 99, splitter, state), state, groups, (), None, None)
-    with pytest.raises(TypeError):
-        NATIVE.code_glue((1, 2), {}, b"")
 
 
 @pytest.mark.parametrize(
