@@ -10,6 +10,14 @@ every user turn, the history is fitted to the input budget of a 200k window:
 * a naive trimmer written here, clearly not a library: re-count every message on every
   request with the same tokenizer as ours, drop the oldest until it fits.
 
+Prompt caching: every request of ours is also served by a simulation of the hosted
+API's prompt cache (``tests/session/prompt_cache.py``: at most four breakpoints, a
+20-block lookback, the model's minimum length; ``claude-sonnet-4-5``'s 1,024 tokens) with
+the breakpoints the session places (``cache="auto"``), side by side with the same
+requests carrying one breakpoint on their last block only (what top-level automatic
+caching does) and with none, with a system prompt of about 2,000 tokens: the fraction of input tokens that would be cache reads,
+and the saving in plain input tokens (reads cost a tenth, writes a quarter more).
+
 The contenders are timed at checkpoints (LiteLLM and the naive trimmer once per
 checkpoint, being slow); ours is timed on every request and reported as the median of
 the requests just before each checkpoint. The last table says what each one kept.
@@ -34,7 +42,8 @@ from typing import Any
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from sdk import count_tokens
-from sdk.session import Session
+from sdk.session import Session, min_cacheable_tokens
+from tests.session.prompt_cache import PromptCache
 
 _PROSE = (
     "the seam holds while the stream flows and every token counts because the window is finite "
@@ -98,9 +107,20 @@ def main() -> None:
     turns = make_turns(args.turns)
     checkpoints = sorted({c for c in (10, 100, 250, 500, 1000, args.turns) if c <= args.turns})
     trim = load_litellm()
-    system = "You are a careful assistant."
+    # A system prompt of instructions, about 2,000 tokens, as an assistant with tools and
+    # rules carries: over the cache's minimum, so its breakpoint is worth placing.
+    system = "You are a careful assistant. " + " ".join(random.Random(3).choices(WORDS, k=2000))
 
-    session = Session(None, model="bench", system=system, context_window=args.window, reserve_output=reserve)
+    model = "claude-sonnet-4-5"
+    session = Session(
+        None, model=model, system=system, context_window=args.window, reserve_output=reserve, cache="auto"
+    )
+    sims = {name: PromptCache(min_cacheable_tokens(model)) for name in ("placed", "last", "none")}
+    # The same session without breakpoints, timed side by side: what placing them costs.
+    plain = Session(
+        None, model=model, system=system, context_window=args.window, reserve_output=reserve, cache="off"
+    )
+    plain_times: list[float] = []
     messages: list[dict[str, str]] = [{"role": "system", "content": system}]
     ours: list[float] = []  # seconds per request: fit + render (what grows with the history, if anything)
     counting: list[float] = []  # seconds per request: the local estimate of the two new turns (once each)
@@ -114,6 +134,7 @@ def main() -> None:
     for i, (role, text) in enumerate(turns):
         messages.append({"role": role, "content": text})
         if role == "assistant":
+            plain.add_assistant(text)
             t0 = time.perf_counter()
             session.add_assistant(text)
             ours_append = time.perf_counter() - t0
@@ -123,8 +144,14 @@ def main() -> None:
         t1 = time.perf_counter()
         params, report = session.request()
         ours.append(time.perf_counter() - t1)
+        plain.add_user(text)
+        t2 = time.perf_counter()
+        plain.request()
+        plain_times.append(time.perf_counter() - t2)
         counting.append(t1 - t0 + (ours_append if i else 0.0))
         stable += report.prefix_stable
+        for name, sim in sims.items():
+            sim.serve(params if name == "placed" else breakpoints_at_last(params, name == "last"))
         n = i + 1
         if n in checkpoints or n + 1 in checkpoints:
             med = statistics.median(ours[-10:])
@@ -161,8 +188,28 @@ def main() -> None:
         f"\nseam-llm fit + render per request over the whole run: median {statistics.median(ours) * 1e3:.2f} ms, "
         f"p95 {sorted(ours)[int(len(ours) * 0.95)] * 1e3:.2f} ms, max {max(ours) * 1e3:.2f} ms; counting the "
         f"new turns: median {statistics.median(counting) * 1e3:.2f} ms, max {max(counting) * 1e3:.2f} ms; "
-        f"prefix identical to the previous request on {stable}/{len(ours) - 1} requests."
+        f"prefix identical to the previous request on {stable}/{len(ours) - 1} requests. "
+        f"(With `cache=\"auto\"`, as timed above; the same session with `cache=\"off\"`, timed "
+        f"side by side: median {statistics.median(plain_times) * 1e3:.2f} ms, so placing the "
+        f"breakpoints costs {statistics.median(ours) / statistics.median(plain_times):.1f}x.)"
     )
+
+    print("\n### Prompt cache: the same requests, three ways of placing breakpoints\n")
+    print(
+        "| breakpoints | input tokens that would be cache reads | written to the cache | saved (plain input tokens) |"
+    )
+    print("|---|---:|---:|---:|")
+    for name, label in (
+        ("placed", 'placed by the session (`cache="auto"`)'),
+        ("last", "one on the last block"),
+        ("none", "none"),
+    ):
+        sim = sims[name]
+        read = sum(x.read for x in sim.served)
+        written = sum(x.created for x in sim.served)
+        total = read + written + sum(x.input for x in sim.served)
+        saved = read * 0.9 - written * 0.25
+        print(f"| {label} | {read / total:.1%} | {written / total:.1%} | {saved / total:.1%} of {total:,} |")
 
     print("\n### What each kept at its last checkpoint\n")
     print(
@@ -191,6 +238,18 @@ def main() -> None:
             f"| {label} | {n_turns} | {len(out) - 1} | {toks:,} | {'yes' if toks > budget else 'no'} | {cut} | "
             f"{n_turns - kept_whole - cut} | 0 |"
         )
+
+
+def breakpoints_at_last(params: dict[str, Any], last: bool) -> dict[str, Any]:
+    """``params`` without the session's breakpoints; with ``last``, one on its last block."""
+    messages = []
+    for m in params["messages"]:
+        content = [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]
+        messages.append({**m, "content": content})
+    if last and messages and messages[-1]["content"]:
+        messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    system = [{k: v for k, v in b.items() if k != "cache_control"} for b in params.get("system") or ()]
+    return {**params, "system": system, "messages": messages}
 
 
 if __name__ == "__main__":

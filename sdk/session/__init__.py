@@ -15,6 +15,7 @@ mid-stream, in this process or another, from what the consumer already has.
 
 from ..stream._resume import RepeatFilter
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream, StreamLike
+from ._cache import Breakpoint, CacheMode, CacheReport, min_cacheable_tokens
 from ._policy import ContextPolicy, DefaultPolicy, FitReport, SessionBudgetError, elision_marker
 from ._redis import RedisStore, RedisURL, parse_redis_url
 from ._render import render_messages
@@ -25,6 +26,9 @@ from ._stores import FileStore, SessionNotFound, SessionStore, SessionStoreError
 from ._turns import Turn, TurnKind, TurnLog
 
 __all__ = [
+    "Breakpoint",
+    "CacheMode",
+    "CacheReport",
     "ContextPolicy",
     "DefaultPolicy",
     "DocumentReport",
@@ -50,6 +54,7 @@ __all__ = [
     "TurnKind",
     "TurnLog",
     "elision_marker",
+    "min_cacheable_tokens",
     "open_store",
     "parse_redis_url",
     "read_document",

@@ -25,8 +25,9 @@ from .._models import Usage
 from ..chunking import ChunkKind, chunk
 from ..tokens import DEFAULT_ENCODING, EncodingSpec, count_tokens
 from ._answer import PendingAnswer, SessionClient, SessionError, SessionStream
+from ._cache import Breakpoint, CacheMode, CacheReport, min_cacheable_tokens
 from ._policy import DEFAULT_POLICY, ContextPolicy, FitReport
-from ._render import render_messages
+from ._render import render
 from ._schema import DocumentError, check_document
 from ._store import SessionFileError
 from ._stores import FileStore, SessionStore, resolve
@@ -66,6 +67,14 @@ class Session:
     pass ``max_tokens=`` to :meth:`stream` for a longer answer); the local estimates
     are scaled by what the server reports (``scale`` only grows), so a model whose
     tokenizer counts more than the local one still gets requests that fit.
+
+    ``cache``: prompt-cache breakpoints (:mod:`sdk.session._cache`): ``"auto"`` places
+    them on the stable prefix (the system prompt and tools, the pinned head, what the
+    previous request sent, the newest turn), at most four, none where the prompt up to
+    it is under the model's minimum cacheable length (``cache_min_tokens`` overrides
+    the model's); ``"off"`` places none; ``None`` (the default) is ``"auto"`` on the
+    hosted API and ``"off"`` elsewhere (llama-server and vLLM cache prefixes by
+    themselves). :attr:`cache_report` says what the cache served.
     """
 
     def __init__(
@@ -80,11 +89,18 @@ class Session:
         policy: ContextPolicy | None = None,
         summarize: bool = False,
         summary_tokens: int = 512,
-        cache_breakpoints: bool | None = None,
+        cache: CacheMode | None = None,
+        cache_min_tokens: int | None = None,
         echoes_prefill: bool | None = None,
         encoding: EncodingSpec = DEFAULT_ENCODING,
     ) -> None:
-        for name, v in (("context_window", context_window), ("reserve_output", reserve_output)):
+        if cache not in (None, "auto", "off"):
+            raise ValueError(f"cache must be 'auto', 'off' or None, got {cache!r}")
+        for name, v in (
+            ("context_window", context_window),
+            ("reserve_output", reserve_output),
+            ("cache_min_tokens", cache_min_tokens),
+        ):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         self.client = client
@@ -99,7 +115,13 @@ class Session:
         self.policy: ContextPolicy = policy or DEFAULT_POLICY
         self.summarize = summarize
         self.summary_tokens = summary_tokens
-        self.cache_breakpoints = cache_breakpoints
+        self.cache: CacheMode | None = cache
+        self.cache_min_tokens = cache_min_tokens
+        # The breakpoints of the last request made, and the turn it ended with (the next
+        # request's "stable" breakpoint, when it starts with it unchanged).
+        self.last_breakpoints: tuple[Breakpoint, ...] = ()
+        self._sent_last: int | None = None
+        self._marker_count: tuple[str, int] | None = None
         self.echoes_prefill = echoes_prefill
         self.log = TurnLog(encoding)
         self.fixed_tokens = sum(block_tokens(b, encoding) for b in self.system) + sum(
@@ -231,25 +253,70 @@ class Session:
         marker = report.marker
         if marker is not None and self.summary is not None and self.summary[0] == report.cut:
             marker = f"{marker}\nSummary of the left-out turns:\n{self.summary[1]}"
-        breakpoints = self._use_breakpoints()
-        system, messages = render_messages(
-            self.log, report, marker=marker, system=self.system, cache_breakpoints=breakpoints
+        auto = self.cache_mode == "auto"
+        rendered = render(
+            self.log,
+            report,
+            marker=marker,
+            system=self.system,
+            fixed=int(self.fixed_tokens * self.scale),
+            marker_tokens=0 if marker is None or not auto else self._marker_tokens(marker),
+            scale=self.scale,
+            track=auto,
         )
+        tools = [dict(t) for t in self.tools] if self.tools else None
+        breakpoints: list[Breakpoint] = []
+        if auto:
+            breakpoints = rendered.breakpoints(
+                fixed=int(self.fixed_tokens * self.scale),
+                minimum=self.cache_min_tokens or min_cacheable_tokens(self.model),
+                stable_turn=self._sent_last if report.prefix_stable else None,
+                tools=tools is not None,
+            )
+            rendered.place(breakpoints, tools)
+        self.last_breakpoints = tuple(breakpoints)
+        self._sent_last = report.kept[-1] if report.kept else None
+        messages = rendered.messages
         if prefill:
             messages.append({"role": "assistant", "content": prefill})
         params: dict[str, Any] = {"model": self.model, "max_tokens": self.reserve_output}
-        if system is not None:
-            params["system"] = system
-        if self.tools:
-            params["tools"] = [dict(t) for t in self.tools]
+        if rendered.system is not None:
+            params["system"] = rendered.system
+        if tools is not None:
+            params["tools"] = tools
         params.update(extra)
         params["messages"] = messages
         return params
 
-    def _use_breakpoints(self) -> bool:
-        if self.cache_breakpoints is not None:
-            return self.cache_breakpoints
-        return self.client is not None and self.client.hosted
+    def _marker_tokens(self, marker: str) -> int:
+        """The marker's estimate (counted once per marker text: it changes only when
+        the cut moves)."""
+        known = self._marker_count
+        if known is None or known[0] != marker:
+            known = self._marker_count = (marker, count_tokens(marker, self.log.encoding) + MESSAGE_OVERHEAD)
+        return known[1]
+
+    @property
+    def cache_mode(self) -> CacheMode:
+        """``cache`` as it applies: ``"auto"`` on the hosted API unless set."""
+        if self.cache is not None:
+            return self.cache
+        return "auto" if self.client is not None and self.client.hosted else "off"
+
+    @property
+    def cache_report(self) -> CacheReport:
+        """What the prompt cache served this session's answers, from the server's usage
+        reports (the hosted API's cache, llama-server's and vLLM's prefix caches alike)."""
+        requests = inputs = created = read = 0
+        for t in self.log:
+            u = t.usage
+            if u is None:
+                continue
+            requests += 1
+            inputs += u.input_tokens or 0
+            created += u.cache_creation_input_tokens or 0
+            read += u.cache_read_input_tokens or 0
+        return CacheReport(requests, inputs, created, read)
 
     def _client(self) -> SessionClient:
         if self.client is None:

@@ -278,7 +278,7 @@ def test_thousand_turn_replay_keeps_the_cached_prefix() -> None:
     s = Session(
         None, model="m", system="You are a careful assistant.", context_window=200_000, reserve_output=4096
     )
-    s.cache_breakpoints = True
+    s.cache = "auto"
     prev_blocks: list[bytes] | None = None
     stable_claimed = stable_real = requests = 0
     for i in range(500):

@@ -51,7 +51,10 @@ async def test_stream_logs_user_and_answer_with_usage() -> None:
 async def test_hosted_backend_gets_breakpoints_on_the_stable_prefix() -> None:
     client = FakeClient(lambda req: Reply(["ok"]))
     client.hosted = True
-    s = Session(client, model="m", system="sys", context_window=10_000, reserve_output=100)
+    # (a minimum of 1 token: the prompt is far below any model's)
+    s = Session(
+        client, model="m", system="sys", context_window=10_000, reserve_output=100, cache_min_tokens=1
+    )
     s.add_user("pinned context", pin=True)
     s.add_assistant("noted")
     async with s.stream("q") as r:
