@@ -13,6 +13,7 @@ from ._errors import (
     APITimeoutError,
     AuthenticationError,
     BadRequestError,
+    BatchResultError,
     BinaryFileError,
     CheckpointError,
     ChunkingError,
@@ -54,6 +55,7 @@ from ._errors import (
 )
 from .chunking import Chunk, Chunker, ChunkingWarning, chunk
 from .client import (
+    BatchPolling,
     Client,
     ContentBlockParam,
     CountTokensParams,
@@ -92,6 +94,8 @@ __all__ = [
     "APITimeoutError",
     "AuthenticationError",
     "BadRequestError",
+    "BatchPolling",
+    "BatchResultError",
     "BinaryFileError",
     "CheckpointError",
     "Chunk",

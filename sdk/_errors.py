@@ -42,6 +42,7 @@ socket, a malformed byte stream), the caller catches the same classes::
     │   ├── SessionConflict           another writer saved a newer version
     │   └── SessionFileError          a session file is damaged (names the byte offset)
     ├── CheckpointError               a map's checkpoint cannot be used (OSError)  Client.map
+    ├── BatchResultError              a batch's request ended with no answer (canceled, expired)
     ├── ConfigError                   a server's or client's configuration is wrong sdk.server
     └── StreamProtocolError           the bytes or events of a stream break the protocol
         ├── SSEError                  malformed server-sent-event framing
@@ -77,6 +78,7 @@ __all__ = [
     "APITimeoutError",
     "AuthenticationError",
     "BadRequestError",
+    "BatchResultError",
     "BinaryFileError",
     "CheckpointError",
     "ChunkingError",
@@ -452,6 +454,18 @@ class CheckpointError(SDKError, OSError):
     def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
         super().__init__(f"the map checkpoint {os.fspath(path)!s}: {reason}")
         self.path = os.fspath(path)
+
+
+class BatchResultError(SDKError):
+    """A request of a map run through a message batch (``via="batches"``) ended without
+    an answer: ``reason`` is ``"canceled"`` (the batch was cancelled before it ran),
+    ``"expired"`` (the batch's processing window ended first) or ``"missing"`` (the
+    batch's results did not include it). ``batch_id`` names the batch."""
+
+    def __init__(self, reason: str, batch_id: str) -> None:
+        super().__init__(f"the request ended without an answer in batch {batch_id}: {reason}")
+        self.reason = reason
+        self.batch_id = batch_id
 
 
 class StreamProtocolError(SDKError):

@@ -15,6 +15,7 @@ server and the tokenizers, documented here as the client's internal API:
 """
 
 from ._backends import BackendName, detect_backend
+from ._batches import BatchMapRun, BatchPolling
 from ._catalog import ModelInfo, TokenCount
 from ._client import Client, Priority, TimeoutArg
 from ._cost import estimate_input_tokens, request_cost
@@ -49,6 +50,8 @@ __all__ = [
     "SERVER_HEADER",
     "TENANT_HEADER",
     "BackendName",
+    "BatchMapRun",
+    "BatchPolling",
     "Client",
     "ContentBlockParam",
     "CountTokensParams",

@@ -38,7 +38,7 @@ import logging
 import os
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Unpack
+from typing import Any, Literal, Unpack
 
 import anyio
 import httpx2
@@ -50,6 +50,7 @@ from ..stream import FlowControl, Message, MessageStream, StallPolicy
 from ..telemetry import RequestTrace, Telemetry, TelemetryArg
 from ..tokens import checked_text
 from ._backends import HOSTED_HOSTS, Backend, BackendName, MessagesBackend, OpenAIBackend, configured
+from ._batches import BATCH_MAX_REQUESTS, BatchMapRun, BatchPolling
 from ._catalog import ModelInfo, TokenCount, known_window, models_from
 from ._cost import estimate_input_tokens, request_cost
 from ._engine import EngineState, Pieces, probe_slots, tokenize, window_from_props
@@ -447,6 +448,9 @@ class Client:
         window: int | None = None,
         on_progress: Callable[[MapProgress], None] | None = None,
         checkpoint: str | os.PathLike[str] | None = None,
+        via: Literal["streams", "batches"] = "streams",
+        batch_size: int = BATCH_MAX_REQUESTS,
+        polling: BatchPolling | None = None,
     ) -> MapRun:
         """Bulk work: ``async with c.map(requests) as results: async for r in results``.
 
@@ -455,7 +459,24 @@ class Client:
         At most ``concurrency`` requests in flight and ``window`` (default 4 x
         ``concurrency``) results pending; ``on_progress`` is called with a
         :class:`~sdk.MapProgress` after each result; ``checkpoint`` (a JSON Lines file)
-        lets a map started again skip what it finished before. See :mod:`sdk.client._map`."""
+        lets a map started again skip what it finished before. See :mod:`sdk.client._map`.
+
+        ``via="batches"``: through the Messages API's message batches, at half the price,
+        answered within a day (``batch_size`` requests a batch at most, polled as
+        ``polling`` says; ``priority``, ``tenant``, ``concurrency`` and ``window`` do not
+        apply). See :mod:`sdk.client._batches`."""
+        if via == "batches":
+            return BatchMapRun(
+                self,
+                requests,
+                ordered=ordered,
+                on_progress=on_progress,
+                checkpoint=checkpoint,
+                batch_size=batch_size,
+                polling=polling,
+            )
+        if via != "streams":
+            raise ValueError(f"via must be 'streams' or 'batches', not {via!r}")
         return MapRun(
             self,
             requests,

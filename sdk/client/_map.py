@@ -192,10 +192,13 @@ def _open_checkpoint(path: Path) -> int:
     return fd
 
 
-def _index_checkpoint(fd: int, path: Path, max_line: int) -> dict[int, _Saved]:
+def _index_checkpoint(
+    fd: int, path: Path, max_line: int, batches: list[dict[str, Any]] | None = None
+) -> dict[int, _Saved]:
     """Where each result's line lies, by request index (a later line for an index wins),
     read ``_BLOCK`` bytes at a time: memory is one block and one line, whatever the
-    file's size. A line that is not a result (torn by a crash, damaged) is skipped."""
+    file's size. A line that is not a result (torn by a crash, damaged) is skipped; a
+    batch's line (``{"batch": id, ...}``, :mod:`._batches`) goes to ``batches``."""
     done: dict[int, _Saved] = {}
     buf = bytearray()
     base = 0  # the file offset of buf[0]
@@ -206,6 +209,9 @@ def _index_checkpoint(fd: int, path: Path, max_line: int) -> dict[int, _Saved]:
         except orjson.JSONDecodeError:
             return  # a line torn by a crash
         if not isinstance(rec, dict):
+            return
+        if batches is not None and isinstance(rec.get("batch"), str):
+            batches.append(rec)
             return
         i, key, msg = rec.get("index"), rec.get("key"), rec.get("message")
         if isinstance(i, int) and isinstance(key, str) and isinstance(msg, dict):
@@ -300,6 +306,7 @@ class MapRun:
         self._fd: int | None = None
         self.max_line_bytes = MAX_LINE_BYTES
         self.checkpoint_errors = 0  # results that could not be written to the checkpoint
+        self._batch_lines: list[dict[str, Any]] | None = None  # a batch map's: its batches' lines
 
     def progress(self) -> MapProgress:
         return MapProgress(self._read, self._done, self._failed, self._restored, self._running, self._total)
@@ -337,7 +344,7 @@ class MapRun:
     def _open_checkpoint(self, path: Path) -> tuple[int, dict[int, _Saved]]:
         fd = _open_checkpoint(path)
         try:
-            saved = _index_checkpoint(fd, path, self.max_line_bytes)
+            saved = _index_checkpoint(fd, path, self.max_line_bytes, self._batch_lines)
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 os.write(fd, b"\n")  # end a line torn by a crash before appending
@@ -443,18 +450,24 @@ class MapRun:
     def _save(self, index: int, key: str, msg: Message) -> None:
         if self._fd is None:
             return
-        line = orjson.dumps({"index": index, "key": key, "message": message_to_wire(msg)}, default=str)
+        self._write_line({"index": index, "key": key, "message": message_to_wire(msg)}, f"request {index}")
+
+    def _write_line(self, record: Mapping[str, Any], what: str) -> bool:
+        """Append one line to the checkpoint; False where it could not be (counted)."""
+        if self._fd is None:
+            return False
+        line = orjson.dumps(record, default=str)
         if len(line) > self.max_line_bytes:  # it could not be read back: it is not kept
             self.checkpoint_errors += 1
-            log.warning(
-                "request %d: its result is over %d bytes, not checkpointed", index, self.max_line_bytes
-            )
-            return
+            log.warning("%s: its line is over %d bytes, not checkpointed", what, self.max_line_bytes)
+            return False
         try:
             os.write(self._fd, line + b"\n")  # one append per line: a crash tears at most the last
         except OSError as e:  # a full disk: the result still counts, it is just not kept
             self.checkpoint_errors += 1
-            log.warning("checkpoint write failed for request %d: %s", index, e)
+            log.warning("checkpoint write failed for %s: %s", what, e)
+            return False
+        return True
 
     def _deliver(self, r: MapResult) -> None:
         self._done += 1

@@ -128,10 +128,13 @@ class Sender:
         stream: bool = False,
         flight: Flight | None = None,
         root: bool = False,
+        content: bytes | None = None,
+        events: bool = True,
     ) -> httpx2.Response:
         """Send with retries until the response headers are in; raise the typed error for
         an error status. With ``stream`` the body is left unread for the caller, and a 2xx
-        must be an event stream (:func:`_is_event_stream`). With a
+        must be an event stream (:func:`_is_event_stream`) unless ``events`` is false.
+        ``content``: a JSON body already serialized (instead of ``body``). With a
         ``flight`` every response's rate-limit headers go to the scheduler, and a 429 or
         529 that the retry policy would retry sends the request back to the scheduler's
         queue instead of sleeping (the scheduler holds all admissions for the delay).
@@ -153,7 +156,8 @@ class Sender:
             gateway = info is not None and info.get("gateway") is True
             if profile.schedules and flight.ticket.tenant and gateway:
                 hdrs[TENANT_HEADER] = flight.ticket.tenant  # a gateway key names its end tenant
-        content = orjson.dumps(body) if body is not None else None
+        if content is None and body is not None:
+            content = orjson.dumps(body)
         if content is not None:
             hdrs["content-type"] = "application/json"
         t: httpx2.Timeout = settings.timeout
@@ -216,7 +220,7 @@ class Sender:
             if status < 400:
                 if not stream:
                     return await _whole(response, deadline)
-                if not _is_event_stream(response):
+                if events and not _is_event_stream(response):
                     raise await _not_a_stream(response, deadline)
                 return response
             err = await _error(response, deadline)
