@@ -33,9 +33,51 @@ _SCHEMA = "https://opentelemetry.io/schemas/1.37.0"
 
 # The bucket boundaries the GenAI conventions advise for each histogram.
 _DURATION = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
-_TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+_TOKENS: tuple[float, ...] = (
+    1,
+    4,
+    16,
+    64,
+    256,
+    1024,
+    4096,
+    16384,
+    65536,
+    262144,
+    1048576,
+    4194304,
+    16777216,
+    67108864,
+)
 _FIRST = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 _PER_TOKEN = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
+
+# Every histogram: name, unit, description, buckets (in the order Telemetry keeps them).
+_HISTOGRAMS: tuple[tuple[str, str, str, tuple[float, ...]], ...] = (
+    ("gen_ai.client.operation.duration", "s", "GenAI operation duration", _DURATION),
+    ("gen_ai.client.token.usage", "{token}", "Number of input and output tokens used", _TOKENS),
+    (
+        "gen_ai.client.operation.time_to_first_chunk",
+        "s",
+        "Time from the request to the first chunk of a streamed response",
+        _FIRST,
+    ),
+    (
+        "gen_ai.client.operation.time_per_output_chunk",
+        "s",
+        "Time between the chunks of a streamed response",
+        _PER_TOKEN,
+    ),
+    ("seam.client.queue.duration", "s", "Time a request waited in the scheduler's queue", _DURATION),
+    ("gen_ai.server.request.duration", "s", "Generative AI server request duration", _DURATION),
+    ("gen_ai.server.time_to_first_token", "s", "Time to generate the first token", _FIRST),
+    (
+        "gen_ai.server.time_per_output_token",
+        "s",
+        "Time per output token generated after the first",
+        _PER_TOKEN,
+    ),
+)
 
 
 def configured() -> bool:
@@ -146,39 +188,16 @@ class Telemetry:
                 name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets
             )
 
-        self.duration = histogram(
-            "gen_ai.client.operation.duration", "s", "GenAI operation duration", _DURATION
-        )
-        self.tokens = histogram(
-            "gen_ai.client.token.usage", "{token}", "Number of input and output tokens used", _TOKENS
-        )
-        self.first_chunk = histogram(
-            "gen_ai.client.operation.time_to_first_chunk",
-            "s",
-            "Time from the request to the first chunk of a streamed response",
-            _FIRST,
-        )
-        self.per_chunk = histogram(
-            "gen_ai.client.operation.time_per_output_chunk",
-            "s",
-            "Time between the chunks of a streamed response",
-            _PER_TOKEN,
-        )
-        self.queue = histogram(
-            "seam.client.queue.duration", "s", "Time a request waited in the scheduler's queue", _DURATION
-        )
-        self.server_duration = histogram(
-            "gen_ai.server.request.duration", "s", "Generative AI server request duration", _DURATION
-        )
-        self.server_first = histogram(
-            "gen_ai.server.time_to_first_token", "s", "Time to generate the first token", _FIRST
-        )
-        self.server_per_token = histogram(
-            "gen_ai.server.time_per_output_token",
-            "s",
-            "Time per output token generated after the first",
-            _PER_TOKEN,
-        )
+        (
+            self.duration,
+            self.tokens,
+            self.first_chunk,
+            self.per_chunk,
+            self.queue,
+            self.server_duration,
+            self.server_first,
+            self.server_per_token,
+        ) = (histogram(*spec) for spec in _HISTOGRAMS)
 
     def for_server(self) -> Telemetry:
         """The same providers and content setting, for a scheduling server's requests."""

@@ -12,7 +12,7 @@ import pytest
 from anyio import wait_all_tasks_blocked
 from anyio.lowlevel import checkpoint
 
-from sdk import Client, MapProgress, RequestMetrics
+from sdk import Client, MapProgress, Message, RequestMetrics, StreamStatistics
 from sdk.http import RetryPolicy
 from sdk.scheduler import Scheduler, TicketState, UnknownTierError
 from sdk.stream import StallPolicy
@@ -278,6 +278,25 @@ async def test_a_529_storm_halves_concurrency_and_it_recovers() -> None:
     assert max(peak_after_storm) == 8
 
 
+async def cut_in(c: Client, first_piece: anyio.Event) -> tuple[list[str], StreamStatistics, Message]:
+    """A batch stream asking for "bulk", and an interactive "urgent" request sent once
+    ``first_piece`` is set: the stream's text pieces and statistics, and the urgent answer."""
+    texts: list[str] = []
+    stats: list[StreamStatistics] = []
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+
+            async def batch() -> None:
+                async with c.stream(model="m", max_tokens=50, messages=msg("bulk"), priority="batch") as s:
+                    texts.extend([t async for t in s.text_deltas()])
+                    stats.append(s.statistics())
+
+            tg.start_soon(batch)
+            await first_piece.wait()
+            urgent = await c.create(model="m", max_tokens=5, messages=msg("urgent"), priority="interactive")
+    return texts, stats[0], urgent
+
+
 async def test_a_batch_stream_is_preempted_for_an_interactive_request_and_resumes_seamlessly() -> None:
     first_piece = anyio.Event()
 
@@ -299,31 +318,14 @@ async def test_a_batch_stream_is_preempted_for_an_interactive_request_and_resume
 
     sched = Scheduler(slots=1, min_run=0)
     async with fault_server(handler) as server, client(server, scheduler=sched) as c:
-        with anyio.fail_after(DEADLINE):
-            async with anyio.create_task_group() as tg:
-                texts: list[str] = []
-
-                stats: list[Any] = []
-
-                async def batch() -> None:
-                    async with c.stream(
-                        model="m", max_tokens=50, messages=msg("bulk"), priority="batch"
-                    ) as s:
-                        texts.extend([t async for t in s.text_deltas()])
-                        stats.append(s.statistics())
-
-                tg.start_soon(batch)
-                await first_piece.wait()
-                urgent = await c.create(
-                    model="m", max_tokens=5, messages=msg("urgent"), priority="interactive"
-                )
+        texts, stats, urgent = await cut_in(c, first_piece)
     assert urgent.text == "ok"
     assert "".join(texts) == TEXT
     tags = [tag_of(r) for r in server.requests]
     assert tags == ["bulk", "urgent", "bulk"]
     resumed = server.requests[2]
     assert prefill_of(resumed) and TEXT.startswith(prefill_of(resumed))
-    assert stats[0].preemptions == 1 and stats[0].resumes == 1
+    assert stats.preemptions == 1 and stats.resumes == 1
     assert sched.stats().preempted == 1
 
 
@@ -400,19 +402,7 @@ async def test_a_preempted_stream_continues_when_its_kept_stream_cannot_be_stopp
     sched = Scheduler(min_run=0)
     async with fault_server(handler) as server, client(server, scheduler=sched, retry=RetryPolicy(0)) as c:
         server.props = {"total_slots": 1}  # llama-server: one slot, streams kept by conversation
-        with anyio.fail_after(DEADLINE):
-            async with anyio.create_task_group() as tg:
-                texts: list[str] = []
-
-                async def batch() -> None:
-                    async with c.stream(
-                        model="m", max_tokens=50, messages=msg("bulk"), priority="batch"
-                    ) as s:
-                        texts.extend([t async for t in s.text_deltas()])
-
-                tg.start_soon(batch)
-                await first_piece.wait()
-                await c.create(model="m", max_tokens=5, messages=msg("urgent"), priority="interactive")
+        texts, _, _ = await cut_in(c, first_piece)
     assert "".join(texts) == TEXT
     stops = [r for r in server.requests if r.method == "DELETE"]
     assert len(stops) == 2 and all(r.path.startswith("/v1/stream?conv_id=") for r in stops)

@@ -27,7 +27,7 @@ from sdk.telemetry import Telemetry
 from tests.llama import LlamaServer
 
 from .fault_server import FaultServer, Reply, Request, events_for, fault_server, prefill_of
-from .test_scheduling import TEXT, answer, msg, tag_of
+from .test_scheduling import TEXT, answer, cut_in, msg, tag_of
 
 pytestmark = pytest.mark.anyio
 
@@ -177,19 +177,7 @@ async def test_a_preempted_stream_records_the_preemption_the_requeue_and_the_res
         fault_server(handler) as server,
         client(server, otel, scheduler=Scheduler(slots=1, min_run=0)) as c,
     ):
-        with anyio.fail_after(DEADLINE):
-            async with anyio.create_task_group() as tg:
-                texts: list[str] = []
-
-                async def batch() -> None:
-                    async with c.stream(
-                        model="m", max_tokens=50, messages=msg("bulk"), priority="batch"
-                    ) as s:
-                        texts.extend([t async for t in s.text_deltas()])
-
-                tg.start_soon(batch)
-                await first_piece.wait()
-                await c.create(model="m", max_tokens=5, messages=msg("urgent"), priority="interactive")
+        texts, _, _ = await cut_in(c, first_piece)
     assert "".join(texts) == TEXT
     spans = otel.finished()
     requests = [s for s in spans if s.name == "chat m"]
