@@ -297,8 +297,9 @@ async def cut_in(c: Client, first_piece: anyio.Event) -> tuple[list[str], Stream
     return texts, stats[0], urgent
 
 
-async def test_a_batch_stream_is_preempted_for_an_interactive_request_and_resumes_seamlessly() -> None:
-    first_piece = anyio.Event()
+def cut_in_server(first_piece: anyio.Event) -> Any:
+    """A handler for :func:`cut_in`: "urgent" answered at once, "bulk" streamed slowly
+    from where its prefill ends (``first_piece`` set a few events in)."""
 
     async def handler(req: Request, reply: Reply) -> None:
         if tag_of(req) == "urgent":
@@ -307,7 +308,7 @@ async def test_a_batch_stream_is_preempted_for_an_interactive_request_and_resume
         prefill = prefill_of(req)
         assert TEXT.startswith(prefill)
         rest = TEXT[len(prefill) :]
-        pieces = [p for p in (rest[i : i + 4] for i in range(0, len(rest), 4))]
+        pieces = [rest[i : i + 4] for i in range(0, len(rest), 4)]
         await reply.start()
         for n, ev in enumerate(events_for("messages", pieces)):
             await reply.chunk(ev)
@@ -316,6 +317,12 @@ async def test_a_batch_stream_is_preempted_for_an_interactive_request_and_resume
             await anyio.sleep(0.02)
         await reply.end()
 
+    return handler
+
+
+async def test_a_batch_stream_is_preempted_for_an_interactive_request_and_resumes_seamlessly() -> None:
+    first_piece = anyio.Event()
+    handler = cut_in_server(first_piece)
     sched = Scheduler(slots=1, min_run=0)
     async with fault_server(handler) as server, client(server, scheduler=sched) as c:
         texts, stats, urgent = await cut_in(c, first_piece)

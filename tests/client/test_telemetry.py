@@ -26,8 +26,8 @@ from sdk.scheduler import Scheduler
 from sdk.telemetry import Telemetry
 from tests.llama import LlamaServer
 
-from .fault_server import FaultServer, Reply, Request, events_for, fault_server, prefill_of
-from .test_scheduling import TEXT, answer, cut_in, msg, tag_of
+from .fault_server import FaultServer, Reply, Request, fault_server
+from .test_scheduling import TEXT, answer, cut_in, cut_in_server, msg, tag_of
 
 pytestmark = pytest.mark.anyio
 
@@ -158,21 +158,7 @@ async def test_a_streamed_request_is_one_span_with_its_queue_wait_and_its_histog
 
 async def test_a_preempted_stream_records_the_preemption_the_requeue_and_the_resume(otel: Otel) -> None:
     first_piece = anyio.Event()
-
-    async def handler(req: Request, reply: Reply) -> None:
-        if tag_of(req) == "urgent":
-            await answer(req, reply, ["ok"])
-            return
-        rest = TEXT[len(prefill_of(req)) :]
-        pieces = [rest[i : i + 4] for i in range(0, len(rest), 4)]
-        await reply.start()
-        for n, ev in enumerate(events_for("messages", pieces)):
-            await reply.chunk(ev)
-            if n == 3:
-                first_piece.set()
-            await anyio.sleep(0.02)
-        await reply.end()
-
+    handler = cut_in_server(first_piece)
     async with (
         fault_server(handler) as server,
         client(server, otel, scheduler=Scheduler(slots=1, min_run=0)) as c,
