@@ -216,19 +216,20 @@ class BatchMapRun(MapRun):
                 group = self._room(group, body)
                 self._running += 1
                 group.add(i, key, body)
-            # Recorded batches whose requests did not all come back: the input changed.
-            for rec in {id(r): r for r in recorded.values()}.values():
-                if seen.get(rec.id, 0) < len(rec.indexes):
-                    group = self._resubmit(rec, group)
-            if group.indexes:
-                self._submit(group)
         except Exception as e:  # the caller's iterable failed: finish what runs, then raise it
             self._source_error = e
-            if group.indexes:
-                self._submit(group)
         finally:
-            self._exhausted = True
-            self._signal()
+            try:
+                # Recorded batches whose requests did not all come back: the input changed
+                # (or ended early); what was read of them is sent again.
+                for rec in {id(r): r for r in recorded.values()}.values():
+                    if seen.get(rec.id, 0) < len(rec.indexes):
+                        group = self._resubmit(rec, group)
+                if group.indexes:
+                    self._submit(group)
+            finally:
+                self._exhausted = True
+                self._signal()
 
     async def _restore(self, index: int, key: str) -> bool:
         """Hand back a checkpointed answer for ``index``, if there is one for this request."""

@@ -6,6 +6,7 @@ logged and dropped."""
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -177,7 +178,6 @@ class Telemetry:
             ) from e
         self.capture_content = capture_content
         self.server = server
-        self._providers = (tracer_provider, meter_provider)
         self._trace = trace
         self._propagate = propagate
         self._tracer = trace.get_tracer(_NAME, _VERSION, tracer_provider, schema_url=_SCHEMA)
@@ -203,10 +203,9 @@ class Telemetry:
         """The same providers and content setting, for a scheduling server's requests."""
         if self.server:
             return self
-        tp, mp = self._providers
-        return Telemetry(
-            tracer_provider=tp, meter_provider=mp, capture_content=self.capture_content, server=True
-        )
+        twin = copy.copy(self)  # the same tracer and instruments (made once per provider)
+        twin.server = True
+        return twin
 
     @classmethod
     def of(cls, arg: TelemetryArg) -> Telemetry | None:

@@ -172,15 +172,11 @@ async def test_a_changed_request_is_sent_again_not_matched_to_its_old_batch(tmp_
 
 
 async def test_what_a_hostile_server_answers_fails_the_requests_not_the_map() -> None:
-    state: dict[str, Any] = {}
-
     async def handler(req: Request, reply: Reply) -> None:
         path = req.path
         if req.method == "POST" and path == "/v1/messages/batches":
-            n = len(req.json()["requests"])
-            state["n"] = n
-            bid = "../../admin" if "bad" not in state else "msgbatch_1"
-            state["bad"] = True
+            ids = [r["custom_id"] for r in req.json()["requests"]]
+            bid = "../../admin" if "i0" in ids else "msgbatch_1"  # (the other two share an id)
             await reply.respond(200, {"id": bid, "processing_status": "in_progress"})
         elif path == "/v1/messages/batches/msgbatch_1":
             await reply.respond(200, {"id": "msgbatch_1", "processing_status": "ended"})
@@ -231,3 +227,28 @@ async def test_batches_need_the_messages_api() -> None:
             c.map([], via="batches")
         with pytest.raises(ValueError, match="via"):
             c.map([], via="carrier-pigeon")  # type: ignore[arg-type]
+
+
+async def test_an_input_that_fails_midway_ends_the_map_with_its_error_after_what_was_read(
+    tmp_path: Path,
+) -> None:
+    fake = FakeBatches()
+    checkpoint = tmp_path / "map.jsonl"
+    # a recorded batch for 2 and 3 whose requests the failing input never reaches
+    checkpoint.write_bytes(
+        orjson.dumps({"batch": "msgbatch_7777", "indexes": [2, 3], "keys": "0" * 32}) + b"\n"
+    )
+
+    def requests() -> Any:
+        yield from batch_requests(3)
+        raise RuntimeError("the source broke")
+
+    got: list[MapResult] = []
+    async with fault_server(fake) as server, client(server.url) as c:
+        with anyio.fail_after(30), pytest.raises(RuntimeError, match="the source broke"):
+            async with c.map(requests(), via="batches", polling=FAST, checkpoint=checkpoint) as results:
+                async for r in results:  # every result of what was read, then the input's error
+                    got.append(r)
+    assert sorted(r.index for r in got) == [0, 1, 2]
+    assert all(r.ok for r in got)
+    assert "GET /v1/messages/batches/msgbatch_7777" not in fake.paths
