@@ -12,7 +12,7 @@ CHROMIUM := /usr/bin/chromium
 # for Debian 12): installed when missing and we are root.
 REDIS_SERVER := /usr/bin/redis-server
 
-.PHONY: demo test test-fast test-interpreted sanitize lint typecheck docs bench clean
+.PHONY: demo test test-fast test-interpreted test-vllm sanitize lint typecheck docs bench clean
 
 $(STAMP): pyproject.toml setup.py sdk/chunking/_native.c sdk/chunking/_kernels.c sdk/chunking/_scan.h sdk/chunking/_guard.c
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ test-interpreted: $(STAMP)
 
 # The compiled parts built with AddressSanitizer and UBSan (in a copy of the tree), the
 # chunking suite and SEAM_FUZZ_SECONDS (default 120) of fuzzing against them.
+# The vLLM tests (tests/engines/test_vllm.py) on a machine with a GPU: starts vLLM with
+# priority scheduling, runs them, stops it (vLLM does not run on this project's CI).
+test-vllm:
+	scripts/gpu-check.sh
+
 sanitize: $(STAMP)
 	tests/sanitize.sh
 
