@@ -42,10 +42,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import orjson
 
-from .._errors import BatchResultError, InvalidRequestError, StreamProtocolError, api_error_from_body
-from ._map import _THREAD_LINE, MAX_LINE_BYTES, MapDone, MapFailed, MapRun, _read_saved, request_key
+from .._errors import BatchResultError, InvalidRequestError
+from ._batchwire import wire_for
+from ._map import _THREAD_LINE, MapDone, MapFailed, MapRun, _read_saved, request_key
 from ._params import merged_request
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ log = logging.getLogger("sdk")
 
 BATCH_MAX_REQUESTS = 100_000  # the Messages API's limits per batch
 BATCH_MAX_BYTES = 256_000_000
-_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")  # a batch id fit for a URL (checkpoint lines are read as untrusted)
 _CUSTOM = re.compile(r"i(0|[1-9][0-9]{0,17})")  # this map's custom ids: "i" and the index
 _ENVELOPE = 64  # bytes of a batch body around each request's params
 _SKIP = frozenset({"priority", "tenant"})
@@ -127,18 +127,18 @@ class BatchMapRun(MapRun):
         batch_bytes: int = BATCH_MAX_BYTES,
         polling: BatchPolling | None = None,
     ) -> None:
-        if not 1 <= batch_size <= BATCH_MAX_REQUESTS:
-            raise ValueError(f"batch_size must be within 1..{BATCH_MAX_REQUESTS}")
-        if not 1024 <= batch_bytes <= BATCH_MAX_BYTES:
-            raise ValueError(f"batch_bytes must be within 1024..{BATCH_MAX_BYTES}")
         super().__init__(client, requests, ordered=ordered, on_progress=on_progress, checkpoint=checkpoint)
-        if client.backend_name != "messages":
-            raise ValueError("via='batches' needs the Messages API (backend='messages')")
+        self._wire = wire = wire_for(client)
+        batch_size = min(batch_size, wire.max_requests) if batch_size == BATCH_MAX_REQUESTS else batch_size
+        batch_bytes = min(batch_bytes, wire.max_bytes)
+        if not 1 <= batch_size <= wire.max_requests:
+            raise ValueError(f"batch_size must be within 1..{wire.max_requests}")
+        if batch_bytes < 1024:
+            raise ValueError("batch_bytes must be at least 1024")
         self.batch_size = batch_size
         self.batch_bytes = batch_bytes
         self.polling = polling or BatchPolling()
         self._batch_lines = []  # the checkpoint's batch lines are collected on entry
-        self._path = client._backend.create_path + "/batches"
         self._open: dict[str, dict[int, str]] = {}  # running batches: index -> key still awaited
         self.batches: list[str] = []  # every batch this map created or followed, in order
 
@@ -169,7 +169,7 @@ class BatchMapRun(MapRun):
         if extra is not None and not isinstance(extra, Mapping):
             raise InvalidRequestError("extra_body: a mapping is required", param="extra_body")
         request = merged_request(fields, extra, max_tokens=True)
-        return orjson.dumps(self._client._backend.body(request, stream=False))
+        return self._wire.params(request)
 
     async def _produce(self) -> None:
         tg = self._tg
@@ -292,35 +292,14 @@ class BatchMapRun(MapRun):
         await self._follow(bid, dict(zip(group.indexes, group.keys, strict=True)))
 
     async def _create(self, group: _Group) -> str:
-        parts = [b'{"requests":[']
-        for n, (i, body) in enumerate(zip(group.indexes, group.bodies, strict=True)):
-            parts.append(b'%s{"custom_id":"i%d","params":%s}' % (b"," if n else b"", i, body))
-        parts.append(b"]}")
-        content = b"".join(parts)
-        group.bodies.clear()  # the batch body holds them now
-        resp = await self._client._sender.send(
-            "POST", self._path, content=content, timeout=max(600.0, len(content) / 1e6)
-        )
-        batch = self._batch_object(resp.content)
-        bid = batch["id"]
+        items = list(zip(group.indexes, group.bodies, strict=True))
+        group.bodies.clear()  # the batch holds them now
+        bid = await self._wire.create(items)
         self._write_line(
             {"batch": bid, "indexes": group.indexes, "keys": _digest(group.keys)}, f"batch {bid}"
         )
         log.info("batch %s: %d requests sent", bid, len(group.indexes))
-        return str(bid)
-
-    def _batch_object(self, raw: bytes) -> dict[str, Any]:
-        try:
-            batch = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise StreamProtocolError("a batch answer is not JSON", event=raw[:200]) from None
-        if (
-            not isinstance(batch, dict)
-            or not isinstance(batch.get("id"), str)
-            or not _ID.fullmatch(batch["id"])
-        ):
-            raise StreamProtocolError("a batch answer has no usable id", event=batch)
-        return batch
+        return bid
 
     async def _follow(self, bid: str, awaited: dict[int, str]) -> None:
         """Poll batch ``bid`` until it has ended, then hand out its results."""
@@ -328,14 +307,21 @@ class BatchMapRun(MapRun):
         self.batches.append(bid)
         wait = self.polling.first
         try:
-            while True:
-                resp = await self._client._sender.send("GET", f"{self._path}/{bid}")
-                status = self._batch_object(resp.content).get("processing_status")
-                if status == "ended":
-                    break
+            while not await self._wire.ended(bid):
                 await anyio.sleep(wait)
                 wait = min(self.polling.maximum, wait * self.polling.factor)
-            await self._results(bid, awaited)
+            async for cid, outcome in self._wire.results(bid):
+                m = _CUSTOM.fullmatch(cid)
+                index = int(m.group(1)) if m else -1
+                key = awaited.pop(index, None)
+                if key is None:
+                    continue  # not one of ours, or said twice
+                self._running -= 1
+                if isinstance(outcome, Exception):
+                    self._deliver(MapFailed(index, outcome))
+                else:
+                    self._save(index, key, outcome)
+                    self._deliver(MapDone(index, outcome))
         except Exception as e:  # the batch still runs there; the checkpoint can follow it later
             for i in list(awaited):
                 self._fail(i, e)
@@ -345,62 +331,6 @@ class BatchMapRun(MapRun):
         for i in list(awaited):  # not in the results
             self._fail(i, BatchResultError("missing", bid))
         awaited.clear()
-
-    async def _results(self, bid: str, awaited: dict[int, str]) -> None:
-        sender = self._client._sender
-        resp = await sender.send("GET", f"{self._path}/{bid}/results", stream=True, events=False)
-        try:
-            buf = bytearray()
-            async for chunk in sender.chunks(resp):
-                buf += chunk
-                start = 0
-                while (nl := buf.find(b"\n", start)) >= 0:
-                    self._result_line(bid, bytes(buf[start:nl]), awaited)
-                    start = nl + 1
-                del buf[:start]
-                if len(buf) > MAX_LINE_BYTES:
-                    raise StreamProtocolError(f"a result line of batch {bid} is over {MAX_LINE_BYTES} bytes")
-            if buf.strip():
-                self._result_line(bid, bytes(buf), awaited)
-        finally:
-            await resp.aclose()
-
-    def _result_line(self, bid: str, line: bytes, awaited: dict[int, str]) -> None:
-        if not line.strip():
-            return
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            log.warning("batch %s: a result line that is not JSON was skipped", bid)
-            return
-        if not isinstance(rec, dict):
-            return
-        cid = rec.get("custom_id")
-        m = _CUSTOM.fullmatch(cid) if isinstance(cid, str) else None
-        index = int(m.group(1)) if m else -1
-        key = awaited.pop(index, None)
-        if key is None:
-            return  # not one of ours, or said twice
-        result = rec.get("result")
-        kind = result.get("type") if isinstance(result, dict) else None
-        self._running -= 1
-        if kind == "succeeded":
-            assert isinstance(result, dict)
-            try:
-                msg = self._client._backend.message(result.get("message"))
-            except StreamProtocolError as e:
-                self._deliver(MapFailed(index, e))
-                return
-            self._save(index, key, msg)
-            self._deliver(MapDone(index, msg))
-        elif kind == "errored":
-            assert isinstance(result, dict)
-            error = result.get("error")
-            self._deliver(MapFailed(index, api_error_from_body(error)))
-        elif kind in ("canceled", "expired"):
-            self._deliver(MapFailed(index, BatchResultError(str(kind), bid)))
-        else:
-            self._deliver(MapFailed(index, BatchResultError(f"an unknown result type {kind!r}", bid)))
 
     def _fail(self, index: int, error: Exception) -> None:
         self._running -= 1
@@ -418,7 +348,7 @@ class BatchMapRun(MapRun):
             with anyio.CancelScope(shield=True), anyio.move_on_after(30):
                 for bid in running:
                     try:
-                        await self._client._sender.send("POST", f"{self._path}/{bid}/cancel", body={})
+                        await self._wire.cancel(bid)
                         self._write_line({"batch": bid, "canceled": True}, f"batch {bid}")
                         log.info("batch %s: cancelled (the map was left before it ended)", bid)
                     except Exception as e:

@@ -159,7 +159,7 @@ class Sender:
         if content is None and body is not None:
             content = orjson.dumps(body)
         if content is not None:
-            hdrs["content-type"] = "application/json"
+            hdrs.setdefault("content-type", "application/json")
         t: httpx2.Timeout = settings.timeout
         if timeout is not None:
             t = timeout if isinstance(timeout, httpx2.Timeout) else httpx2.Timeout(timeout)

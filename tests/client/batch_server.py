@@ -177,3 +177,158 @@ class FakeBatches:
 
 async def error(reply: Reply, status: int, kind: str, message: str) -> None:
     await reply.respond(status, {"type": "error", "error": {"type": kind, "message": message}})
+
+
+@dataclass
+class FakeOpenAIBatches:
+    """The same for OpenAI's ``/v1/files`` and ``/v1/batches``: the requests come as an
+    uploaded JSON Lines file (multipart), a batch goes ``validating``, ``in_progress``,
+    then ``completed`` (or ``cancelled`` after a cancel) once asked about
+    ``polls_to_end`` times; its answers and its errors are two files (an invalid
+    request: a 400 ``response``; an expired one: the ``batch_expired`` error code)."""
+
+    polls_to_end: int = 2
+    expire: frozenset[str] = frozenset()
+    hold: bool = False
+    files: dict[str, bytes] = field(default_factory=dict)
+    batches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    requests: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    polls: Counter[str] = field(default_factory=Counter)
+    paths: list[str] = field(default_factory=list)
+
+    async def __call__(self, req: Request, reply: Reply) -> None:
+        self.paths.append(f"{req.method} {req.path}")
+        parts = req.path.strip("/").split("/")
+        if req.method == "POST" and parts == ["v1", "files"]:
+            await self.upload(req, reply)
+        elif (
+            req.method == "GET" and len(parts) == 4 and parts[:2] == ["v1", "files"] and parts[3] == "content"
+        ):
+            data = self.files.get(parts[2])
+            if data is None:
+                await error(reply, 404, "not_found_error", "no such file")
+                return
+            await reply.start("application/octet-stream")
+            for i in range(0, len(data), 41):
+                await reply.chunk(data[i : i + 41])
+            await reply.end()
+        elif req.method == "POST" and parts == ["v1", "batches"]:
+            body = req.json()
+            fid = body.get("input_file_id")
+            if fid not in self.files or body.get("endpoint") != "/v1/chat/completions":
+                await error(reply, 400, "invalid_request_error", "input_file_id and endpoint")
+                return
+            bid = f"batch_{len(self.created) + 1:04d}"
+            self.created.append(bid)
+            self.requests[bid] = [orjson.loads(x) for x in self.files[fid].splitlines() if x.strip()]
+            self.batches[bid] = {
+                "id": bid,
+                "object": "batch",
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+            }
+            await reply.respond(200, self.batches[bid])
+        elif len(parts) >= 3 and parts[:2] == ["v1", "batches"] and parts[2] in self.batches:
+            bid = parts[2]
+            batch = self.batches[bid]
+            if req.method == "POST" and parts[3:] == ["cancel"]:
+                self.cancelled.append(bid)
+                if batch["status"] in ("validating", "in_progress"):
+                    batch["status"] = "cancelling"
+            elif req.method == "GET" and len(parts) == 3:
+                self.polls[bid] += 1
+                if batch["status"] == "validating":
+                    batch["status"] = "in_progress"
+                elif batch["status"] == "cancelling" or (
+                    not self.hold and self.polls[bid] >= self.polls_to_end
+                ):
+                    self.end(bid)
+            await reply.respond(200, batch)
+        else:
+            await error(reply, 404, "not_found_error", "no such route")
+
+    async def upload(self, req: Request, reply: Reply) -> None:
+        ctype = req.headers.get("content-type", "")
+        boundary = ctype.partition("boundary=")[2].encode()
+        if not ctype.startswith("multipart/form-data") or not boundary:
+            await error(reply, 400, "invalid_request_error", "a multipart upload is required")
+            return
+        fields: dict[str, bytes] = {}
+        for part in req.body.split(b"--" + boundary):
+            head, _, data = part.partition(b"\r\n\r\n")
+            name = re.search(rb'name="([^"]+)"', head)
+            if name:
+                fields[name.group(1).decode()] = data.removesuffix(b"\r\n")
+        if fields.get("purpose") != b"batch" or "file" not in fields:
+            await error(reply, 400, "invalid_request_error", "purpose=batch and a file")
+            return
+        fid = f"file-{len(self.files) + 1:04d}"
+        self.files[fid] = fields["file"]
+        await reply.respond(200, {"id": fid, "object": "file", "purpose": "batch"})
+
+    def end(self, bid: str) -> None:
+        batch = self.batches[bid]
+        cancelling = batch["status"] == "cancelling"
+        out, errors = [], []
+        for r in self.requests[bid]:
+            cid, body = r["custom_id"], r["body"]
+            if cancelling:
+                errors.append(
+                    {
+                        "custom_id": cid,
+                        "response": None,
+                        "error": {"code": "batch_cancelled", "message": "cancelled"},
+                    }
+                )
+            elif cid in self.expire:
+                errors.append(
+                    {
+                        "custom_id": cid,
+                        "response": None,
+                        "error": {"code": "batch_expired", "message": "expired"},
+                    }
+                )
+            elif body.get("max_tokens", 0) > 4096:
+                err = {
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": "max_tokens is too large",
+                        "code": None,
+                    }
+                }
+                errors.append(
+                    {"custom_id": cid, "response": {"status_code": 400, "body": err}, "error": None}
+                )
+            else:
+                text = body["messages"][-1]["content"]
+                completion = {
+                    "id": f"chatcmpl-{cid}",
+                    "object": "chat.completion",
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": f"answer to {text}"},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+                }
+                out.append(
+                    {
+                        "id": f"batch_req_{cid}",
+                        "custom_id": cid,
+                        "response": {"status_code": 200, "body": completion},
+                        "error": None,
+                    }
+                )
+        random.Random(3).shuffle(out)
+        for name, rows in (("output_file_id", out), ("error_file_id", errors)):
+            if rows:
+                fid = f"file-{len(self.files) + 1:04d}"
+                self.files[fid] = b"".join(orjson.dumps(x) + b"\n" for x in rows)
+                batch[name] = fid
+        batch["status"] = "cancelled" if cancelling else "completed"

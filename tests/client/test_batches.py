@@ -19,7 +19,7 @@ import pytest
 
 from sdk import BadRequestError, BatchPolling, BatchResultError, Client, MapResult, StreamProtocolError
 
-from .batch_server import EVIL_RESULTS, FakeBatches
+from .batch_server import EVIL_RESULTS, FakeBatches, FakeOpenAIBatches
 from .fault_server import Reply, Request, fault_server
 
 pytestmark = pytest.mark.anyio
@@ -41,7 +41,9 @@ def batch_requests(n: int, *, big: frozenset[int] = frozenset()) -> list[dict[st
     ]
 
 
-def client(url: str) -> Client:
+def client(url: str, api: str = "messages") -> Client:
+    if api == "openai":
+        return Client(base_url=url + "/v1", api_key=KEY, backend="openai")
     return Client(base_url=url, api_key=KEY)
 
 
@@ -52,28 +54,42 @@ async def collect(c: Client, reqs: list[dict[str, Any]], **kw: Any) -> list[MapR
             return [r async for r in results]
 
 
-async def test_batches_are_cut_by_size_and_results_come_back_in_input_order(anyio_backend: str) -> None:
-    fake = FakeBatches(expire=frozenset({"i7"}))
-    async with fault_server(fake) as server, client(server.url) as c:
+@pytest.mark.parametrize("api", ["messages", "openai"])
+async def test_batches_are_cut_by_size_and_results_come_back_in_input_order(
+    anyio_backend: str, api: str
+) -> None:
+    fake: Any = (
+        FakeBatches(expire=frozenset({"i7"}))
+        if api == "messages"
+        else FakeOpenAIBatches(expire=frozenset({"i7"}))
+    )
+    async with fault_server(fake) as server, client(server.url, api) as c:
         out = await collect(c, batch_requests(25, big=frozenset({3, 21})), batch_size=10)
     assert [r.index for r in out] == list(range(25))
     assert sorted(len(fake.requests[b]) for b in fake.created) == [5, 10, 10]  # (made concurrently)
     holding = {x["custom_id"]: b for b in fake.created for x in fake.requests[b]}
     for r in out:
         if r.index in (3, 21):
-            assert isinstance(r.error, BadRequestError) and "max_tokens" in r.error.message
+            assert isinstance(r.error, BadRequestError) and "max_tokens" in r.error.message, r
         elif r.index == 7:
             assert isinstance(r.error, BatchResultError) and r.error.reason == "expired"
             assert r.error.batch_id == holding["i7"]
         else:
             assert r.ok and r.message.text == f"answer to q{r.index}", r
-    # every request was sent once, as a Messages request without "stream"
+    # every request was sent once, without "stream"
     sent = [x for b in fake.created for x in fake.requests[b]]
     assert sorted(x["custom_id"] for x in sent) == sorted(f"i{i}" for i in range(25))
-    assert all("stream" not in x["params"] for x in sent)
-    # results were read from this client's base URL, never from the results_url given
-    assert all(p.startswith(("POST /v1/messages/batches", "GET /v1/messages/batches")) for p in fake.paths)
-    assert EVIL_RESULTS not in " ".join(fake.paths)
+    assert all("stream" not in x.get("params", x.get("body")) for x in sent)
+    if api == "messages":
+        # results were read from this client's base URL, never from the results_url given
+        assert all(
+            p.startswith(("POST /v1/messages/batches", "GET /v1/messages/batches")) for p in fake.paths
+        )
+        assert EVIL_RESULTS not in " ".join(fake.paths)
+    else:
+        assert all(
+            x["body"]["messages"][0]["role"] == "user" and x["url"] == "/v1/chat/completions" for x in sent
+        )
     assert not fake.cancelled
 
 
@@ -136,7 +152,8 @@ async def test_a_map_killed_mid_batch_resumes_following_it_instead_of_sending_it
             async with await anyio.open_process(cmd, env=env, cwd=ROOT) as proc:
                 while len(fake.created) < 3 or min(fake.polls[b] for b in fake.created) < 1:
                     await anyio.sleep(0.02)
-                fake.end(fake.created[0])  # the first batch ends: its results are read and saved
+                holding = {x["custom_id"]: b for b in fake.created for x in fake.requests[b]}
+                fake.end(holding["i0"])  # the first batch ends: its results are read and saved
                 while b"i3" not in checkpoint.read_bytes() and b'"index":3' not in checkpoint.read_bytes():
                     await anyio.sleep(0.02)
                 proc.send_signal(signal.SIGKILL)
@@ -221,12 +238,12 @@ async def test_what_a_hostile_server_answers_fails_the_requests_not_the_map() ->
     assert isinstance(by[5].error, BatchResultError) and by[5].error.reason == "missing"
 
 
-async def test_batches_need_the_messages_api() -> None:
+async def test_via_is_checked() -> None:
     async with Client(base_url="http://127.0.0.1:9/v1", api_key=KEY, backend="openai") as c:
-        with pytest.raises(ValueError, match="Messages API"):
-            c.map([], via="batches")
         with pytest.raises(ValueError, match="via"):
             c.map([], via="carrier-pigeon")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="batch_size"):
+            c.map([], via="batches", batch_size=60_000)  # over OpenAI's 50,000
 
 
 async def test_an_input_that_fails_midway_ends_the_map_with_its_error_after_what_was_read(
