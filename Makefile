@@ -12,7 +12,7 @@ CHROMIUM := /usr/bin/chromium
 # for Debian 12): installed when missing and we are root.
 REDIS_SERVER := /usr/bin/redis-server
 
-.PHONY: demo test test-fast test-interpreted test-vllm sanitize lint typecheck docs bench clean
+.PHONY: demo test test-fast test-interpreted test-vllm test-vllm-cpu sanitize lint typecheck docs bench clean
 
 $(STAMP): pyproject.toml setup.py sdk/chunking/_native.c sdk/chunking/_kernels.c sdk/chunking/_scan.h sdk/chunking/_guard.c
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,11 @@ test-interpreted: $(STAMP)
 # priority scheduling, runs them, stops it (vLLM does not run on this project's CI).
 test-vllm:
 	scripts/gpu-check.sh
+
+# The same tests against vLLM's CPU build on this machine (the test model, dequantized;
+# about 5 minutes the first time): scripts/vllm-cpu-check.sh.
+test-vllm-cpu: $(STAMP)
+	scripts/vllm-cpu-check.sh
 
 sanitize: $(STAMP)
 	tests/sanitize.sh

@@ -179,6 +179,14 @@ class Client:
         )
         self._refusals = prefill_refusals()  # models that refused an assistant prefill
         self.telemetry = Telemetry.of(telemetry)
+        if profile is not None and profile.priority == "body" and self.backend_name == "messages":
+            # (vLLM 0.32's /v1/messages drops the field in silence; measured in
+            # tests/engines/test_vllm.py)
+            log.warning(
+                "vLLM's /v1/messages ignores the priority field; its OpenAI API takes it: "
+                "Client(backend='openai', base_url='<vLLM>/v1', engine=%r)",
+                profile.name,
+            )
         self._host = url.host
         self._port = url.port or (443 if url.scheme == "https" else 80)
 

@@ -171,6 +171,7 @@ class ServerApp:
         self.upstreams: list[Engine] = []
         self.router: Router | None = None
         self._client: Client | None = None  # the engines' one client, routed by ``router``
+        self._generator: Client | None = None  # the one generations go through (see startup)
         self._engine_http: httpx2.AsyncClient | None = None  # its pool, the router's transport
         self.metrics = ServerMetrics(
             self.scheduler,
@@ -226,6 +227,24 @@ class ServerApp:
             engine=without_probes(self._engine),
             telemetry=self.telemetry or False,
         )
+        self._generator = self._client
+        if self._engine.priority == "body":
+            # vLLM's /v1/messages drops the priority field; its chat completions take it:
+            # generations go that way (the same scheduler and pool; counting and
+            # tokenizing stay on the Messages client). A continuation there extends the
+            # assistant message instead of answering it.
+            self._generator = Client(
+                base_url="http://engine/v1",
+                backend="openai",
+                api_key=key,
+                http_client=self._engine_http,
+                scheduler=self.scheduler,  # (its dispatcher, and the metrics hook, are shared)
+                stall=self.stall,
+                flow=self.flow,
+                engine=without_probes(self._engine),
+                telemetry=self.telemetry or False,
+                resume_extra_body={"continue_final_message": True, "add_generation_prompt": False},
+            )
         if self.config.slots is None:
             for u in self.upstreams:
                 u.slots = await u.client.probe_slots()
@@ -252,6 +271,14 @@ class ServerApp:
             raise RuntimeError("the server has not started")
         return self._client
 
+    @property
+    def generator(self) -> Client:
+        """The client generations go through: :attr:`client`, but for an engine that takes
+        vLLM's priority field, its OpenAI API (its ``/v1/messages`` drops the field)."""
+        if self._generator is None:
+            raise RuntimeError("the server has not started")
+        return self._generator
+
     def _router(self) -> Router:
         if self.router is None:
             raise RuntimeError("the server has not started")
@@ -264,6 +291,8 @@ class ServerApp:
             self.link.close()
         for u in self.upstreams:
             await u.client.aclose()
+        if self._generator is not None and self._generator is not self._client:
+            await self._generator.aclose()
         if self._client is not None:
             await self._client.aclose()
         if self._engine_http is not None:
@@ -584,7 +613,7 @@ class ServerApp:
         try:
             msg = await self._call(
                 receive,
-                self.client.create(
+                self.generator.create(
                     priority=tier, tenant=who.tenant, extra_headers={ROUTE_HEADER: route}, extra_body=data
                 ),
             )
@@ -708,10 +737,10 @@ class ServerApp:
                         state.open is not None and not isinstance(state.open.start, TextBlock)
                     ):
                         raise StreamProtocolError("the stream cannot be continued here (not at a text point)")
-                    echo = await self.client.echoes_prefill()
+                    echo = await self.generator.echoes_prefill()
                     cont = continuation(data, state.text(), echo=echo, used_tokens=used)
                     params, splice = cont.params, Splicer(state, cont.repeat, used)
-                s = self.client.stream(
+                s = self.generator.stream(
                     priority=tier, tenant=tenant, extra_headers={ROUTE_HEADER: route}, extra_body=params
                 )
                 try:
