@@ -23,7 +23,7 @@ fi
 LOG="$(mktemp -t vllm-XXXX.log)"
 "$PY" -m vllm.entrypoints.openai.api_server \
     --model "$MODEL" --served-model-name seam-check --port "$PORT" \
-    --scheduling-policy priority --max-num-seqs 4 --max-model-len 4096 \
+    --scheduling-policy priority --enable-prompt-tokens-details --max-num-seqs 4 --max-model-len 4096 \
     >"$LOG" 2>&1 &
 VLLM=$!
 trap 'kill $VLLM 2>/dev/null || true; wait $VLLM 2>/dev/null || true' EXIT

@@ -57,7 +57,7 @@ JINJA
 LOG="$WORK/vllm.log"
 VLLM_CPU_KVCACHE_SPACE=2 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VENV/bin/python" -m vllm.entrypoints.openai.api_server \
     --model "$MODEL_DIR" --served-model-name gemma --port "$PORT" --dtype bfloat16 \
-    --max-model-len 2048 --max-num-seqs 4 --scheduling-policy priority --chat-template "$TEMPLATE" \
+    --max-model-len 2048 --max-num-seqs 4 --scheduling-policy priority --enable-prompt-tokens-details --chat-template "$TEMPLATE" \
     >"$LOG" 2>&1 &
 VLLM=$!
 trap 'kill $VLLM 2>/dev/null || true; wait $VLLM 2>/dev/null || true' EXIT

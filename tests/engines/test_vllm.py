@@ -5,9 +5,10 @@ the scheduling server (``python -m sdk.server``) in front of it.
 
 These run where a vLLM server is: ``SEAM_VLLM_URL`` (its root, e.g.
 ``http://127.0.0.1:8000``) and ``SEAM_VLLM_MODEL`` (the served model name), as
-``scripts/gpu-check.sh`` sets them after starting one (``make test-vllm`` runs them);
-without them they are skipped. The server must run with ``--scheduling-policy
-priority`` for the priority tests.
+``scripts/gpu-check.sh`` and ``scripts/vllm-cpu-check.sh`` set them after starting
+one (``make test-vllm``, ``make test-vllm-cpu``); without them they are skipped. The
+server must run with ``--scheduling-policy priority`` (the priority tests) and
+``--enable-prompt-tokens-details`` (the prefix cache's report), as the scripts start it.
 """
 
 from __future__ import annotations
@@ -100,6 +101,30 @@ async def test_the_priority_field_is_taken_and_interactive_work_goes_first(backe
                 await c.create(model=MODEL, max_tokens=8, messages=PROMPT, priority="interactive", **GREEDY)
                 done.append("interactive")
     assert done.index("interactive") < 8, done
+
+
+@needs_vllm
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_sessions_report_shows_vllms_prefix_cache() -> None:
+    """vLLM caches prompt prefixes by itself (and says so with
+    ``--enable-prompt-tokens-details``): a session's later turns read the earlier ones
+    from it, and the session's report adds that up."""
+    from sdk import Session
+
+    async with Client(base_url=URL, api_key="none", engine="vllm") as c:
+        s = Session(c, model=MODEL, system="Lists, continued.", context_window=2048, reserve_output=16)
+        assert s.cache_mode == "off"  # no breakpoints: vLLM needs none
+        s.add_user(
+            "Colors: red, green, blue, yellow, purple, orange, pink, brown, black, white. " * 8, pin=True
+        )
+        s.add_assistant("More colors: gray, cyan, magenta.", pin=True)
+        for fruit in ("apple", "pear", "plum"):
+            async with s.stream(f"Fruits: {fruit},", max_tokens=8, **GREEDY) as r:
+                async for _ in r.text_deltas():
+                    pass
+    report = s.cache_report
+    assert report.requests == 3 and report.cache_read_input_tokens > 0, report
 
 
 @pytest.fixture(scope="module")
