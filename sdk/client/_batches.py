@@ -1,13 +1,15 @@
 """Bulk work at batch prices: ``client.map(requests, via="batches")``.
 
 The requests go to the Messages API's message batches (``POST /v1/messages/batches``:
-half the price of the same requests sent one by one, answered within 24 hours) instead
+half the price of the same requests sent one by one, answered within 24 hours), or on
+an OpenAI-compatible client to ``/v1/batches`` (:mod:`._batchwire` has both), instead
 of one stream each, and come back as the same :data:`~sdk.MapResult` values, in input
 order or, with ``ordered=False``, as each batch ends:
 
 - the input is read lazily and cut into batches of at most ``batch_size`` requests
-  (the API's limit, 100,000, by default) and ``batch_bytes`` of JSON (256 MB);
-- each batch is polled (``GET /v1/messages/batches/{id}``) with a growing interval
+  (the API's limit by default: 100,000, or OpenAI's 50,000) and ``batch_bytes`` of
+  JSON (256 MB; 200 MB);
+- each batch is polled with a growing interval
   (:class:`BatchPolling`) until it has ended, then its results are read as JSON Lines,
   a line at a time: a succeeded request is a :class:`~sdk.MapDone`, an errored one a
   :class:`~sdk.MapFailed` with the typed API error, a canceled or expired one a
