@@ -54,19 +54,6 @@ cat >"$TEMPLATE" <<'JINJA'
 {%- for m in messages -%}{%- if m['content'] is string -%}{{ m['content'] }}{%- else -%}{%- for b in m['content'] -%}{%- if b['type'] == 'text' -%}{{ b['text'] }}{%- endif -%}{%- endfor -%}{%- endif -%}{%- endfor -%}
 JINJA
 
-LOG="$WORK/vllm.log"
-VLLM_CPU_KVCACHE_SPACE=2 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VENV/bin/python" -m vllm.entrypoints.openai.api_server \
-    --model "$MODEL_DIR" --served-model-name gemma --port "$PORT" --dtype bfloat16 \
-    --max-model-len 2048 --max-num-seqs 4 --scheduling-policy priority --enable-prompt-tokens-details --chat-template "$TEMPLATE" \
-    >"$LOG" 2>&1 &
-VLLM=$!
-trap 'kill $VLLM 2>/dev/null || true; wait $VLLM 2>/dev/null || true' EXIT
-
-for _ in $(seq 1 600); do
-    if curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then break; fi
-    if ! kill -0 $VLLM 2>/dev/null; then echo "vLLM exited; its log: $LOG" >&2; tail -50 "$LOG" >&2; exit 1; fi
-    sleep 1
-done
-
-SEAM_VLLM_URL="http://127.0.0.1:$PORT" SEAM_VLLM_MODEL=gemma \
-    .venv/bin/python -m pytest -q -p no:cacheprovider tests/engines/test_vllm.py
+VLLM_CPU_KVCACHE_SPACE=2 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 scripts/vllm-serve-and-test.sh \
+    "$VENV/bin/python" "$WORK/vllm.log" "$PORT" \
+    --model "$MODEL_DIR" --served-model-name gemma --dtype bfloat16 --max-model-len 2048 --chat-template "$TEMPLATE"

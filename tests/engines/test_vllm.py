@@ -65,6 +65,26 @@ async def test_tokenize_counts_what_the_engine_counts() -> None:
     assert 0 < len(ids) < 10 and whole.usage.input_tokens
 
 
+async def interactive_place(c: Client) -> list[str]:
+    """Twelve batch requests of 120 tokens, then (two seconds on, with them on the engine
+    and in its queue) one interactive request: the order they finished in."""
+    done: list[str] = []
+    with anyio.fail_after(900):
+        async with anyio.create_task_group() as tg:
+
+            async def batch(i: int) -> None:
+                long = [{"role": "user", "content": f"Story number {i}: once upon a time, a river"}]
+                await c.create(model=MODEL, max_tokens=120, messages=long, priority="batch", **GREEDY)
+                done.append(f"batch{i}")
+
+            for i in range(12):
+                tg.start_soon(batch, i)
+            await anyio.sleep(2.0)
+            await c.create(model=MODEL, max_tokens=8, messages=PROMPT, priority="interactive", **GREEDY)
+            done.append("interactive")
+    return done
+
+
 @needs_vllm
 @pytest.mark.anyio
 @pytest.mark.parametrize(
@@ -86,20 +106,7 @@ async def test_the_priority_field_is_taken_and_interactive_work_goes_first(backe
     first-come-first-served would put it)."""
     base = URL if backend == "messages" else URL + "/v1"
     async with Client(base_url=base, backend=backend, api_key="none", engine="vllm-priority") as c:  # type: ignore[arg-type]
-        done: list[str] = []
-        with anyio.fail_after(900):
-            async with anyio.create_task_group() as tg:
-
-                async def batch(i: int) -> None:
-                    long = [{"role": "user", "content": f"Story number {i}: once upon a time, a river"}]
-                    await c.create(model=MODEL, max_tokens=120, messages=long, priority="batch", **GREEDY)
-                    done.append(f"batch{i}")
-
-                for i in range(12):
-                    tg.start_soon(batch, i)
-                await anyio.sleep(2.0)  # (the batch requests are on the engine and in its queue)
-                await c.create(model=MODEL, max_tokens=8, messages=PROMPT, priority="interactive", **GREEDY)
-                done.append("interactive")
+        done = await interactive_place(c)
     assert done.index("interactive") < 8, done
 
 
@@ -150,20 +157,7 @@ async def test_the_server_passes_the_tier_on_as_vllms_priority(seam_over_vllm_qu
     """As the priority test above, through the scheduling server: it admits all thirteen
     at once, so only vLLM's queue can put the interactive one first."""
     async with Client(base_url=seam_over_vllm_queue, api_key="none") as c:
-        done: list[str] = []
-        with anyio.fail_after(900):
-            async with anyio.create_task_group() as tg:
-
-                async def batch(i: int) -> None:
-                    long = [{"role": "user", "content": f"Story number {i}: once upon a time, a river"}]
-                    await c.create(model=MODEL, max_tokens=120, messages=long, priority="batch", **GREEDY)
-                    done.append(f"batch{i}")
-
-                for i in range(12):
-                    tg.start_soon(batch, i)
-                await anyio.sleep(2.0)
-                await c.create(model=MODEL, max_tokens=8, messages=PROMPT, priority="interactive", **GREEDY)
-                done.append("interactive")
+        done = await interactive_place(c)
     assert done.index("interactive") < 8, done
 
 
@@ -189,8 +183,11 @@ async def test_the_scheduling_server_in_front_of_vllm(seam_in_front: str) -> Non
     assert msg.content and msg.content[0].type == "text" and msg.content[0].text == text
 
 
-def test_the_gpu_script_is_executable_and_runs_these_tests() -> None:
-    script = Path(__file__).resolve().parents[2] / "scripts" / "gpu-check.sh"
-    assert os.access(script, os.X_OK)
-    text = script.read_text()
-    assert "tests/engines/test_vllm.py" in text and "--scheduling-policy priority" in text
+def test_the_scripts_are_executable_and_run_these_tests() -> None:
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    for name in ("gpu-check.sh", "vllm-cpu-check.sh", "vllm-serve-and-test.sh"):
+        assert os.access(scripts / name, os.X_OK), name
+    for name in ("gpu-check.sh", "vllm-cpu-check.sh"):
+        assert "scripts/vllm-serve-and-test.sh" in (scripts / name).read_text(), name
+    shared = (scripts / "vllm-serve-and-test.sh").read_text()
+    assert "tests/engines/test_vllm.py" in shared and "--scheduling-policy priority" in shared
