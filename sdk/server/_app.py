@@ -42,6 +42,7 @@ key.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import logging
@@ -209,7 +210,12 @@ class ServerApp:
         key = self._upstream_key or ""
         for i, url in enumerate(self._urls):
             # an engine not configured is known by its answers (llama-server's /props slots)
-            named = None if self._engine.name == "self-hosted" else self._engine
+            # (a control client sends no generation: no priority field to warn about)
+            named = (
+                None
+                if self._engine.name == "self-hosted"
+                else dataclasses.replace(self._engine, priority=None)
+            )
             control = Client(base_url=url, backend="messages", api_key=key, engine=named)
             self.upstreams.append(Engine(i, url, control))
         self.router = Router(self.upstreams, self._transport, on_health=self._health_changed)
@@ -223,8 +229,9 @@ class ServerApp:
             stall=self.stall,
             flow=self.flow,
             on_metrics=self._observe,
-            # the server sums the engines' slots itself, and resumes its streams itself
-            engine=without_probes(self._engine),
+            # the server sums the engines' slots itself, and resumes its streams itself;
+            # vLLM's priority field goes only with generations (below)
+            engine=without_probes(dataclasses.replace(self._engine, priority=None)),
             telemetry=self.telemetry or False,
         )
         self._generator = self._client
