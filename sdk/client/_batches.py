@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .._errors import BatchResultError, InvalidRequestError
-from ._batchwire import wire_for
-from ._map import _THREAD_LINE, MapDone, MapFailed, MapRun, _read_saved, request_key
+from ._batchwire import BATCH_ID, wire_for
+from ._map import MapDone, MapFailed, MapRun
 from ._params import merged_request
 
 if TYPE_CHECKING:
@@ -63,7 +63,6 @@ log = logging.getLogger("sdk")
 
 BATCH_MAX_REQUESTS = 100_000  # the Messages API's limits per batch
 BATCH_MAX_BYTES = 256_000_000
-_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")  # a batch id fit for a URL (checkpoint lines are read as untrusted)
 _CUSTOM = re.compile(r"i(0|[1-9][0-9]{0,17})")  # this map's custom ids: "i" and the index
 _ENVELOPE = 64  # bytes of a batch body around each request's params
 _SKIP = frozenset({"priority", "tenant"})
@@ -71,8 +70,8 @@ _SKIP = frozenset({"priority", "tenant"})
 
 @dataclass(frozen=True, slots=True)
 class BatchPolling:
-    """How often a running batch is asked about: ``first`` seconds after it is created,
-    then each wait ``factor`` times the last, at most ``maximum``."""
+    """How often a running batch is asked about: once it is made, then ``first``
+    seconds later, then after each wait ``factor`` times the last, at most ``maximum``."""
 
     first: float = 5.0
     maximum: float = 60.0
@@ -153,7 +152,8 @@ class BatchMapRun(MapRun):
         out: dict[int, _Recorded] = {}
         for r in self._batch_lines or ():
             bid, idx, digest = r.get("batch"), r.get("indexes"), r.get("keys")
-            if not isinstance(bid, str) or not _ID.fullmatch(bid) or bid in cancelled:
+            # (the checkpoint is read as untrusted: an id goes into a URL)
+            if not isinstance(bid, str) or not BATCH_ID.fullmatch(bid) or bid in cancelled:
                 continue
             if not isinstance(idx, list) or not all(isinstance(i, int) and i >= 0 for i in idx):
                 continue
@@ -184,13 +184,8 @@ class BatchMapRun(MapRun):
             async for req in self._inputs():
                 self._read += 1
                 i, index = index, index + 1
-                if not isinstance(req, Mapping):
-                    self._deliver(MapFailed(i, TypeError(f"request {i} is not a mapping")))
-                    continue
-                try:
-                    key = request_key(req)
-                except (TypeError, ValueError) as e:
-                    self._deliver(MapFailed(i, TypeError(f"request {i} is not JSON: {e}")))
+                key = self._key(i, req)
+                if key is None:
                     continue
                 restored = await self._restore(i, key)
                 body: bytes | None = None
@@ -232,21 +227,6 @@ class BatchMapRun(MapRun):
             finally:
                 self._exhausted = True
                 self._signal()
-
-    async def _restore(self, index: int, key: str) -> bool:
-        """Hand back a checkpointed answer for ``index``, if there is one for this request."""
-        saved = self._saved.pop(index, None)
-        if saved is None or saved.key != key or self._fd is None:
-            return False
-        if saved.length < _THREAD_LINE:
-            msg = _read_saved(self._fd, saved)
-        else:
-            msg = await anyio.to_thread.run_sync(_read_saved, self._fd, saved)
-        if msg is None:
-            return False
-        self._restored += 1
-        self._deliver(MapDone(index, msg, from_checkpoint=True))
-        return True
 
     def _resume(self, rec: _Recorded, group: _Group) -> _Group:
         """Every request of a recorded batch is read: follow it if they are the ones it

@@ -30,9 +30,9 @@ from ._map import MAX_LINE_BYTES
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["BatchWire", "MessagesBatches", "OpenAIBatches", "Outcome", "wire_for"]
+__all__ = ["BATCH_ID", "BatchWire", "MessagesBatches", "OpenAIBatches", "Outcome", "wire_for"]
 
-_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+BATCH_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")  # an id fit for a URL path
 
 Outcome = Message | Exception
 """A request's outcome in a batch: its answer, or why it has none."""
@@ -44,7 +44,7 @@ def _object(raw: bytes, what: str) -> dict[str, Any]:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise StreamProtocolError(f"a {what} answer is not JSON", event=raw[:200]) from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not _ID.fullmatch(obj["id"]):
+    if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not BATCH_ID.fullmatch(obj["id"]):
         raise StreamProtocolError(f"a {what} answer has no usable id", event=obj)
     return obj
 
@@ -210,7 +210,7 @@ class OpenAIBatches(BatchWire):
         if status not in _OPENAI_ENDED:
             return False
         files = tuple(
-            f if isinstance(f, str) and _ID.fullmatch(f) else None
+            f if isinstance(f, str) and BATCH_ID.fullmatch(f) else None
             for f in (batch.get("output_file_id"), batch.get("error_file_id"))
         )
         self._files[bid] = files

@@ -402,27 +402,10 @@ class MapRun:
                 while self._running >= self.concurrency or index - self._handed >= self.window:
                     await self._changed.wait()
                 self._read += 1
-                if not isinstance(req, Mapping):
-                    self._deliver(MapFailed(index, TypeError(f"request {index} is not a mapping")))
+                key = self._key(index, req)
+                if key is None or await self._restore(index, key):
                     index += 1
                     continue
-                try:
-                    key = request_key(req)
-                except (TypeError, ValueError) as e:  # not JSON (a non-string key, a huge int)
-                    self._deliver(MapFailed(index, TypeError(f"request {index} is not JSON: {e}")))
-                    index += 1
-                    continue
-                saved = self._saved.pop(index, None)
-                if saved is not None and saved.key == key and self._fd is not None:
-                    if saved.length < _THREAD_LINE:
-                        msg = _read_saved(self._fd, saved)
-                    else:
-                        msg = await anyio.to_thread.run_sync(_read_saved, self._fd, saved)
-                    if msg is not None:  # else a damaged line: the request is sent again
-                        self._restored += 1
-                        self._deliver(MapDone(index, msg, from_checkpoint=True))
-                        index += 1
-                        continue
                 self._running += 1
                 tg.start_soon(self._work, index, req, key)
                 index += 1
@@ -431,6 +414,34 @@ class MapRun:
         finally:
             self._exhausted = True
             self._signal()
+
+    def _key(self, index: int, req: object) -> str | None:
+        """The request's checkpoint key; ``None`` (and its failure delivered) where it is
+        not a mapping or not JSON (a non-string key, a huge int)."""
+        if not isinstance(req, Mapping):
+            self._deliver(MapFailed(index, TypeError(f"request {index} is not a mapping")))
+            return None
+        try:
+            return request_key(req)
+        except (TypeError, ValueError) as e:
+            self._deliver(MapFailed(index, TypeError(f"request {index} is not JSON: {e}")))
+            return None
+
+    async def _restore(self, index: int, key: str) -> bool:
+        """Hand back the checkpointed answer of request ``index``, if the checkpoint holds
+        one for this request (a damaged line: it is sent again)."""
+        saved = self._saved.pop(index, None)
+        if saved is None or saved.key != key or self._fd is None:
+            return False
+        if saved.length < _THREAD_LINE:
+            msg = _read_saved(self._fd, saved)
+        else:
+            msg = await anyio.to_thread.run_sync(_read_saved, self._fd, saved)
+        if msg is None:
+            return False
+        self._restored += 1
+        self._deliver(MapDone(index, msg, from_checkpoint=True))
+        return True
 
     async def _work(self, index: int, req: Mapping[str, Any], key: str) -> None:
         kw: dict[str, Any] = {"priority": self.priority, "tenant": self.tenant, **req}
