@@ -338,7 +338,7 @@ class Client:
         try:
             return tel.request(
                 request,
-                provider=self._provider(),
+                provider=self._provider,
                 address=self._host,
                 port=self._port,
                 streaming=streaming,
@@ -389,16 +389,11 @@ class Client:
             if flight is not None:
                 flight.finish(ok=False)
             if trace is not None:
-                trace.finish(
-                    message=None,
-                    metrics=None if flight is None else flight.metrics(),
-                    error=e,
-                    provider=self._provider(),
-                )
+                trace.finish(message=None, metrics=None if flight is None else flight.metrics(), error=e)
             raise
         flight.finish(ok=True, input_tokens=msg.usage.input_tokens, output_tokens=msg.usage.output_tokens)
         if trace is not None:
-            trace.finish(message=msg, metrics=flight.metrics(), provider=self._provider())
+            trace.finish(message=msg, metrics=flight.metrics())
         return msg
 
     def stream(

@@ -74,7 +74,7 @@ class Stream:
     def _finish(self, exc: BaseException | None) -> None:
         if not self._flight:
             if self._trace is not None:
-                self._trace.finish(message=None, metrics=None, error=exc, provider=self._client._provider())
+                self._trace.finish(message=None, metrics=None, error=exc)
             return
         flight = self._flight[0]
         if isinstance(exc, OverloadedError | RateLimitError):  # a mid-stream overload event
@@ -97,7 +97,6 @@ class Stream:
                 metrics=flight.metrics(),
                 error=exc,
                 resumes=resumes,
-                provider=self._client._provider(),
             )
 
     def __aiter__(self) -> MessageStream:

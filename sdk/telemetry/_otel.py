@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Union
 
@@ -103,6 +103,14 @@ def _error_type(error: BaseException) -> str:
     if cls.__module__ == "sdk" or cls.__module__.startswith("sdk."):
         return cls.__qualname__
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _failed(tel: Telemetry, span: Span, kind: str) -> str:
+    """Mark ``span`` failed as the conventions say (``error.type`` and an ERROR status);
+    ``kind``, for the metrics' attributes."""
+    span.set_attribute("error.type", kind)
+    span.set_status(tel._trace.Status(tel._trace.StatusCode.ERROR, kind))
+    return kind
 
 
 def _parts(content: object) -> list[dict[str, Any]]:
@@ -221,19 +229,22 @@ class Telemetry:
         self,
         request: Mapping[str, Any],
         *,
-        provider: str,
+        provider: Callable[[], str],
         address: str | None,
         port: int | None,
         streaming: bool,
         tier: str,
         tenant: str | None,
     ) -> RequestTrace:
-        """Start the span of one request (the current span, if any, is its parent)."""
+        """Start the span of one request (the current span, if any, is its parent).
+        ``provider`` names the provider: asked now and again at the end (a self-hosted
+        engine is identified before the request is sent, after its span begins)."""
         model = request.get("model")
+        name = provider()
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.system": provider,
+            "gen_ai.provider.name": name,
+            "gen_ai.system": name,
         }
         if isinstance(model, str):
             attrs["gen_ai.request.model"] = model
@@ -264,9 +275,9 @@ class Telemetry:
             system = request.get("system")
             if system is not None:
                 span_attrs["gen_ai.system_instructions"] = orjson.dumps(_parts(system), default=str).decode()
-        name = f"chat {model}" if isinstance(model, str) else "chat"
-        span = self._tracer.start_span(name, kind=self._trace.SpanKind.CLIENT, attributes=span_attrs)
-        return RequestTrace(self, span, attrs, streaming=streaming, server=self.server)
+        title = f"chat {model}" if isinstance(model, str) else "chat"
+        span = self._tracer.start_span(title, kind=self._trace.SpanKind.CLIENT, attributes=span_attrs)
+        return RequestTrace(self, span, attrs, provider, streaming=streaming, server=self.server)
 
     def server_span(self, headers: Mapping[str, str], path: str, method: str) -> ServerTrace:
         """Start a scheduling server's span for one HTTP request, continuing the trace its
@@ -284,14 +295,22 @@ class Telemetry:
 class RequestTrace:
     """One request's span, from its submission to its end (see :meth:`Telemetry.request`)."""
 
-    __slots__ = ("_attrs", "_done", "_queue", "_server", "_tel", "span", "streaming")
+    __slots__ = ("_attrs", "_done", "_provider", "_queue", "_server", "_tel", "span", "streaming")
 
     def __init__(
-        self, tel: Telemetry, span: Span, attrs: dict[str, Any], *, streaming: bool, server: bool
+        self,
+        tel: Telemetry,
+        span: Span,
+        attrs: dict[str, Any],
+        provider: Callable[[], str],
+        *,
+        streaming: bool,
+        server: bool,
     ) -> None:
         self._tel = tel
         self.span = span
         self._attrs = attrs  # the metrics' attributes (the span's have more)
+        self._provider = provider
         self.streaming = streaming
         self._server = server
         self._done = False
@@ -346,17 +365,14 @@ class RequestTrace:
         metrics: RequestMetrics | None,
         error: BaseException | None = None,
         resumes: int = 0,
-        provider: str | None = None,
     ) -> None:
-        """End the span and record the histograms (once; later calls do nothing).
-        ``provider``: the provider's name, where it was learnt after the span began."""
+        """End the span and record the histograms (once; later calls do nothing)."""
         if self._done:
             return
         self._done = True
         self.admitted()
-        if provider is not None:
-            self._attrs["gen_ai.provider.name"] = self._attrs["gen_ai.system"] = provider
         try:
+            self._attrs["gen_ai.provider.name"] = self._attrs["gen_ai.system"] = self._provider()
             self._finish(message, metrics, error, resumes)
         except Exception:
             log.exception("a request's telemetry could not be recorded")
@@ -400,12 +416,10 @@ class RequestTrace:
             if metrics.ttft is not None:
                 span_attrs["seam.ttft"] = metrics.ttft
         if error is not None:
-            kind = _error_type(error)
-            attrs["error.type"] = span_attrs["error.type"] = kind
+            attrs["error.type"] = _failed(tel, span, _error_type(error))
             status = getattr(error, "status_code", None)
             if isinstance(status, int):
                 span_attrs["http.response.status_code"] = status
-            span.set_status(tel._trace.Status(tel._trace.StatusCode.ERROR, kind))
         span.set_attributes(span_attrs)
         span.end()
         if metrics is None:
@@ -445,20 +459,12 @@ class ServerTrace:
         with self._tel._trace.use_span(self.span, end_on_exit=False, record_exception=False):
             yield
 
-    def set(self, attributes: Mapping[str, Any]) -> None:
-        try:
-            self.span.set_attributes(dict(attributes))
-        except Exception:
-            log.exception("a server span's attributes could not be set")
-
     def end(self, status: int | None, error: BaseException | None = None) -> None:
         try:
             if status is not None:
                 self.span.set_attribute("http.response.status_code", status)
             if error is not None or (status is not None and status >= 500):
-                kind = _error_type(error) if error is not None else str(status)
-                self.span.set_attribute("error.type", kind)
-                self.span.set_status(self._tel._trace.Status(self._tel._trace.StatusCode.ERROR, kind))
+                _failed(self._tel, self.span, _error_type(error) if error is not None else str(status))
             self.span.end()
         except Exception:
             log.exception("a server span could not be ended")
