@@ -39,6 +39,7 @@ class Rendered:
     blocks: list[int] = field(default_factory=list)
     tokens: list[float] = field(default_factory=list)
     head: int = -1
+    fixed: int = 0  # the estimated tokens before the messages (system prompt and tools)
 
     def _end(self, where: Where, k: int) -> Breakpoint | None:
         """A breakpoint at the end of the ``k``-th kept turn: on its last block the API
@@ -52,7 +53,6 @@ class Rendered:
     def breakpoints(
         self,
         *,
-        fixed: int,
         minimum: int,
         stable_turn: int | None = None,
         tools: bool = False,
@@ -61,8 +61,8 @@ class Rendered:
         tools'), the pinned head's, the previous request's end (``stable_turn``) and the
         newest turn's, each only where the prompt up to it holds ``minimum`` tokens."""
         out: list[Breakpoint] = []
-        if fixed >= minimum and (self.system or tools):
-            out.append(Breakpoint("system" if self.system else "tools", -1, -1, fixed))
+        if self.fixed >= minimum and (self.system or tools):
+            out.append(Breakpoint("system" if self.system else "tools", -1, -1, self.fixed))
         picks: list[tuple[Where, int]] = []
         if self.head >= 0:
             picks.append(("head", self.head))
@@ -111,7 +111,7 @@ def render(
     ``track``, where each turn ends: ``fixed``, ``marker_tokens`` and ``scale`` make the
     prompt's estimated length there (system and tools, the marker, the turns' estimates)."""
     messages: list[dict[str, Any]] = []
-    out = Rendered([dict(b) for b in system] if system else None, messages, report.kept)
+    out = Rendered([dict(b) for b in system] if system else None, messages, report.kept, fixed=fixed)
     at_message, at_last, at_blocks, at_tokens = out.message, out.last, out.blocks, out.tokens
     tokens = float(fixed)
     merged = MESSAGE_OVERHEAD * scale  # the overhead a turn merged into the message before it does not add
@@ -166,5 +166,5 @@ def render_messages(
     length (a :class:`~sdk.Session` places them by the model's minimum: :mod:`._cache`)."""
     out = render(log, report, marker=marker, system=system)
     if cache_breakpoints:
-        out.place(out.breakpoints(fixed=0, minimum=0))
+        out.place(out.breakpoints(minimum=0))
     return out.system, out.messages

@@ -268,7 +268,6 @@ class Session:
         breakpoints: list[Breakpoint] = []
         if auto:
             breakpoints = rendered.breakpoints(
-                fixed=int(self.fixed_tokens * self.scale),
                 minimum=self.cache_min_tokens or min_cacheable_tokens(self.model),
                 stable_turn=self._sent_last if report.prefix_stable else None,
                 tools=tools is not None,
