@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._cache import CACHE_CONTROL, MAX_BREAKPOINTS, Breakpoint, Where, markable, marked
+from ._cache import MAX_BREAKPOINTS, Breakpoint, Where, markable, marked
 from ._policy import FitReport
 from ._turns import MESSAGE_OVERHEAD, TurnLog
 
-__all__ = ["CACHE_CONTROL", "Rendered", "render", "render_messages"]
+__all__ = ["Rendered", "render", "render_messages"]
 
 
 @dataclass(slots=True)
