@@ -14,7 +14,7 @@ REDIS_SERVER := /usr/bin/redis-server
 
 .PHONY: demo test test-fast test-interpreted test-vllm test-vllm-cpu sanitize lint typecheck docs bench clean
 
-$(STAMP): pyproject.toml setup.py sdk/chunking/_native.c sdk/chunking/_kernels.c sdk/chunking/_scan.h sdk/chunking/_guard.c
+$(STAMP): pyproject.toml setup.py sdk/chunking/_native.c sdk/chunking/_kernels.c sdk/chunking/_scan.h sdk/chunking/_prose.h sdk/chunking/_guard.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,docs,llama,serve,cli,redis,otel]'

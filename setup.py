@@ -14,14 +14,14 @@ setup(
         Extension(
             "sdk.chunking._kernels",
             sources=["sdk/chunking/_kernels.c"],
-            depends=["sdk/chunking/_scan.h"],
+            depends=["sdk/chunking/_scan.h", "sdk/chunking/_prose.h"],
             py_limited_api=True,
             optional=True,
         ),
         Extension(
             "sdk.chunking._native",
             sources=["sdk/chunking/_native.c"],
-            depends=["sdk/chunking/_scan.h"],
+            depends=["sdk/chunking/_scan.h", "sdk/chunking/_prose.h"],
             optional=True,
         ),
         Extension(

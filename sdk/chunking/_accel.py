@@ -22,7 +22,19 @@ import logging
 import os
 import sys
 
-__all__ = ["INTERPRETED", "OFF", "cache", "forget", "guard", "kernels", "native", "on", "units"]
+__all__ = [
+    "INTERPRETED",
+    "OFF",
+    "STR_KIND",
+    "cache",
+    "forget",
+    "guard",
+    "kernels",
+    "native",
+    "on",
+    "reader",
+    "units",
+]
 
 log = logging.getLogger("sdk.chunking")
 
@@ -111,10 +123,31 @@ def units(text: str, *, keep: bool = True) -> tuple[str | bytes, int]:
     return found, kind
 
 
+# The last text whose characters all have entries in the class tables (``_prose.tables``).
+filled: str | None = None
+
+
+STR_KIND = 8  # a str the kernels that take it read a block at a time
+
+
+def reader(text: str) -> tuple[str | bytes, int]:
+    """``text`` for a kernel that reads it through its scans alone: its units when they
+    are at hand (an ASCII text, or the last text's copy), else the str itself (kind 8,
+    which those kernels read a block at a time: no copy of a whole text that is not
+    ASCII, which would take up to four bytes a character for the whole call)."""
+    if text.isascii():
+        return text, 0
+    last = _last
+    if last is not None and last[0] is text:
+        return last[1], last[2]
+    return text, STR_KIND
+
+
 def forget() -> None:
     """Drop the last text's code units (a chunking call is done)."""
-    global _last
+    global _last, filled
     _last = None
+    filled = None
 
 
 # A cache per classifier the native passes ask (one entry per code point, zero until the

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from sdk.tokens import Encoder, EncodingSpec, token_byte_lengths, token_counter
 
 from . import _accel, _prose
-from ._junctions import _REACH, ADDITIVE, _cl100k, _o200k, char_class, next_additive, prev_additive
+from ._junctions import _REACH, ADDITIVE, _cl100k, _o200k, next_additive, prev_additive
 from ._types import Section
 
 if TYPE_CHECKING:
@@ -305,6 +305,7 @@ class Engine:
     __slots__ = (
         "_back",
         "_head",
+        "_junction",
         "_prose",
         "_short",
         "_tail",
@@ -343,6 +344,8 @@ class Engine:
         self._view_los: list[int] = []
         # What the native pack needs to cut prose parts itself (see ``_prose_args``).
         self._prose: tuple[object, ...] | None = None
+        # The junction table, filled for the text on first use (the additive scans').
+        self._junction: bytearray | None = None
 
     def _forward(self, p: int) -> int:
         """``p`` if additive, else the first additive position after it within reach, else -1."""
@@ -350,12 +353,16 @@ class Engine:
         if found is None:
             additive = self.sizer.additive
             text = self.text
-            native = _accel.native
-            if _accel.OFF and not _accel.on("forward"):
-                native = None  # type: ignore[assignment]
+            kernels = _accel.kernels
+            if _accel.OFF and not _accel.on("additive"):
+                kernels = None  # type: ignore[assignment]
             rule = _RULES.get(additive)
-            if native is not None and rule is not None:
-                found = native.forward(text, p, rule, char_class, _accel.cache("junction", 1))
+            if kernels is not None and rule is not None:
+                classes = self._junction
+                if classes is None:
+                    classes = self._junction = _prose.tables(text)[0]
+                units, kind = _accel.reader(text)
+                found = kernels.additive(units, kind, p, rule, 1, classes)
             elif additive(text, p):
                 found = p
             elif additive is _never:
@@ -375,12 +382,16 @@ class Engine:
         if found is None:
             additive = self.sizer.additive
             text = self.text
-            native = _accel.native
-            if _accel.OFF and not _accel.on("backward"):
-                native = None  # type: ignore[assignment]
+            kernels = _accel.kernels
+            if _accel.OFF and not _accel.on("additive"):
+                kernels = None  # type: ignore[assignment]
             rule = _RULES.get(additive)
-            if native is not None and rule is not None:
-                found = native.backward(text, p, rule, char_class, _accel.cache("junction", 1))
+            if kernels is not None and rule is not None:
+                classes = self._junction
+                if classes is None:
+                    classes = self._junction = _prose.tables(text)[0]
+                units, kind = _accel.reader(text)
+                found = kernels.additive(units, kind, p, rule, -1, classes)
             elif additive(text, p):
                 found = p
             else:
@@ -416,9 +427,7 @@ class Engine:
         rule = _RULES.get(self.sizer.additive)
         if native is not None and rule is not None:
             # The same loop in C.
-            merged: list[RawChunk] = native.merge(
-                self, chunks, RawChunk, rule, char_class, _accel.cache("junction", 1)
-            )
+            merged: list[RawChunk] = native.merge(self, chunks, RawChunk, rule, _prose.tables(self.text)[0])
             return merged
         budget = self.budget
         out: list[RawChunk] = []
@@ -683,15 +692,14 @@ class Engine:
 
     def _prose_args(self) -> tuple[object, ...]:
         """For the native pack: a prose part that does not fit is cut and packed there,
-        level by level, as ``_place`` would (the splitter's class, the level scans'
-        flags and their cache, the levels below the word, and the bound on a token's
+        level by level, as ``_place`` would (the splitter's class, the prose flag table
+        filled for the text, the levels below the word, and the bound on a token's
         characters)."""
         args = self._prose
         if args is None:
             args = self._prose = (
                 _prose.ProseSplitter,
-                _prose.prose_flags,
-                _accel.cache("prose", 2),
+                _prose.tables(self.text)[1],
                 _prose.boundaries,
                 self.sizer.max_token_chars,
             )
@@ -737,8 +745,7 @@ class Engine:
                 _meta,
                 RawChunk,
                 rule,
-                char_class,
-                _accel.cache("junction", 1),
+                _prose.tables(self.text)[0],
                 self._prose_args(),
             )
             return

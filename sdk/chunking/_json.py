@@ -1107,29 +1107,7 @@ class JSONSplitter:
             return self._container_parts(section, node, *runs)
         if not kids:  # (an empty container: white space inside it may be cut)
             return _gap_parts(text, section)
-        native = _accel.native
-        if _accel.OFF and not _accel.on("json_members"):
-            native = None  # type: ignore[assignment]
-        edges: list[int]
-        members: list[Section]
-        if native is not None and not node.open:
-            # Made in C: a pointer, a _Value and a Section per member were most of the
-            # Python work left at small budgets.
-            edges, members = native.json_members(
-                text,
-                kids,
-                node.start,
-                close,
-                node.depth + 1,
-                node.pointer + "/",
-                self,
-                _Value,
-                Section,
-                decode_key,
-                _NO_OPEN,
-            )
-        else:
-            edges, members = self._members(text, node, kids, close)
+        edges, members = self._members(text, node, kids, close)
         return self._container_parts(section, node, edges, members)
 
     def _scan_members(

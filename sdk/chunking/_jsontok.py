@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from .._errors import JSONChunkError
-from . import _accel
 
 __all__ = [
     "JSONChunkError",
@@ -594,13 +593,6 @@ class Structure:
             return found
         text = self.text
         close = self._close
-        native = _accel.native
-        if _accel.OFF and not _accel.on("close_brackets"):
-            native = None  # type: ignore[assignment]
-        if native is not None:
-            # The same scan in C: a regex match and a Python step per bracket cost about
-            # 8% of chunking a JSON document at budget 256.
-            return native.close_brackets(text, start, close)
         stack = [start]
         pos = start + 1
         match = _TO_BRACKET.match
@@ -629,16 +621,6 @@ class Structure:
 
     def children(self, start: int) -> tuple[list[Child], int]:
         """The members or elements of the container at ``start``, and its closing offset."""
-        native = _accel.native
-        if _accel.OFF and not _accel.on("json_children"):
-            native = None  # type: ignore[assignment]
-        if native is not None:
-            # In C: three regex matches and a named tuple per child from Python were 12%
-            # of chunking the JSON corpus at budget 64.
-            return native.json_children(self.text, start, self._close, Child)
-        return self._children(start)
-
-    def _children(self, start: int) -> tuple[list[Child], int]:
         text = self.text
         close = self.close_of(start)
         is_object = text[start] == "{"

@@ -14,10 +14,73 @@
 #include <stdint.h>
 #include <string.h>
 
+/* A str read in place (kind 8), a block of code points at a time: a text that is not
+ * ASCII and whose units are not at hand is never copied whole (a copy of a megabyte of
+ * text with one emoji in it would take four bytes a character). */
+#define STR_KIND 8
+#define SMALL_BLOCK 192 /* code points of a block held in place (for scans of a few) */
+
+typedef struct {
+    PyObject *str;
+    Py_ssize_t n;
+    Py_ssize_t lo, len; /* the block held: [lo, lo + len) */
+    Py_ssize_t size;    /* code points a block holds */
+    Py_ssize_t from, to; /* the range the scan reads (a block holds no more of the text) */
+    Py_UCS4 *buf;       /* ``small``, or PyMem for a larger block */
+    int failed;         /* a refill failed: its exception is set, and reads give 0x110000 */
+    Py_UCS4 small[SMALL_BLOCK];
+} Blocks;
+
+static Py_UCS4
+blocks_fill(Blocks *b, Py_ssize_t i)
+{
+    if (b->failed || i < 0 || i >= b->n) {
+        b->failed = 1;
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_IndexError, "read outside the text");
+        }
+        return 0x110000;
+    }
+    if (b->buf == NULL) {
+        b->buf = b->size <= SMALL_BLOCK ? b->small : PyMem_Malloc((size_t)b->size * sizeof(Py_UCS4));
+        if (b->buf == NULL) {
+            b->failed = 1;
+            PyErr_NoMemory();
+            return 0x110000;
+        }
+    }
+    /* A third of the block before the code point asked (scans go both ways), none of
+     * it outside the range the scan reads (where the code point is inside it). */
+    Py_ssize_t lo = i > b->size / 3 ? i - b->size / 3 : 0;
+    if (lo < b->from && i >= b->from) {
+        lo = b->from;
+    }
+    Py_ssize_t hi = b->n - lo > b->size ? lo + b->size : b->n;
+    if (hi > b->to && i < b->to) {
+        hi = b->to;
+    }
+    PyObject *sub = PyUnicode_Substring(b->str, lo, hi);
+    if (sub == NULL || PyUnicode_AsUCS4(sub, b->buf, b->size, 0) == NULL) {
+        Py_XDECREF(sub);
+        b->failed = 1;
+        b->len = 0;
+        return 0x110000;
+    }
+    Py_DECREF(sub);
+    b->lo = lo;
+    b->len = hi - lo;
+    return b->buf[i - lo];
+}
+
 /* The code point at ``i`` of a text's units (a buffer need not be aligned). */
 static inline Py_UCS4
 unit_at(int kind, const void *data, Py_ssize_t i)
 {
+    if (kind == STR_KIND) {
+        Blocks *b = (Blocks *)data;
+        size_t k = (size_t)(i - b->lo);
+        return k < (size_t)b->len ? b->buf[k] : blocks_fill(b, i);
+    }
     if (kind == 2) {
         uint16_t v;
         memcpy(&v, (const char *)data + 2 * i, 2);
@@ -32,18 +95,24 @@ unit_at(int kind, const void *data, Py_ssize_t i)
 }
 
 #define SCAN_READ(kind, data, i) unit_at((kind), (data), (i))
+#define SCAN_OWN_KIND STR_KIND
 #include "_scan.h"
+#include "_prose.h"
 
 /* A text's code units, from a buffer and its kind, or from an ASCII str (kind 0),
- * whose UTF-8 is its own storage: read in place, without a copy. */
+ * whose UTF-8 is its own storage: read in place, without a copy, or from any str
+ * (kind 8), read a block at a time. */
 typedef struct {
     Py_buffer view;
     int has_view;
     const void *data;
     Py_ssize_t n;
-    int kind; /* 1, 2 or 4 bytes a code point */
+    int kind; /* 1, 2 or 4 bytes a code point, or STR_KIND */
     int ascii;
+    Blocks blocks;
 } Units;
+
+#define BLOCK 16384 /* code points a block holds for a scan (64 KB) */
 
 static int
 units_open(Units *u, PyObject *obj, int kind)
@@ -84,9 +153,37 @@ units_open(Units *u, PyObject *obj, int kind)
     return 0;
 }
 
+/* A text's units for a kernel that reads them through unit_at alone, which may take
+ * any str as it is (kind 8, read ``block`` code points at a time). */
+static int
+units_open_read(Units *u, PyObject *obj, int kind, Py_ssize_t block)
+{
+    memset(u, 0, sizeof(*u));
+    if (kind != STR_KIND) {
+        return units_open(u, obj, kind);
+    }
+    if (!PyUnicode_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "kind 8 reads a str");
+        return -1;
+    }
+    u->kind = STR_KIND;
+    u->n = PyUnicode_GetLength(obj);
+    u->blocks.str = obj;
+    u->blocks.n = u->n;
+    u->blocks.size = block;
+    u->blocks.from = 0;
+    u->blocks.to = u->n;
+    u->data = &u->blocks;
+    return u->n < 0 ? -1 : 0;
+}
+
 static void
 units_close(Units *u)
 {
+    if (u->blocks.buf != u->blocks.small) {
+        PyMem_Free(u->blocks.buf);
+    }
+    u->blocks.buf = NULL;
     if (u->has_view) {
         PyBuffer_Release(&u->view);
         u->has_view = 0;
@@ -1339,7 +1436,294 @@ md_lines(PyObject *self, PyObject *args)
     return result;
 }
 
+/* ---- Additive positions and prose's level scans, over tables the caller filled ---- */
+
+/* A table of 0x110000 entries of ``entry`` bytes (read-only; aligned to its entries). */
+static int
+table_open(Py_buffer *view, PyObject *obj, Py_ssize_t entry)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (view->len < CODE_POINTS * entry || (uintptr_t)view->buf % (uintptr_t)entry != 0) {
+        PyErr_Format(PyExc_ValueError, "a table of %zd-byte entries by code point is expected", entry);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(additive_doc,
+"additive(units, kind, p, rule, step, table) -> int\n\n"
+"``p`` if it is additive under ``rule`` (1: o200k_base, 2: cl100k_base), else the first\n"
+"additive position from it in the direction of ``step`` (1 or -1) within 64 positions\n"
+"and inside the text, else -1 (_engine.Engine._forward and _backward are the\n"
+"reference). ``table``: the junction class + 1 of each code point (0x110000 bytes,\n"
+"filled for the text's characters by _prose.tables; ValueError for one that is not).");
+
+static PyObject *
+additive(PyObject *self, PyObject *args)
+{
+    PyObject *units, *table;
+    Py_ssize_t p;
+    int kind, rule, step;
+    if (!PyArg_ParseTuple(args, "OiniiO:additive", &units, &kind, &p, &rule, &step, &table)) {
+        return NULL;
+    }
+    if (rule != RULE_O200K && rule != RULE_CL100K) {
+        return PyErr_Format(PyExc_ValueError, "no junction rule %d", rule);
+    }
+    if (step != 1 && step != -1) {
+        return PyErr_Format(PyExc_ValueError, "step %d is not 1 or -1", step);
+    }
+    Units text;
+    if (units_open_read(&text, units, kind, SMALL_BLOCK) < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_buffer classes;
+    if (p < 0 || p >= text.n) {
+        PyErr_SetString(PyExc_IndexError, "position outside the text");
+    }
+    else if (table_open(&classes, table, 1) == 0) {
+        Junction j = {text.kind, text.data, text.n, (const unsigned char *)classes.buf, 0};
+        Py_ssize_t found = scan_additive(&j, p, rule, step);
+        if (found != -2 && !text.blocks.failed) {
+            result = PyLong_FromSsize_t(found);
+        }
+        PyBuffer_Release(&classes);
+    }
+    units_close(&text);
+    return result;
+}
+
+/* The cuts as bytes of 8-byte integers (``wide``) or 4-byte ones. */
+static PyObject *
+cuts_bytes(const Cuts *cuts, int wide)
+{
+    Py_ssize_t width = wide ? 8 : 4;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, cuts->len * width);
+    if (out != NULL) {
+        char *to = PyBytes_AsString(out);
+        for (Py_ssize_t i = 0; i < cuts->len; i++) {
+            int64_t v = cuts->items[i];
+            int32_t narrow = (int32_t)v;
+            memcpy(to + width * i, wide ? (const void *)&v : (const void *)&narrow, (size_t)width);
+        }
+    }
+    return out;
+}
+
+/* Opens a level scan's text and flag table for [start, end); the caller closes both. */
+static int
+scan_open(Scan *s, Units *text, Py_buffer *flags, PyObject *units, int kind, PyObject *table, Py_ssize_t start,
+          Py_ssize_t end)
+{
+    if (units_open_read(text, units, kind, BLOCK) < 0) {
+        return -1;
+    }
+    if (start < 0 || end > text->n || start > end) {
+        PyErr_SetString(PyExc_IndexError, "range outside the text");
+        units_close(text);
+        return -1;
+    }
+    /* (the scans read from the character before the range to the one after it) */
+    text->blocks.from = start > 0 ? start - 1 : 0;
+    text->blocks.to = end < text->n ? end + 1 : text->n;
+    if (table_open(flags, table, 2) < 0) {
+        units_close(text);
+        return -1;
+    }
+    *s = (Scan){text->kind, text->data, text->n, (const uint16_t *)flags->buf, 0};
+    return 0;
+}
+
+PyDoc_STRVAR(level_cuts_doc,
+"level_cuts(units, kind, start, end, level, table, wide, limit, pos) -> (bytes, int)\n\n"
+"The allowed cuts of prose ``level`` (0 paragraph, 1 line, 2 sentence, 3 clause, 4 word)\n"
+"strictly inside (start, end), found from ``pos`` (``start`` at first): the cuts of the\n"
+"level's pattern, less those kinsoku or a grapheme cluster refuses (_prose.boundaries's\n"
+"patterns are the reference). As bytes of 8-byte integers (``wide``) or 4-byte ones,\n"
+"at most about ``limit`` of them (0: all), and where to go on from (``end`` when done).\n"
+"``table``: the prose flags | 0x8000 of each code point (0x110000 two-byte entries,\n"
+"filled for the text's characters by _prose.tables; ValueError for one that is not).\n"
+"``kind`` 8 reads a str as it is, a block at a time (no copy of the whole text).");
+
+static PyObject *
+level_cuts(PyObject *self, PyObject *args)
+{
+    PyObject *units, *table;
+    Py_ssize_t start, end, limit, pos;
+    int kind, level, wide;
+    if (!PyArg_ParseTuple(args, "OinniOpnn:level_cuts", &units, &kind, &start, &end, &level, &table, &wide, &limit,
+                          &pos)) {
+        return NULL;
+    }
+    if (level < 0 || level > 4) {
+        return PyErr_Format(PyExc_ValueError, "no level scan for level %d", level);
+    }
+    Scan s;
+    Units text;
+    Py_buffer flags;
+    if (scan_open(&s, &text, &flags, units, kind, table, start, end) < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Cuts found = {NULL, 0, 0, limit < 0 ? 0 : limit};
+    if (pos < start || pos > end) {
+        PyErr_SetString(PyExc_IndexError, "position outside the range");
+    }
+    else if (level_candidates(&s, start, end, level, &found, &pos) == 0 && !text.blocks.failed) {
+        PyObject *batch = cuts_bytes(&found, wide);
+        result = batch == NULL ? NULL : Py_BuildValue("(Nn)", batch, pos);
+    }
+    PyMem_Free(found.items);
+    PyBuffer_Release(&flags);
+    units_close(&text);
+    return result;
+}
+
+PyDoc_STRVAR(fine_cuts_doc,
+"fine_cuts(units, kind, start, end, table, wide, limit, level, pos, aux, found)\n"
+"    -> (bytes, level, pos, aux, found) | None\n\n"
+"The first level from ``level`` (5 identifier, 6 script, 7 weak script, 8 grapheme)\n"
+"with allowed cuts strictly inside (start, end) (9 when none has any), where no\n"
+"character of the range joins a neighbour in a grapheme cluster, so that each is a\n"
+"cluster of its own; None when one does (the caller then steps by grapheme clusters;\n"
+"_prose.boundaries is the reference). The cuts come as in ``level_cuts``, at most about\n"
+"``limit`` at a time: ``pos`` -1 starts, and the level, ``pos``, ``aux`` and ``found``\n"
+"returned go on (``pos`` is ``end`` when done, at the level returned).");
+
+static PyObject *
+fine_cuts(PyObject *self, PyObject *args)
+{
+    PyObject *units, *table;
+    Py_ssize_t start, end, limit;
+    int kind, wide;
+    Fine f;
+    if (!PyArg_ParseTuple(args, "OinnOpninlp:fine_cuts", &units, &kind, &start, &end, &table, &wide, &limit, &f.level,
+                          &f.pos, &f.aux, &f.found)) {
+        return NULL;
+    }
+    if (f.level < 5 || f.level > 8) {
+        return PyErr_Format(PyExc_ValueError, "no fine scan for level %d", f.level);
+    }
+    Scan s;
+    Units text;
+    Py_buffer flags;
+    if (scan_open(&s, &text, &flags, units, kind, table, start, end) < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Cuts found = {NULL, 0, 0, limit < 0 ? 0 : limit};
+    int joins = 0;
+    if (f.pos < 0) {
+        joins = any_joins(&s, start, end);
+        f.pos = start;
+        f.aux = 0;
+        f.found = 0;
+    }
+    else if (f.pos < start || f.pos > end) {
+        PyErr_SetString(PyExc_IndexError, "position outside the range");
+        joins = -1;
+    }
+    if (text.blocks.failed) {
+        joins = -1;
+    }
+    if (joins > 0) {
+        result = Py_NewRef(Py_None);
+    }
+    else if (joins == 0 && fine_levels(&s, start, end, &f, &found) == 0 && !text.blocks.failed) {
+        PyObject *batch = cuts_bytes(&found, wide);
+        result = batch == NULL ? NULL : Py_BuildValue("(Ninli)", batch, f.level, f.pos, f.aux, f.found);
+    }
+    PyMem_Free(found.items);
+    PyBuffer_Release(&flags);
+    units_close(&text);
+    return result;
+}
+
+PyDoc_STRVAR(unfilled_doc,
+"unfilled(units, kind, table) -> list[int]\n\n"
+"The code points of a text (its ``units`` of ``kind``) whose entry in ``table`` (the\n"
+"junction classes, 0x110000 bytes, writable) is 0, each once: marked 255 on the way, for\n"
+"the caller to fill (or set back to 0).");
+
+static PyObject *
+unfilled(PyObject *self, PyObject *args)
+{
+    PyObject *units, *table;
+    int kind;
+    if (!PyArg_ParseTuple(args, "OiO:unfilled", &units, &kind, &table)) {
+        return NULL;
+    }
+    Units text;
+    if (units_open_read(&text, units, kind, BLOCK) < 0) {
+        return NULL;
+    }
+    Py_buffer classes;
+    if (PyObject_GetBuffer(table, &classes, PyBUF_WRITABLE) < 0) {
+        units_close(&text);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    if (classes.len < CODE_POINTS) {
+        PyErr_SetString(PyExc_ValueError, "a table of a byte by code point is expected");
+        goto done;
+    }
+    if ((out = PyList_New(0)) == NULL) {
+        goto done;
+    }
+    unsigned char *t = (unsigned char *)classes.buf;
+    Blocks *b = &text.blocks;
+    for (Py_ssize_t i = 0; i < text.n; i++) {
+        Py_UCS4 c;
+        if (text.kind != STR_KIND) {
+            c = unit_at(text.kind, text.data, i);
+        }
+        else {
+            /* a block at a time: the characters held are stepped over in one loop */
+            c = unit_at(STR_KIND, b, i);
+            if (!b->failed) {
+                const Py_UCS4 *held = b->buf;
+                Py_ssize_t k = i - b->lo, last = b->len - 1;
+                while (k < last && (c >= CODE_POINTS || t[c] != 0)) {
+                    c = held[++k];
+                }
+                i = b->lo + k;
+            }
+        }
+        if (b->failed) {
+            goto undo;
+        }
+        if (c >= CODE_POINTS || t[c] != 0) {
+            continue;
+        }
+        PyObject *point = PyLong_FromLong((long)c);
+        if (point == NULL || PyList_Append(out, point) < 0) {
+            Py_XDECREF(point);
+            goto undo;
+        }
+        Py_DECREF(point);
+        t[c] = 255;
+    }
+    goto done;
+undo: /* the marks set back: none is left that the caller will not fill */
+    for (Py_ssize_t k = 0; k < PyList_Size(out); k++) {
+        t[PyLong_AsLong(PyList_GetItem(out, k))] = 0;
+    }
+    Py_CLEAR(out);
+done:
+    PyBuffer_Release(&classes);
+    units_close(&text);
+    return out;
+}
+
 static PyMethodDef kernels_methods[] = {
+    {"additive", additive, METH_VARARGS, additive_doc},
+    {"level_cuts", level_cuts, METH_VARARGS, level_cuts_doc},
+    {"fine_cuts", fine_cuts, METH_VARARGS, fine_cuts_doc},
+    {"unfilled", unfilled, METH_VARARGS, unfilled_doc},
     {"char_ends", char_ends, METH_VARARGS, char_ends_doc},
     {"prefix_counts", prefix_counts, METH_VARARGS, prefix_counts_doc},
     {"first_found", first_found, METH_VARARGS, first_found_doc},

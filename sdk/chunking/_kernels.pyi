@@ -31,3 +31,31 @@ def md_lines(
     width: int = 8,
     /,
 ) -> tuple[bytes, bytes, bytes]: ...
+def additive(units: str | Buffer, kind: int, p: int, rule: int, step: int, table: Buffer, /) -> int: ...
+def level_cuts(
+    units: str | Buffer,
+    kind: int,
+    start: int,
+    end: int,
+    level: int,
+    table: Buffer,
+    wide: bool,
+    limit: int,
+    pos: int,
+    /,
+) -> tuple[bytes, int]: ...
+def fine_cuts(
+    units: str | Buffer,
+    kind: int,
+    start: int,
+    end: int,
+    table: Buffer,
+    wide: bool,
+    limit: int,
+    level: int,
+    pos: int,
+    aux: int,
+    found: bool,
+    /,
+) -> tuple[bytes, int, int, int, bool] | None: ...
+def unfilled(units: str | Buffer, kind: int, table: Buffer, /) -> list[int]: ...

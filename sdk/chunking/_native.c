@@ -1,10 +1,8 @@
-/* Native passes of the chunking engine (optional: sdk.chunking falls back to Python
- * and numpy when this module is not built, with the same results).
- *
- * char_ends: where each token of a text ends, in characters (code points). The engine
- * works in the text's own offsets; the encoder gives token ids, whose UTF-8 lengths are
- * summed here and mapped to characters by walking the text once alongside them (the
- * UTF-8 width of a code point is known from its value, so the text is never encoded).
+/* The chunking engine's passes that still read Python objects (optional: sdk.chunking
+ * falls back to Python when this module is not built, with the same results): the
+ * packing loop (pack, merge, make_chunks), the JSON and code splitters' walks. Being
+ * retired into Python and the kernels (docs/design.md, "One engine, not two"); the scans
+ * it shares with the kernels are one source, _scan.h and _prose.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -12,6 +10,8 @@
 
 #define SCAN_READ(kind, data, i) PyUnicode_READ(kind, data, i)
 #include "_scan.h"
+#define SEAM_PROSE_LEVELS_ONLY /* the fine levels are the kernels' alone */
+#include "_prose.h"
 
 /* A Section's items (a named tuple of nine). */
 #define SECTION_START 0
@@ -51,16 +51,6 @@ get_ssize(PyObject *obj, PyObject *name, Py_ssize_t *value)
     return *value == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-
-PyDoc_STRVAR(close_brackets_doc,
-"close_brackets(text, start, close) -> int\n\n"
-"The offset of the bracket that closes the JSON container opening at ``start``; every\n"
-"container of 256 characters or more closed on the way, less than 65 levels below\n"
-"``start``, is recorded in the dict ``close`` (opening offset -> closing offset; shorter\n"
-"ones are cheaper to match again than to keep, and deeper ones are cut by one scan,\n"
-"see _json._flat_cuts). Brackets inside strings are skipped (a backslash escapes the\n"
-"next character).\n"
-"ValueError when the container or a string in it is not closed.");
 
 /* Containers spanning fewer characters are not recorded: matching one again scans at
  * most this many, a bounded number of times (by its parent's children, then its own),
@@ -152,18 +142,6 @@ match_brackets(PyObject *text, Py_ssize_t start, PyObject *close)
     return -1;
 }
 
-static PyObject *
-close_brackets(PyObject *self, PyObject *args)
-{
-    PyObject *text, *close;
-    Py_ssize_t start;
-    if (!PyArg_ParseTuple(args, "UnO!:close_brackets", &text, &start, &PyDict_Type, &close)) {
-        return NULL;
-    }
-    Py_ssize_t found = match_brackets(text, start, close);
-    return found < 0 ? NULL : PyLong_FromSsize_t(found);
-}
-
 /* The close of the container at ``start``: from ``close`` when known, else matched. */
 static Py_ssize_t
 close_of(PyObject *text, Py_ssize_t start, PyObject *close)
@@ -248,103 +226,6 @@ scan_child(PyObject *text, int kind, const void *data, Py_ssize_t n, Py_ssize_t 
     k[4] = end;
     k[5] = next;
     return 0;
-}
-
-/* The children of the container of a valid JSON ``text`` opening at ``start``: six
- * offsets each (begin, key_start, key_end, start, end, next) in *spans (PyMem, the
- * caller frees it; NULL when there are none), their number and the closing offset. */
-static int
-children_spans(PyObject *text, Py_ssize_t start, PyObject *close, Py_ssize_t **spans, Py_ssize_t *count,
-               Py_ssize_t *closing)
-{
-    *spans = NULL;
-    *count = 0;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_UCS4 first = start >= 0 && start < n ? PyUnicode_READ(kind, data, start) : 0;
-    if (first != '[' && first != '{') {
-        PyErr_Format(PyExc_ValueError, "no JSON container at offset %zd", start);
-        return -1;
-    }
-    *closing = close_of(text, start, close);
-    if (*closing < 0) {
-        return -1;
-    }
-    int is_object = first == '{';
-    Py_ssize_t room = 0;
-    Py_ssize_t pos = skip_json_ws(kind, data, start + 1, n);
-    while (pos < *closing) {
-        if (*count == room) {
-            room = room ? 2 * room : 16;
-            Py_ssize_t *grown = (size_t)room > PY_SSIZE_T_MAX / (6 * sizeof(Py_ssize_t))
-                                    ? NULL
-                                    : PyMem_Realloc(*spans, (size_t)room * 6 * sizeof(Py_ssize_t));
-            if (grown == NULL) {
-                PyErr_NoMemory();
-                goto fail;
-            }
-            *spans = grown;
-        }
-        Py_ssize_t *k = *spans + 6 * *count;
-        if (scan_child(text, kind, data, n, pos, is_object, close, k) < 0) {
-            goto fail;
-        }
-        ++*count;
-        pos = k[5];
-    }
-    return 0;
-fail:
-    PyMem_Free(*spans);
-    *spans = NULL;
-    *count = 0;
-    return -1;
-}
-
-PyDoc_STRVAR(json_children_doc,
-"json_children(text, start, close, child_type) -> (list, int)\n\n"
-"The members or elements of the container of a valid JSON ``text`` opening at\n"
-"``start``, as ``child_type`` tuples (begin, key_start, key_end, start, end, next), and\n"
-"its closing offset; ``close`` is the dict of known closes (opening -> closing offset),\n"
-"filled as containers are matched. ValueError where the text is not valid there.");
-
-static PyObject *
-json_children(PyObject *self, PyObject *args)
-{
-    PyObject *text, *close;
-    Py_ssize_t start;
-    PyTypeObject *child_type;
-    if (!PyArg_ParseTuple(args, "UnO!O!:json_children", &text, &start, &PyDict_Type, &close, &PyType_Type,
-                          &child_type)) {
-        return NULL;
-    }
-    if (!PyType_IsSubtype(child_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "child_type must be a tuple type");
-        return NULL;
-    }
-    Py_ssize_t *spans, count, closing;
-    if (children_spans(text, start, close, &spans, &count, &closing) < 0) {
-        return NULL;
-    }
-    PyObject *out = PyList_New(count);
-    for (Py_ssize_t i = 0; i < count && out != NULL; i++) {
-        PyObject *child = child_type->tp_alloc(child_type, 6);
-        if (child == NULL) {
-            Py_CLEAR(out);
-            break;
-        }
-        PyList_SET_ITEM(out, i, child);
-        for (int f = 0; f < 6; f++) {
-            PyObject *v = PyLong_FromSsize_t(spans[6 * i + f]);
-            if (v == NULL) {
-                Py_CLEAR(out);
-                break;
-            }
-            PyTuple_SET_ITEM(child, f, v);
-        }
-    }
-    PyMem_Free(spans);
-    return out == NULL ? NULL : Py_BuildValue("(Nn)", out, closing);
 }
 
 /* An int item as a Py_ssize_t (-1 with an exception set on a failure). */
@@ -547,66 +428,6 @@ fail:
     Py_CLEAR(*edges);
     Py_CLEAR(*members);
     return -1;
-}
-
-PyDoc_STRVAR(json_members_doc,
-"json_members(text, kids, start, close, depth, base, splitter, value_type, section_type, decode, no_open) -> (list, list)\n\n"
-"The edges and member Sections of the container opening at ``start`` and closing at\n"
-"``close``, whose children ``kids`` (json_children's, at least one) are at ``depth``, as\n"
-"JSONSplitter._split_container makes them: each member from the first line break after\n"
-"the comma before it to the same after it, its pointer ``base`` and its key (decoded by\n"
-"``decode`` when it holds an escape) or index, its state a ``value_type`` (start, end,\n"
-"depth, pointer, key_start, key_end, ``no_open``, False), its splitter ``splitter`` when\n"
-"it can be cut (a container, or a string with content).");
-
-static PyObject *
-json_members(PyObject *self, PyObject *args)
-{
-    PyObject *text, *kids_obj, *base, *splitter, *decode, *no_open;
-    Py_ssize_t start, close, depth;
-    PyTypeObject *value_type, *section_type;
-    if (!PyArg_ParseTuple(args, "UOnnnUOO!O!OO:json_members", &text, &kids_obj, &start, &close, &depth, &base,
-                          &splitter, &PyType_Type, &value_type, &PyType_Type, &section_type, &decode, &no_open)) {
-        return NULL;
-    }
-    if (!PyType_IsSubtype(value_type, &PyTuple_Type) || !PyType_IsSubtype(section_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "value_type and section_type must be tuple types");
-        return NULL;
-    }
-    PyObject *kids = PySequence_Tuple(kids_obj);
-    if (kids == NULL) {
-        return NULL;
-    }
-    Py_ssize_t count = PyTuple_GET_SIZE(kids);
-    PyObject *edges = NULL, *members = NULL, *result = NULL;
-    Py_ssize_t *spans = PyMem_New(Py_ssize_t, 6 * (count ? count : 1));
-    if (spans == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *k = PyTuple_GET_ITEM(kids, i);
-        if (!PyTuple_Check(k) || PyTuple_GET_SIZE(k) < 5) {
-            PyErr_SetString(PyExc_TypeError, "kids must be json_children's tuples");
-            goto done;
-        }
-        for (int f = 0; f < 5; f++) {
-            if (ssize_item_of(PyTuple_GET_ITEM(k, f), &spans[6 * i + f]) < 0) {
-                goto done;
-            }
-        }
-        spans[6 * i + 5] = 0;
-    }
-    if (members_of(text, spans, count, start, close, depth, base, splitter, value_type, section_type, decode,
-                   no_open, &edges, &members, NULL, 0) == 0) {
-        result = PyTuple_Pack(2, edges, members);
-    }
-done:
-    PyMem_Free(spans);
-    Py_XDECREF(edges);
-    Py_XDECREF(members);
-    Py_DECREF(kids);
-    return result;
 }
 
 /* ---- JSONSplitter.split in C for value nodes (JSONSplitter._split is the Python
@@ -1578,857 +1399,6 @@ fail:
     return NULL;
 }
 
-/* ---- Additive positions (see _junctions.py, whose rules these mirror exactly) ---- */
-
-enum { NEWLINE, SPACE, LETTER, DIGIT, MARK, APOSTROPHE, SLASH, OTHER, UNKNOWN };
-enum { RULE_O200K = 1, RULE_CL100K = 2 };
-#define REACH 64
-
-/* Classes are kept by code point in a buffer of the caller's (0x110000 bytes: 0 for not
- * yet known, else the class + 1), filled from the Python classifier on first sight of
- * each character (it must be a pure function of the character). */
-#define CODE_POINTS 0x110000
-
-typedef struct {
-    PyObject *text;
-    int kind;
-    const void *data;
-    PyObject *classify;
-    unsigned char *cache;
-} Junction;
-
-static int
-class_at(const Junction *j, Py_ssize_t i)
-{
-    PyObject *text = j->text;
-    int kind = j->kind;
-    const void *data = j->data;
-    PyObject *classify = j->classify;
-    unsigned char *class_cache = j->cache;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    if (i < 0) {
-        i += n; /* as Python indexes: the engine never asks before the text's start */
-    }
-    Py_UCS4 c = PyUnicode_READ(kind, data, i);
-    unsigned char cls = class_cache[c];
-    if (cls != 0) {
-        return cls - 1;
-    }
-    PyObject *ch = PyUnicode_FromOrdinal((int)c);
-    if (ch == NULL) {
-        return -1;
-    }
-    PyObject *got = PyObject_CallOneArg(classify, ch);
-    Py_DECREF(ch);
-    if (got == NULL) {
-        return -1;
-    }
-    long value = PyLong_AsLong(got);
-    Py_DECREF(got);
-    if (value == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (value < NEWLINE || value > UNKNOWN) {
-        PyErr_Format(PyExc_ValueError, "character class %ld is not one of the junction classes", value);
-        return -1;
-    }
-    class_cache[c] = (unsigned char)(value + 1);
-    return (int)value;
-}
-
-/* 1: additive, 0: not, -1: error. ``p`` is inside the text (0 < p < len, or 0 with the
- * character before it read as Python reads text[-1]). */
-static int
-additive_at(const Junction *j, Py_ssize_t p, int rule)
-{
-    int a = class_at(j, p - 1);
-    if (a < 0) {
-        return -1;
-    }
-    int b = class_at(j, p);
-    if (b < 0) {
-        return -1;
-    }
-    if (a == UNKNOWN || b == UNKNOWN) {
-        return 0;
-    }
-    if (rule == RULE_O200K) {
-        if (a == NEWLINE) {
-            if (b == NEWLINE || b == SLASH) {
-                return 0;
-            }
-            if (b != SPACE) {
-                return 1;
-            }
-            /* Additive unless the whitespace run from p holds a line break. */
-            Py_ssize_t n = PyUnicode_GET_LENGTH(j->text);
-            for (Py_ssize_t q = p; q < n; q++) {
-                int c = class_at(j, q);
-                if (c < 0) {
-                    return -1;
-                }
-                if (c == NEWLINE) {
-                    return 0;
-                }
-                if (c != SPACE) {
-                    return 1;
-                }
-            }
-            return 1;
-        }
-        if (a == SPACE) {
-            return 0;
-        }
-        if (b == SPACE) {
-            return 1;
-        }
-        if (a == LETTER) {
-            return b != LETTER && b != MARK && b != APOSTROPHE;
-        }
-        if (a == DIGIT) {
-            return b != DIGIT;
-        }
-        return 0;
-    }
-    /* cl100k */
-    if (a == NEWLINE) {
-        return b != NEWLINE && b != SPACE;
-    }
-    if (a == SPACE) {
-        return 0;
-    }
-    if (b == SPACE) {
-        return 1;
-    }
-    if (a == LETTER) {
-        return b != LETTER;
-    }
-    if (a == DIGIT) {
-        return b != DIGIT;
-    }
-    return 0;
-}
-
-/* Checks the arguments and fills ``j``; the caller releases ``cache``. */
-static int
-prepare(Junction *j, PyObject *text, Py_ssize_t p, int rule, PyObject *classify, Py_buffer *cache)
-{
-    if (rule != RULE_O200K && rule != RULE_CL100K) {
-        PyErr_Format(PyExc_ValueError, "no junction rule %d", rule);
-        return -1;
-    }
-    if (p < 0 || p >= PyUnicode_GET_LENGTH(text)) {
-        PyErr_SetString(PyExc_IndexError, "position outside the text");
-        return -1;
-    }
-    if (cache->len < CODE_POINTS) {
-        PyErr_SetString(PyExc_ValueError, "the class cache must hold a byte per code point");
-        return -1;
-    }
-    j->text = text;
-    j->kind = PyUnicode_KIND(text);
-    j->data = PyUnicode_DATA(text);
-    j->classify = classify;
-    j->cache = (unsigned char *)cache->buf;
-    return 0;
-}
-
-/* The first additive position from ``p`` (inside the text) in the direction of ``step``,
- * within REACH positions and inside the text: -1 for none, -2 on an error. */
-static Py_ssize_t
-scan_additive(const Junction *j, Py_ssize_t p, int rule, int step)
-{
-    Py_ssize_t n = PyUnicode_GET_LENGTH(j->text);
-    Py_ssize_t stop = step > 0 ? (p + REACH < n ? p + REACH : n) : (p - REACH > -1 ? p - REACH : -1);
-    for (Py_ssize_t q = p; q != stop; q += step) {
-        int at = additive_at(j, q, rule);
-        if (at < 0) {
-            return -2;
-        }
-        if (at) {
-            return q;
-        }
-    }
-    return -1;
-}
-
-/* forward (step 1) and backward (step -1): scan_additive with its arguments checked. */
-static PyObject *
-search_additive(PyObject *args, const char *format, int step)
-{
-    PyObject *text, *classify, *result = NULL;
-    Py_ssize_t p;
-    int rule;
-    Py_buffer cache;
-    Junction j;
-    if (!PyArg_ParseTuple(args, format, &text, &p, &rule, &classify, &cache)) {
-        return NULL;
-    }
-    if (prepare(&j, text, p, rule, classify, &cache) == 0) {
-        Py_ssize_t found = scan_additive(&j, p, rule, step);
-        if (found != -2) {
-            result = PyLong_FromSsize_t(found);
-        }
-    }
-    PyBuffer_Release(&cache);
-    return result;
-}
-
-PyDoc_STRVAR(forward_doc,
-"forward(text, p, rule, classify, cache) -> int\n\n"
-"``p`` if it is additive under ``rule`` (1: o200k_base, 2: cl100k_base), else the first\n"
-"additive position after it and before ``p + 64`` (and the text's end), else -1.\n"
-"``classify`` gives a character's junction class, asked once per character: the\n"
-"answers are kept in ``cache``, a writable buffer of 0x110000 zero bytes at first.");
-
-static PyObject *
-forward(PyObject *self, PyObject *args)
-{
-    return search_additive(args, "UniOw*:forward", 1);
-}
-
-PyDoc_STRVAR(backward_doc,
-"backward(text, p, rule, classify, cache) -> int\n\n"
-"``p`` if it is additive under ``rule``, else the last additive position before it and\n"
-"after ``p - 64`` (down to 0), else -1 (see ``forward``).");
-
-static PyObject *
-backward(PyObject *self, PyObject *args)
-{
-    return search_additive(args, "UniOw*:backward", -1);
-}
-
-/* ---- Prose level scans (see _prose.py, whose patterns these mirror exactly) ---- */
-
-/* Flags of a character, as _prose.prose_flags gives them. */
-#define F_STERM 1       /* [\p{Sentence_Terminal}…] */
-#define F_CJK_STERM 2   /* [。！？｡︒﹒﹗﹖．] */
-#define F_CLOSE 4       /* closing punctuation and quotes */
-#define F_HSPACE 8      /* White_Space but for line breaks */
-#define F_CJK_CLAUSE 16 /* [、，；：﹐﹑､︐︑] */
-#define F_CLAUSE 32     /* [,;:،؛] */
-#define F_BAD_AFTER 64  /* may not start a piece, or joins the grapheme before it */
-#define F_BAD_BEFORE 128 /* may not end a piece, or joins the grapheme after it */
-#define F_XID 256        /* XID_Continue */
-#define F_JOINS 512      /* may join a neighbour in a grapheme cluster (_prose._JOINING) */
-#define F_JOINS_AFTER 1024  /* joins the grapheme before it */
-#define F_JOINS_BEFORE 2048 /* joins the grapheme after it */
-#define F_SCRIPT_SHIFT 12   /* 3 bits: the script class, 0 for none */
-#define F_ALL 0x7FFF
-#define F_KNOWN 0x8000
-
-/* A scan of one text: its flags are kept by code point in a buffer of the caller's
- * (0x110000 two-byte entries: 0 for not yet known, else the flags | F_KNOWN). */
-typedef struct {
-    PyObject *text;
-    int kind;
-    const void *data;
-    PyObject *flags_of;
-    uint16_t *flag_cache;
-    int failed;
-} Scan;
-
-/* Fills ``s`` for [start, end) of ``text``; the caller releases ``cache``. */
-static int
-start_scan(Scan *s, Py_ssize_t start, Py_ssize_t end, Py_buffer *cache)
-{
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s->text);
-    if (start < 0 || end > n || start > end) {
-        PyErr_SetString(PyExc_IndexError, "range outside the text");
-        return -1;
-    }
-    if (cache->len < CODE_POINTS * (Py_ssize_t)sizeof(uint16_t)) {
-        PyErr_SetString(PyExc_ValueError, "the flag cache must hold two bytes per code point");
-        return -1;
-    }
-    s->kind = PyUnicode_KIND(s->text);
-    s->data = PyUnicode_DATA(s->text);
-    s->flag_cache = (uint16_t *)cache->buf;
-    return 0;
-}
-
-static inline Py_UCS4
-ch_at(const Scan *s, Py_ssize_t i)
-{
-    return PyUnicode_READ(s->kind, s->data, i);
-}
-
-/* The flags of a character not in the cache yet: asked of ``flags_of`` (0 once a call
- * has failed, with ``failed`` set). */
-static int
-flags_asked(Scan *s, Py_UCS4 c)
-{
-    if (s->failed) {
-        return 0; /* an exception is pending: no more Python calls */
-    }
-    PyObject *ch = PyUnicode_FromOrdinal((int)c);
-    PyObject *got = ch == NULL ? NULL : PyObject_CallOneArg(s->flags_of, ch);
-    Py_XDECREF(ch);
-    long value = got == NULL ? -1 : PyLong_AsLong(got);
-    Py_XDECREF(got);
-    if (value < 0 || value > F_ALL) {
-        if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_ValueError, "prose flags %ld are out of range", value);
-        }
-        s->failed = 1;
-        return 0;
-    }
-    s->flag_cache[c] = (uint16_t)(value | F_KNOWN);
-    return (int)value;
-}
-
-static inline int
-flags_at(Scan *s, Py_ssize_t i)
-{
-    Py_UCS4 c = ch_at(s, i);
-    uint16_t f = s->flag_cache[c];
-    return f & F_KNOWN ? f & F_ALL : flags_asked(s, c);
-}
-
-/* The first position from ``i`` before ``end`` whose character has any of ``mask`` in
- * its flags or is not in the cache yet (``end`` if none): the level scans step over the
- * characters that cannot start a cut in one tight loop per string width. */
-#define SKIP_TO_FLAGS(T)                                                                                               \
-    do {                                                                                                               \
-        const T *d = (const T *)s->data;                                                                               \
-        for (; i < end; i++) {                                                                                         \
-            uint16_t f = cache[d[i]];                                                                                  \
-            if (!(f & F_KNOWN) || (f & mask)) {                                                                        \
-                return i;                                                                                              \
-            }                                                                                                          \
-        }                                                                                                              \
-    } while (0)
-
-static Py_ssize_t
-skip_to_flags(const Scan *s, Py_ssize_t i, Py_ssize_t end, int mask)
-{
-    const uint16_t *cache = s->flag_cache;
-    switch (s->kind) {
-    case PyUnicode_1BYTE_KIND:
-        SKIP_TO_FLAGS(Py_UCS1);
-        break;
-    case PyUnicode_2BYTE_KIND:
-        SKIP_TO_FLAGS(Py_UCS2);
-        break;
-    default:
-        SKIP_TO_FLAGS(Py_UCS4);
-        break;
-    }
-    return end;
-}
-
-/* The same for the line-break levels: the first CR or LF, else (``paragraph`` false)
- * U+2028 or U+0085, else (``paragraph``) U+2029. */
-#define SKIP_TO_BREAK(T)                                                                                               \
-    do {                                                                                                               \
-        const T *d = (const T *)s->data;                                                                               \
-        for (; i < end; i++) {                                                                                         \
-            Py_UCS4 c = d[i];                                                                                          \
-            if (c == '\n' || c == '\r' || (paragraph ? c == 0x2029 : (c == 0x2028 || c == 0x85))) {                    \
-                return i;                                                                                              \
-            }                                                                                                          \
-        }                                                                                                              \
-    } while (0)
-
-static Py_ssize_t
-skip_to_break(const Scan *s, Py_ssize_t i, Py_ssize_t end, int paragraph)
-{
-    switch (s->kind) {
-    case PyUnicode_1BYTE_KIND:
-        SKIP_TO_BREAK(Py_UCS1);
-        break;
-    case PyUnicode_2BYTE_KIND:
-        SKIP_TO_BREAK(Py_UCS2);
-        break;
-    default:
-        SKIP_TO_BREAK(Py_UCS4);
-        break;
-    }
-    return end;
-}
-
-static inline int
-is_paragraph_nl(Py_UCS4 c)
-{
-    return c == '\r' || c == '\n';
-}
-
-static inline int
-is_line_break(Py_UCS4 c)
-{
-    return c == '\r' || c == '\n' || c == 0x2028 || c == 0x85;
-}
-
-/* The end of the run of line breaks from ``i`` (which starts one) with only horizontal
- * space between them, and how many line breaks it holds (a CR LF is one). */
-static Py_ssize_t
-break_run(Scan *s, Py_ssize_t i, Py_ssize_t end, int (*is_break)(Py_UCS4), Py_ssize_t *count)
-{
-    Py_ssize_t q = i;
-    Py_ssize_t last = i;
-    *count = 0;
-    while (q < end) {
-        Py_UCS4 c = ch_at(s, q);
-        if (is_break(c)) {
-            q += c == '\r' && q + 1 < end && ch_at(s, q + 1) == '\n' ? 2 : 1;
-            (*count)++;
-            last = q;
-            continue;
-        }
-        if (q == i || !(flags_at(s, q) & F_HSPACE) || s->failed) {
-            break;
-        }
-        q++;
-    }
-    return last;
-}
-
-/* Cuts found, handed to the caller's ``sink`` (a callable taking a bytes object of
- * 8-byte integers: ``array('q').frombytes``; with ``narrow``, 4-byte ones, for a text
- * shorter than 2**31 characters: ``array('i')``) a bounded batch at a time, so the
- * memory beyond the cuts kept does not grow with them (a run of dashes has a cut per
- * character). */
-#define CUTS_BATCH 8192
-
-typedef struct {
-    int64_t *items;
-    Py_ssize_t len, total, cap;
-    PyObject *sink; /* NULL: the cuts are kept, in ``items``, which grows */
-    int narrow;     /* the sink takes 4-byte integers */
-} Cuts;
-
-/* Whether a text's offsets are handed over as 4-byte integers (prose.boundaries's rule). */
-#define NARROW(text) (PyUnicode_GET_LENGTH(text) < ((Py_ssize_t)1 << 31))
-
-static int
-flush(Cuts *out)
-{
-    if (out->len == 0 || out->sink == NULL) {
-        return 0;
-    }
-    PyObject *batch;
-    if (out->narrow) {
-        batch = PyBytes_FromStringAndSize(NULL, out->len * (Py_ssize_t)sizeof(int32_t));
-        if (batch != NULL) {
-            int32_t *to = (int32_t *)PyBytes_AS_STRING(batch);
-            for (Py_ssize_t i = 0; i < out->len; i++) {
-                to[i] = (int32_t)out->items[i];
-            }
-        }
-    }
-    else {
-        batch = PyBytes_FromStringAndSize((const char *)out->items, out->len * (Py_ssize_t)sizeof(int64_t));
-    }
-    if (batch == NULL) {
-        return -1;
-    }
-    out->len = 0;
-    PyObject *done = PyObject_CallOneArg(out->sink, batch);
-    Py_DECREF(batch);
-    if (done == NULL) {
-        return -1;
-    }
-    Py_DECREF(done);
-    return 0;
-}
-
-static int
-push(Cuts *out, int64_t value)
-{
-    if (out->len == out->cap) {
-        if (out->sink != NULL && out->items != NULL) {
-            if (flush(out) < 0) {
-                return -1;
-            }
-        }
-        else {
-            Py_ssize_t cap = out->sink != NULL ? CUTS_BATCH : out->cap ? out->cap * 2 : 64;
-            int64_t *grown = cap > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(int64_t)
-                                 ? NULL
-                                 : PyMem_Realloc(out->items, (size_t)cap * sizeof(int64_t));
-            if (grown == NULL) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            out->items = grown;
-            out->cap = cap;
-        }
-    }
-    out->items[out->len++] = value;
-    out->total++;
-    return 0;
-}
-
-static inline int allowed_at(Scan *s, Py_ssize_t p);
-
-/* A level's candidate: kept when strictly inside and allowed (nothing after it that may
- * not start a piece or joins the grapheme before, nothing before it that may not end one). */
-static int
-keep(Scan *s, Cuts *out, Py_ssize_t start, Py_ssize_t end, Py_ssize_t p)
-{
-    if (p <= start || p >= end) {
-        return 0;
-    }
-    int allowed = allowed_at(s, p);
-    if (s->failed) {
-        return -1;
-    }
-    return allowed ? push(out, p) : 0;
-}
-
-/* A run of characters with any of ``mask`` from ``i``, stopping at ``end``. */
-static Py_ssize_t
-run_of(Scan *s, Py_ssize_t i, Py_ssize_t end, int mask)
-{
-    while (i < end && (flags_at(s, i) & mask) && !s->failed) {
-        i++;
-    }
-    return i;
-}
-
-/* Candidate cuts of one level in [start, end), in order: the positions the pattern of
- * that level cuts at, as finditer over text[:end] from ``start`` finds them. */
-static int
-level_candidates(Scan *s, Py_ssize_t start, Py_ssize_t end, int level, Cuts *out)
-{
-    Py_ssize_t i = start;
-    while (i < end && !s->failed) {
-        switch (level) {
-        case 0:
-        case 1:
-            i = skip_to_break(s, i, end, level == 0);
-            break;
-        case 2:
-            i = skip_to_flags(s, i, end, F_STERM);
-            break;
-        case 3:
-            i = skip_to_flags(s, i, end, F_CJK_CLAUSE | F_CLAUSE);
-            break;
-        case 4:
-            i = skip_to_flags(s, i, end, F_HSPACE);
-            break;
-        default:
-            break;
-        }
-        if (i >= end) {
-            break;
-        }
-        Py_UCS4 c = ch_at(s, i);
-        switch (level) {
-        case 0: { /* (?>\r\n|\r|\n)(?:H*(?>\r\n|\r|\n))+|\u2029+ : two line breaks or more */
-            if (is_paragraph_nl(c)) {
-                Py_ssize_t count;
-                Py_ssize_t stop = break_run(s, i, end, is_paragraph_nl, &count);
-                if (count >= 2) {
-                    if (keep(s, out, start, end, stop) < 0) {
-                        return -1;
-                    }
-                    i = stop;
-                    continue;
-                }
-            }
-            else if (c == 0x2029) {
-                Py_ssize_t stop = i + 1;
-                while (stop < end && ch_at(s, stop) == 0x2029) {
-                    stop++;
-                }
-                if (keep(s, out, start, end, stop) < 0) {
-                    return -1;
-                }
-                i = stop;
-                continue;
-            }
-            i++;
-            break;
-        }
-        case 1: { /* (?:\r\n|\r|\n|\u2028|\x85)(?:H*(?:...))* */
-            if (is_line_break(c)) {
-                Py_ssize_t count;
-                Py_ssize_t stop = break_run(s, i, end, is_line_break, &count);
-                if (keep(s, out, start, end, stop) < 0) {
-                    return -1;
-                }
-                i = stop;
-                continue;
-            }
-            i++;
-            break;
-        }
-        case 2: { /* sentence ends (see _prose._SENTENCE) */
-            int f = flags_at(s, i);
-            if (!(f & F_STERM)) {
-                i++;
-                break;
-            }
-            if (f & F_CJK_STERM) {
-                Py_ssize_t stop = run_of(s, run_of(s, i, end, F_CJK_STERM), end, F_CLOSE);
-                if (keep(s, out, start, end, stop) < 0) {
-                    return -1;
-                }
-                i = stop;
-                continue;
-            }
-            Py_ssize_t stop = run_of(s, run_of(s, i, end, F_STERM), end, F_CLOSE);
-            if (stop < end && (flags_at(s, stop) & F_HSPACE)) {
-                if (keep(s, out, start, end, stop) < 0) {
-                    return -1;
-                }
-                i = stop;
-                continue;
-            }
-            /* the skip run: terminals but the CJK ones, taken whole */
-            Py_ssize_t q = i;
-            while (q < end && !s->failed) {
-                int g = flags_at(s, q);
-                if (!((g & F_STERM) && !(g & F_CJK_STERM))) {
-                    break;
-                }
-                q++;
-            }
-            i = q;
-            break;
-        }
-        case 3: { /* clause marks (see _prose._CLAUSE) */
-            int f = flags_at(s, i);
-            if (f & F_CJK_CLAUSE) {
-                Py_ssize_t stop = run_of(s, run_of(s, i, end, F_CJK_CLAUSE), end, F_CLOSE);
-                if (keep(s, out, start, end, stop) < 0) {
-                    return -1;
-                }
-                i = stop;
-                continue;
-            }
-            if (f & F_CLAUSE) {
-                Py_ssize_t marks = run_of(s, i, end, F_CLAUSE);
-                Py_ssize_t stop = run_of(s, marks, end, F_CLOSE);
-                if (stop < end && (flags_at(s, stop) & F_HSPACE)) {
-                    if (keep(s, out, start, end, stop) < 0) {
-                        return -1;
-                    }
-                    i = stop;
-                }
-                else {
-                    i = marks; /* the skip run */
-                }
-                continue;
-            }
-            i++;
-            break;
-        }
-        case 4: { /* H+ : a cut before each run of horizontal space */
-            if (flags_at(s, i) & F_HSPACE) {
-                if (keep(s, out, start, end, i) < 0) {
-                    return -1;
-                }
-                i = run_of(s, i, end, F_HSPACE);
-                continue;
-            }
-            i++;
-            break;
-        }
-        default:
-            PyErr_Format(PyExc_ValueError, "no native scan for level %d", level);
-            return -1;
-        }
-    }
-    return s->failed ? -1 : 0;
-}
-
-/* Parses the arguments shared by the level scans (the level must be from ``lowest`` to
- * ``highest``) and fills ``s``; -1 with an exception set (and nothing to release) on
- * failure, else the caller releases ``cache``. */
-static int
-open_scan(PyObject *args, const char *format, int lowest, int highest, Scan *s, Py_ssize_t *start,
-          Py_ssize_t *end, int *level, Py_buffer *cache, PyObject **sink)
-{
-    if (!PyArg_ParseTuple(args, format, &s->text, start, end, level, &s->flags_of, cache, sink)) {
-        return -1;
-    }
-    if (*level < lowest || *level > highest) {
-        PyErr_Format(PyExc_ValueError, "no native scan for level %d", *level);
-        PyBuffer_Release(cache);
-        return -1;
-    }
-    if (start_scan(s, *start, *end, cache) < 0) {
-        PyBuffer_Release(cache);
-        return -1;
-    }
-    return 0;
-}
-
-PyDoc_STRVAR(level_cuts_doc,
-"level_cuts(text, start, end, level, flags_of, cache, sink) -> int\n\n"
-"(The cuts go to ``sink`` as 4-byte integers for a text shorter than 2**31 characters,\n"
-"else 8-byte ones.)\n"
-"How many allowed cuts prose ``level`` (0 paragraph, 1 line, 2 sentence, 3 clause,\n"
-"4 word) has strictly inside (start, end); they are handed to ``sink`` in order, as\n"
-"bytes of 8-byte machine integers, a bounded batch at a time: the cuts of the level's\n"
-"pattern, less those kinsoku or a grapheme cluster refuses. ``flags_of`` gives\n"
-"a character's flags, asked once per character: the answers are kept in ``cache``, a\n"
-"writable buffer of 0x110000 two-byte entries, zero at first.");
-
-static PyObject *
-level_cuts(PyObject *self, PyObject *args)
-{
-    Scan s = {0};
-    Py_ssize_t start, end;
-    int level;
-    Py_buffer cache;
-    PyObject *sink;
-    if (open_scan(args, "UnniOw*O:level_cuts", 0, 4, &s, &start, &end, &level, &cache, &sink) < 0) {
-        return NULL;
-    }
-    Cuts found = {0};
-    found.sink = sink;
-    found.narrow = NARROW(s.text);
-    PyObject *result = NULL;
-    if (level_candidates(&s, start, end, level, &found) == 0 && flush(&found) == 0) {
-        result = PyLong_FromSsize_t(found.total);
-    }
-    PyMem_Free(found.items);
-    PyBuffer_Release(&cache);
-    return result;
-}
-
-#define KINSOKU_RUN_MAX 32
-#define IDENT_RUN_MAX 65536
-#define HAN_KANA 1
-#define HIRAGANA 2
-
-static inline int
-allowed_at(Scan *s, Py_ssize_t p)
-{
-    return !((flags_at(s, p) & F_BAD_AFTER) || (flags_at(s, p - 1) & F_BAD_BEFORE));
-}
-
-/* Script changes between characters with a class (each its own grapheme): strong ones
- * (any two classes but kanji/katakana to hiragana) or weak ones (that one), allowed only. */
-static int
-script_changes(Scan *s, Py_ssize_t start, Py_ssize_t end, int weak, Cuts *out)
-{
-    int last = 0;
-    for (Py_ssize_t p = start; p < end; p++) {
-        int cls = (flags_at(s, p) >> F_SCRIPT_SHIFT) & 7;
-        if (s->failed) {
-            return -1;
-        }
-        if (cls == 0) {
-            continue;
-        }
-        if (last != 0 && last != cls) {
-            int is_weak = last == HAN_KANA && cls == HIRAGANA;
-            if (is_weak == weak && allowed_at(s, p) && push(out, p) < 0) {
-                return -1;
-            }
-        }
-        last = cls;
-    }
-    return s->failed ? -1 : 0;
-}
-
-PyDoc_STRVAR(fine_cuts_doc,
-"fine_cuts(text, start, end, level, flags_of, cache, sink) -> int | None\n\n"
-"The first level from ``level`` (5 identifier, 6 script, 7 weak script, 8 grapheme)\n"
-"with allowed cuts strictly inside (start, end), its cuts handed to ``sink`` as in\n"
-"``level_cuts`` (9 when there are none), where no character of the range joins a\n"
-"neighbour in a grapheme cluster, so that each is a cluster of its own; None, and no\n"
-"cuts, when one does (the caller then steps by grapheme clusters).");
-
-static PyObject *
-fine_cuts(PyObject *self, PyObject *args)
-{
-    Scan s = {0};
-    Py_ssize_t start, end;
-    int level;
-    Py_buffer cache;
-    PyObject *sink;
-    if (open_scan(args, "UnniOw*O:fine_cuts", 5, 8, &s, &start, &end, &level, &cache, &sink) < 0) {
-        return NULL;
-    }
-    for (Py_ssize_t p = start; p < end; p++) {
-        int f = flags_at(&s, p);
-        if (s.failed) {
-            PyBuffer_Release(&cache);
-            return NULL;
-        }
-        if (f & F_JOINS) {
-            PyBuffer_Release(&cache);
-            Py_RETURN_NONE;
-        }
-    }
-    Cuts found = {0};
-    found.sink = sink;
-    found.narrow = NARROW(s.text);
-    PyObject *result = NULL;
-    int at = level;
-    if (at == 5) {
-        /* Starts of identifier runs (at most IDENT_RUN_MAX characters) and of every
-         * other character. */
-        Py_ssize_t p = start;
-        while (p < end) {
-            Py_ssize_t q = p + 1;
-            if (flags_at(&s, p) & F_XID) {
-                Py_ssize_t limit = end - p > IDENT_RUN_MAX ? p + IDENT_RUN_MAX : end;
-                while (q < limit && (flags_at(&s, q) & F_XID)) {
-                    q++;
-                }
-            }
-            if (s.failed) {
-                goto done;
-            }
-            if (p > start && allowed_at(&s, p) && push(&found, p) < 0) {
-                goto done;
-            }
-            p = q;
-        }
-        if (s.failed) {
-            goto done;
-        }
-        at = found.total ? 5 : 6;
-    }
-    if (at == 6) {
-        if (script_changes(&s, start, end, 0, &found) < 0) {
-            goto done;
-        }
-        at = found.total ? 6 : 7;
-    }
-    if (at == 7) {
-        if (script_changes(&s, start, end, 1, &found) < 0) {
-            goto done;
-        }
-        at = found.total ? 7 : 8;
-    }
-    if (at == 8) {
-        /* Every position, but where kinsoku refuses it, until KINSOKU_RUN_MAX
-         * graphemes are glued (never inside a grapheme cluster). */
-        Py_ssize_t run = 1;
-        for (Py_ssize_t p = start + 1; p < end; p++) {
-            int allowed = allowed_at(&s, p);
-            int unsafe = (flags_at(&s, p) & F_JOINS_AFTER) || (flags_at(&s, p - 1) & F_JOINS_BEFORE);
-            if (s.failed) {
-                goto done;
-            }
-            if (allowed || (!unsafe && run >= KINSOKU_RUN_MAX)) {
-                if (push(&found, p) < 0) {
-                    goto done;
-                }
-                run = 1;
-            }
-            else {
-                run++;
-            }
-        }
-        at = found.total ? 8 : 9;
-    }
-    if (flush(&found) == 0) {
-        result = PyLong_FromLong(at);
-    }
-done:
-    PyMem_Free(found.items);
-    PyBuffer_Release(&cache);
-    return result;
-}
-
 /* ---- Part prefixes ---- */
 
 /* bisect_right over the values of a buffer at [lo, hi). */
@@ -3290,7 +2260,8 @@ prose_cuts(Packer *P, Py_ssize_t a, Py_ssize_t b, PyObject *state, Cuts *cuts, l
     }
     if (native) {
         for (long index = level; index <= 4; index++) {
-            if (level_candidates(&P->scan, a, b, (int)index, cuts) < 0) {
+            Py_ssize_t from = a;
+            if (level_candidates(&P->scan, a, b, (int)index, cuts, &from) < 0) {
                 return -1;
             }
             if (cuts->len > 1) {
@@ -3953,12 +2924,28 @@ get_ssize_named(PyObject *obj, const char *name, Py_ssize_t *value)
     return failed;
 }
 
-/* The engine's state the packing reads and the view's ends; ``prose`` (None, or
- * (ProseSplitter, prose_flags, flag cache, boundaries, max_token_chars)) lets prose
- * descents be made here. */
+/* ``j`` over ``text`` and a junction table (``classes``: filled for its characters). */
 static int
-packer_open(Packer *P, PyObject *engine, PyObject *view, int rule, PyObject *classify, Py_buffer *cache,
-            PyObject *prose)
+junction_open(Junction *j, PyObject *text, int rule, Py_buffer *classes)
+{
+    if (rule != RULE_O200K && rule != RULE_CL100K) {
+        PyErr_Format(PyExc_ValueError, "no junction rule %d", rule);
+        return -1;
+    }
+    if (classes->len < CODE_POINTS) {
+        PyErr_SetString(PyExc_ValueError, "the class table must hold a byte per code point");
+        return -1;
+    }
+    *j = (Junction){PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text),
+                    (const unsigned char *)classes->buf, 0};
+    return 0;
+}
+
+/* The engine's state the packing reads and the view's ends; ``prose`` (None, or
+ * (ProseSplitter, prose flag table, boundaries, max_token_chars)) lets prose descents be
+ * made here. */
+static int
+packer_open(Packer *P, PyObject *engine, PyObject *view, int rule, Py_buffer *classes, PyObject *prose)
 {
     PyObject *sizer = NULL;
     PyObject *ends = NULL, *seams = NULL;
@@ -3975,7 +2962,7 @@ packer_open(Packer *P, PyObject *engine, PyObject *view, int rule, PyObject *cla
         PyErr_SetString(PyExc_TypeError, "engine.text must be a str");
         goto done;
     }
-    if (prepare(&P->junction, P->text, 0, rule, classify, cache) < 0) {
+    if (junction_open(&P->junction, P->text, rule, classes) < 0) {
         goto done;
     }
     P->rule = rule;
@@ -4010,9 +2997,9 @@ packer_open(Packer *P, PyObject *engine, PyObject *view, int rule, PyObject *cla
         goto done;
     }
     if (prose != Py_None) {
-        PyObject *prose_type, *flags_of, *flag_cache, *boundaries, *max_chars;
-        if (!PyArg_ParseTuple(prose, "OOOOO;prose must be (splitter class, flags, cache, boundaries, max chars)",
-                              &prose_type, &flags_of, &flag_cache, &boundaries, &max_chars)) {
+        PyObject *prose_type, *flag_table, *boundaries, *max_chars;
+        if (!PyArg_ParseTuple(prose, "OOOO;prose must be (splitter class, flag table, boundaries, max chars)",
+                              &prose_type, &flag_table, &boundaries, &max_chars)) {
             goto done;
         }
         if (!PyType_Check(prose_type)) {
@@ -4026,15 +3013,16 @@ packer_open(Packer *P, PyObject *engine, PyObject *view, int rule, PyObject *cla
             PyErr_SetString(PyExc_ValueError, "the budget and the most characters a token holds must not be negative");
             goto done;
         }
-        if (PyObject_GetBuffer(flag_cache, &P->flag_cache, PyBUF_WRITABLE) < 0) {
+        if (PyObject_GetBuffer(flag_table, &P->flag_cache, PyBUF_SIMPLE) < 0) {
             goto done;
         }
         P->has_flag_cache = 1;
-        P->scan.text = P->text;
-        P->scan.flags_of = flags_of;
-        if (start_scan(&P->scan, 0, 0, &P->flag_cache) < 0) {
+        if (P->flag_cache.len < CODE_POINTS * 2 || (uintptr_t)P->flag_cache.buf % 2 != 0) {
+            PyErr_SetString(PyExc_ValueError, "the flag table must hold two bytes per code point");
             goto done;
         }
+        P->scan = (Scan){PyUnicode_KIND(P->text), PyUnicode_DATA(P->text), PyUnicode_GET_LENGTH(P->text),
+                         (const uint16_t *)P->flag_cache.buf, 0};
         P->prose_type = prose_type;
         P->boundaries = boundaries;
     }
@@ -4067,26 +3055,27 @@ packer_close(Packer *P)
 
 
 PyDoc_STRVAR(pack_doc,
-"pack(engine, edges, parts, template, view, lead, light, meta, raw_type, rule, classify, cache, prose=None)\n\n"
-"Engine._pack for a tokenizer whose additive positions ``rule`` knows (see forward):\n"
+"pack(engine, edges, parts, template, view, lead, light, meta, raw_type, rule, classes, prose=None)\n\n"
+"Engine._pack for a tokenizer whose additive positions ``rule`` knows (see _kernels.additive;\n"
+"``classes`` is its junction table, filled for the text):\n"
 "packs the parts between ``edges`` greedily into ``engine.out``, with every count exact\n"
 "from ``view`` (which covers them), and hands a part that does not fit to\n"
 "``engine._place``. ``parts`` are the parts' Sections, or None when they are uniform\n"
 "(like ``template`` but for their spans); ``light`` is the template's metadata and\n"
 "``meta`` makes a part's; ``raw_type`` is RawChunk (a named tuple). With ``prose``\n"
-"(the ProseSplitter class, prose_flags, its cache, _prose.boundaries and the most\n"
+"(the ProseSplitter class, the prose flag table, _prose.boundaries and the most\n"
 "characters a token holds), a prose part that does not fit is cut and packed here,\n"
 "as engine._place would, level by level, without returning to Python.");
 
 static PyObject *
 pack(PyObject *self, PyObject *args)
 {
-    PyObject *engine, *edges_obj, *parts_obj, *template, *view, *lead, *light, *meta, *raw_type, *classify;
+    PyObject *engine, *edges_obj, *parts_obj, *template, *view, *lead, *light, *meta, *raw_type;
     PyObject *prose = Py_None;
     int rule;
     Py_buffer cache;
-    if (!PyArg_ParseTuple(args, "OOOO!OOOOOiOw*|O:pack", &engine, &edges_obj, &parts_obj, &PyTuple_Type, &template,
-                          &view, &lead, &light, &meta, &raw_type, &rule, &classify, &cache, &prose)) {
+    if (!PyArg_ParseTuple(args, "OOOO!OOOOOiy*|O:pack", &engine, &edges_obj, &parts_obj, &PyTuple_Type, &template,
+                          &view, &lead, &light, &meta, &raw_type, &rule, &cache, &prose)) {
         return NULL;
     }
     Packer P;
@@ -4105,7 +3094,7 @@ pack(PyObject *self, PyObject *args)
     P.raw_type = (PyTypeObject *)raw_type;
     P.section_type = Py_TYPE(template);
     P.meta = meta;
-    if (packer_open(&P, engine, view, rule, classify, &cache, prose) < 0) {
+    if (packer_open(&P, engine, view, rule, &cache, prose) < 0) {
         goto done;
     }
     if (ints_open(&L.edges, edges_obj, "edges") < 0) {
@@ -4148,17 +3137,17 @@ done:
 }
 
 PyDoc_STRVAR(merge_doc,
-"merge(engine, chunks, raw_type, rule, classify, cache) -> list\n\n"
+"merge(engine, chunks, raw_type, rule, classes) -> list\n\n"
 "Engine._merge_neighbours: ``chunks`` with neighbours that fit together joined (see\n"
 "pack for the arguments).");
 
 static PyObject *
 merge(PyObject *self, PyObject *args)
 {
-    PyObject *engine, *chunks, *raw_type, *classify;
+    PyObject *engine, *chunks, *raw_type;
     int rule;
     Py_buffer cache;
-    if (!PyArg_ParseTuple(args, "OOOiOw*:merge", &engine, &chunks, &raw_type, &rule, &classify, &cache)) {
+    if (!PyArg_ParseTuple(args, "OOOiy*:merge", &engine, &chunks, &raw_type, &rule, &cache)) {
         return NULL;
     }
     Packer P;
@@ -4190,7 +3179,7 @@ merge(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "engine.text must be a str");
         goto done;
     }
-    if (prepare(&P.junction, P.text, 0, rule, classify, &cache) < 0) {
+    if (junction_open(&P.junction, P.text, rule, &cache) < 0) {
         goto done;
     }
     P.rule = rule;
@@ -4256,19 +3245,12 @@ done:
 static PyMethodDef native_methods[] = {
     {"pack", pack, METH_VARARGS, pack_doc},
     {"merge", merge, METH_VARARGS, merge_doc},
-    {"json_children", json_children, METH_VARARGS, json_children_doc},
-    {"json_members", json_members, METH_VARARGS, json_members_doc},
     {"json_setup", json_setup, METH_VARARGS, json_setup_doc},
     {"json_split", (PyCFunction)(void (*)(void))json_split, METH_FASTCALL, json_split_doc},
     {"flat_setup", flat_setup, METH_O, flat_setup_doc},
     {"code_setup", code_setup, METH_VARARGS, code_setup_doc},
     {"code_tile", (PyCFunction)(void (*)(void))code_tile, METH_FASTCALL, code_tile_doc},
     {"make_chunks", make_chunks, METH_VARARGS, make_chunks_doc},
-    {"fine_cuts", fine_cuts, METH_VARARGS, fine_cuts_doc},
-    {"level_cuts", level_cuts, METH_VARARGS, level_cuts_doc},
-    {"forward", forward, METH_VARARGS, forward_doc},
-    {"backward", backward, METH_VARARGS, backward_doc},
-    {"close_brackets", close_brackets, METH_VARARGS, close_brackets_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -5,29 +5,6 @@ from typing_extensions import Buffer
 
 _T = TypeVar("_T")
 
-def close_brackets(text: str, start: int, close: dict[int, int], /) -> int: ...
-def forward(text: str, p: int, rule: int, classify: Callable[[str], int], cache: bytearray, /) -> int: ...
-def backward(text: str, p: int, rule: int, classify: Callable[[str], int], cache: bytearray, /) -> int: ...
-def level_cuts(
-    text: str,
-    start: int,
-    end: int,
-    level: int,
-    flags_of: Callable[[str], int],
-    cache: bytearray,
-    sink: Callable[[bytes], object],
-    /,
-) -> int: ...
-def fine_cuts(
-    text: str,
-    start: int,
-    end: int,
-    level: int,
-    flags_of: Callable[[str], int],
-    cache: bytearray,
-    sink: Callable[[bytes], object],
-    /,
-) -> int | None: ...
 def make_chunks(
     text: str,
     raws: Sequence[object],
@@ -37,23 +14,6 @@ def make_chunks(
     consume: bool = False,
     /,
 ) -> list[_T]: ...
-def json_children(
-    text: str, start: int, close: dict[int, int], child_type: type[_T], /
-) -> tuple[list[_T], int]: ...
-def json_members(
-    text: str,
-    kids: Sequence[tuple[int, ...]],
-    start: int,
-    close: int,
-    depth: int,
-    base: str,
-    splitter: object,
-    value_type: type,
-    section_type: type[_T],
-    decode: Callable[[str], str],
-    no_open: Set[int],
-    /,
-) -> tuple[list[int], list[_T]]: ...
 def json_setup(
     splitter_type: type,
     value_type: type,
@@ -99,8 +59,7 @@ def pack(
     meta: Callable[[Any], tuple[object, ...]],
     raw_type: type,
     rule: int,
-    classify: Callable[[str], int],
-    cache: bytearray,
+    classes: Buffer,
     prose: tuple[object, ...] | None = None,
     /,
 ) -> None: ...
@@ -109,7 +68,6 @@ def merge(
     chunks: Sequence[_T],
     raw_type: type,
     rule: int,
-    classify: Callable[[str], int],
-    cache: bytearray,
+    classes: Buffer,
     /,
 ) -> list[_T]: ...

@@ -22,6 +22,7 @@ from itertools import islice, repeat
 import regex
 
 from . import _accel
+from ._junctions import char_class
 from ._types import Section
 
 __all__ = ["LEVELS", "PROSE", "ProseSplitter", "allowed_cut", "boundaries"]
@@ -518,6 +519,7 @@ assert [name for name, _ in LEVELS[_SCRIPT_LEVEL:]] == ["script", "weak script",
 
 # Levels the native pass scans (paragraph to word), with the same cuts as the patterns.
 _NATIVE_LEVELS = 5
+_CUTS_BATCH = 1 << 14  # cuts the kernels hand over at a time
 
 # A character's flags for the native scan: which classes of the level patterns hold it,
 # and whether a cut after or before it is refused (``_native.c`` names the bits).
@@ -549,6 +551,55 @@ def prose_flags(ch: str) -> int:
     )
 
 
+_KNOWN = 0x8000  # a filled entry of the flag table
+_LATIN_FILLED = False
+
+
+def _fill(points: Iterable[int], classes: bytearray, flags: bytearray) -> None:
+    """Fill both tables' entries of ``points`` (code points); on any failure, those
+    not filled yet are set back to 0 (``_kernels.unfilled`` marks what it hands out)."""
+    by_point = memoryview(flags).cast("H")
+    todo = list(points)
+    try:
+        for cp in todo:
+            ch = chr(cp)
+            by_point[cp] = prose_flags(ch) | _KNOWN
+            classes[cp] = char_class(ch) + 1
+    except BaseException:
+        for cp in todo:
+            if not by_point[cp] & _KNOWN:
+                classes[cp] = 0
+        raise
+    finally:
+        by_point.release()
+
+
+def tables(text: str) -> tuple[bytearray, bytearray]:
+    """The tables the kernels and native passes read a character's classes from, filled
+    for every character of ``text``: its junction class + 1 (a byte a code point) and
+    its prose flags | 0x8000 (two bytes a code point), 0 where not filled yet. Filled
+    once per process for Latin-1, then per text for the characters past it (the scan
+    finds none once a text's characters have all been seen)."""
+    global _LATIN_FILLED
+    classes = _accel.cache("junction", 1)
+    flags = _accel.cache("prose", 2)
+    if _accel.filled is text:
+        return classes, flags
+    if not _LATIN_FILLED:
+        _fill((cp for cp in range(256) if not classes[cp]), classes, flags)
+        _LATIN_FILLED = True
+    if not text.isascii():
+        units, kind = _accel.reader(text)
+        if kind > 1:
+            kernels = _accel.kernels
+            if kernels is not None:
+                _fill(kernels.unfilled(units, kind, classes), classes, flags)
+            else:
+                _fill((cp for cp in map(ord, set(text)) if not classes[cp]), classes, flags)
+    _accel.filled = text
+    return classes, flags
+
+
 def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, array[int]]:
     """The first level at or below ``level`` with allowed cuts in ``(start, end)``.
 
@@ -560,24 +611,35 @@ def boundaries(text: str, start: int, end: int, level: int) -> tuple[int, array[
     """
     code = "i" if len(text) < 1 << 31 else "q"
     cuts: array[int] = array(code)
-    native = _accel.native
+    kernels = _accel.kernels
     if _accel.OFF and not _accel.on("level_cuts"):
-        native = None  # type: ignore[assignment]
-    if native is not None:
+        kernels = None  # type: ignore[assignment]
+    if kernels is not None:
         # One pass in C per level finds and filters the cuts (a regex match object per
         # cut cost about a microsecond: the word level of English prose took as long as
-        # encoding it).
-        # (The cuts reach ``cuts`` a bounded batch at a time.)
-        flags = _accel.cache("prose", 2)
+        # encoding it), a bounded batch at a time (a run of dashes has a cut per
+        # character).
+        _, flags = tables(text)
+        units, kind = _accel.reader(text)
+        wide = code == "q"
         for index in range(level, _NATIVE_LEVELS):
-            if native.level_cuts(text, start, end, index, prose_flags, flags, cuts.frombytes):
+            pos = start
+            while pos < end:
+                some, pos = kernels.level_cuts(units, kind, start, end, index, flags, wide, _CUTS_BATCH, pos)
+                cuts.frombytes(some)
+            if cuts:
                 return index, cuts
-        # The levels below, in one call, where every character is a grapheme cluster of
-        # its own (None: one joins a neighbour, and the clusters are found below).
-        low = min(max(level, _NATIVE_LEVELS), _GRAPHEME_LEVEL)
-        low_found = native.fine_cuts(text, start, end, low, prose_flags, flags, cuts.frombytes)
-        if low_found is not None:
-            return low_found, cuts
+        # The levels below, where every character is a grapheme cluster of its own (None:
+        # one joins a neighbour, and the clusters are found below).
+        fine = (min(max(level, _NATIVE_LEVELS), _GRAPHEME_LEVEL), -1, 0, False)
+        while True:
+            got = kernels.fine_cuts(units, kind, start, end, flags, wide, _CUTS_BATCH, *fine)
+            if got is None:
+                break
+            cuts.frombytes(got[0])
+            fine = got[1:]
+            if fine[1] >= end:
+                return fine[0], cuts
         level = max(level, _NATIVE_LEVELS)
     for index in range(level, _SCRIPT_LEVEL):
         for batch in _LEVEL_BATCHES[index](text, start, end):

@@ -283,3 +283,24 @@ def test_structure_children() -> None:
     inner, _ = st.children(text.index("["))
     assert [text[k.start : k.end] for k in inner] == ["1", '"x,]"']
     assert [text[k.begin : k.next] for k in inner] == ["1 , ", '"x,]" ']
+
+
+@pytest.mark.parametrize("text", ['["a', '{"a": "b]', "[[]", '["\\"]', "[", '["a\\'])
+def test_structure_rejects_unclosed_containers(text: str) -> None:
+    start = min(i for i in (text.find("["), text.find("{")) if i >= 0)
+    with pytest.raises(ValueError, match="unbalanced"):
+        Structure(text).close_of(start)
+
+
+def test_structure_records_the_closes_it_passes() -> None:
+    doc = json.dumps([{"id": i, "tags": ["a", "b"] * (i % 40), "note": "x" * (i % 300)} for i in range(300)])
+    st = Structure(doc)
+    assert st.close_of(0) == len(doc) - 1
+    assert len(st._close) > 300
+    for a, b in st._close.items():
+        json.loads(doc[a : b + 1])
+    deep = "[" * 100 + "]" * 100
+    st = Structure(deep)
+    assert st.close_of(0) == 199
+    assert 64 in st._close and 65 not in st._close  # none kept 65 levels below
+    assert st.close_of(70) == 129

@@ -12,7 +12,6 @@ import bisect
 import contextlib
 import dataclasses
 import json
-import re
 from array import array
 from collections.abc import Iterator
 from typing import Literal
@@ -25,6 +24,7 @@ from sdk.chunking import Chunk, Chunker, _accel, _markdown
 from sdk.chunking._engine import Engine, Sizer
 from sdk.chunking._jsontok import Structure
 from sdk.chunking._junctions import char_class
+from sdk.chunking._prose import tables
 from tests.corpus import BUDGETS, CorpusFile, corpus_files
 
 NATIVE = _accel.native
@@ -140,38 +140,6 @@ JSON_VALUES = st.recursive(
 )
 
 
-def _kept(close: dict[int, int]) -> dict[int, int]:
-    """The closes the native matcher keeps: those of containers of 256 characters or more."""
-    return {a: b for a, b in close.items() if b - a >= 256}
-
-
-def _python_close(text: str, start: int) -> tuple[int, dict[int, int]]:
-    structure = Structure(text)
-    with pure_python():
-        return structure.close_of(start), structure._close
-
-
-@given(value=JSON_VALUES, indent=st.sampled_from([None, 1]))
-@settings(max_examples=300, deadline=None)
-def test_close_brackets_match_the_regex_scan(value: object, indent: int | None) -> None:
-    assert NATIVE is not None
-    text = json.dumps(value, indent=indent, ensure_ascii=False)
-    for m in re.finditer(r"[\[{]", text):
-        # (a bracket inside a string is not a container: both scans see it as text, and
-        # neither is asked about it, but both must agree on the real ones)
-        probe = Structure(text)
-        try:
-            want, want_map = _python_close(text, m.start())
-        except ValueError:
-            with pytest.raises(ValueError, match="unbalanced"):
-                NATIVE.close_brackets(text, m.start(), {})
-            continue
-        got_map: dict[int, int] = {}
-        assert NATIVE.close_brackets(text, m.start(), got_map) == want
-        assert got_map == _kept(want_map)
-        assert probe.close_of(m.start()) == want
-
-
 @given(
     value=JSON_VALUES | st.lists(st.floats(allow_nan=True) | st.integers(), max_size=4),
     indent=st.sampled_from([None, 1]),
@@ -201,50 +169,6 @@ def test_json_front_matches_the_tokenizer_on_every_prefix(
         starts = array("q")
         starts.frombytes(got[0])
         assert (list(starts), got[1]) == (list(want[0]), want[1]), text[:stop]
-
-
-@pytest.mark.parametrize(
-    "text",
-    ['["a', '{"a": "b]', "[[]", '["\\"]', "[", '["a\\', "x[]"],
-)
-def test_close_brackets_reject_unclosed_containers_as_the_regex_scan_does(text: str) -> None:
-    assert NATIVE is not None
-    start = text.index("[") if "[" in text else text.index("{")
-    if text.startswith("x"):
-        start = 0  # not an opening bracket at all
-    with pytest.raises(ValueError, match="unbalanced"):
-        NATIVE.close_brackets(text, start, {})
-    if not text.startswith("x"):
-        with pytest.raises(ValueError, match="unbalanced"):
-            _python_close(text, start)
-
-
-def test_close_brackets_takes_deep_nesting() -> None:
-    assert NATIVE is not None
-    depth = 100_000
-    text = "[" * depth + "]" * depth
-    close: dict[int, int] = {}
-    assert NATIVE.close_brackets(text, 0, close) == 2 * depth - 1
-    # every container of 256 characters or more less than 65 levels below is kept
-    assert len(close) == 65 and close[0] == 2 * depth - 1
-    assert close[64] == 2 * depth - 65 and 65 not in close
-    # one deeper is matched again, the same
-    assert NATIVE.close_brackets(text, depth - 129, close) == depth + 128
-
-
-def test_close_brackets_keep_the_large_containers_of_a_large_document() -> None:
-    assert NATIVE is not None
-    doc = json.dumps([{"id": i, "tags": ["a", "b"] * (i % 40), "note": "x" * (i % 300)} for i in range(300)])
-    python = Structure(doc)
-    with pure_python():
-        want = python.close_of(0)
-    close: dict[int, int] = {}
-    assert NATIVE.close_brackets(doc, 0, close) == want
-    kept = _kept(python._close)
-    assert close == kept and 0 < len(kept) < len(python._close)
-    # one not kept is matched again, the same
-    small = next(a for a, b in python._close.items() if b - a < 256)
-    assert Structure(doc).close_of(small) == python._close[small]
 
 
 FILES = corpus_files()
@@ -286,26 +210,65 @@ def test_forward_and_backward_match_the_python_rules(encoding: str, pieces: list
         assert got == want, (p, got, want)
 
 
-def test_forward_and_backward_reject_positions_outside_the_text() -> None:
-    assert NATIVE is not None
-    cache = bytearray(0x110000)
+def test_additive_rejects_bad_calls_and_unfilled_tables() -> None:
+    from sdk.chunking._prose import tables
+
+    assert KERNELS is not None
+    classes, _ = tables("ab c")
     with pytest.raises(IndexError):
-        NATIVE.forward("ab", 2, 1, char_class, cache)
+        KERNELS.additive("ab", 0, 2, 1, 1, classes)
     with pytest.raises(IndexError):
-        NATIVE.backward("ab", -1, 2, char_class, cache)
+        KERNELS.additive("ab", 0, -1, 2, -1, classes)
     with pytest.raises(ValueError, match="no junction rule"):
-        NATIVE.forward("ab", 1, 3, char_class, cache)
-    with pytest.raises(ValueError, match="byte per code point"):
-        NATIVE.forward("ab", 1, 1, char_class, bytearray(10))
-    with pytest.raises(TypeError):
-        NATIVE.forward("ab", 1, 1, char_class, bytes(0x110000))  # not writable
-    with pytest.raises(ValueError, match="junction classes"):
-        NATIVE.forward("ab", 1, 1, lambda ch: 9, cache)
+        KERNELS.additive("ab", 0, 1, 3, 1, classes)
+    with pytest.raises(ValueError, match="step"):
+        KERNELS.additive("ab", 0, 1, 1, 2, classes)
+    with pytest.raises(ValueError, match="table of 1-byte entries"):
+        KERNELS.additive("ab", 0, 1, 1, 1, bytearray(10))
+    # a character without an entry is an error, not a guess
+    with pytest.raises(ValueError, match="no entry"):
+        KERNELS.additive("ab", 0, 1, 1, 1, bytearray(0x110000))
+    # nor are code points past Unicode read from beyond the table
+    wide = array("I", [ord("a"), 0x7FFFFFFF, ord("b")]).tobytes()
+    with pytest.raises(ValueError, match="no entry"):
+        KERNELS.additive(wide, 4, 1, 1, 1, classes)
+    assert KERNELS.additive("ab c", 0, 1, 1, 1, classes) == 2
+    # a str read as it is (kind 8), as its units are
+    assert KERNELS.additive("\u00e9b c", 8, 1, 1, 1, tables("\u00e9b c")[0]) == 2
+    with pytest.raises(TypeError, match="kind 8"):
+        KERNELS.additive(b"ab", 8, 1, 1, 1, classes)
+    assert KERNELS.additive("ab c", 0, 3, 1, -1, classes) == 2
+
+
+def test_tables_are_filled_for_every_character_and_undone_on_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sdk.chunking import _prose
+    from sdk.chunking._prose import prose_flags, tables
+
+    assert KERNELS is not None
+    text = "\U0001d54f\u0b95\u0b95 x \U0001d54f"  # characters no test before has seen, perhaps
+    for ch in set(text):
+        cp = ord(ch)
+        _accel.cache("junction", 1)[cp] = 0
+        _accel.cache("prose", 2)[2 * cp : 2 * cp + 2] = b"\0\0"
+    _accel.forget()
+
+    def boom(ch: str) -> int:
+        raise ZeroDivisionError(ch)
+
+    monkeypatch.setattr(_prose, "prose_flags", boom)
     with pytest.raises(ZeroDivisionError):
-        NATIVE.backward("ab", 1, 1, lambda ch: 1 // 0, cache)
-    assert not any(cache)  # nothing kept from a classifier that failed
-    assert NATIVE.forward("ab c", 1, 1, char_class, cache) == 2
-    assert cache[ord("a")] == char_class("a") + 1
+        tables(text)
+    classes, flags = _accel.cache("junction", 1), _accel.cache("prose", 2)
+    assert all(classes[ord(ch)] == 0 for ch in text if ord(ch) > 255)  # set back, not marked
+    monkeypatch.undo()
+    _accel.forget()
+    classes, flags = tables(text)
+    by_point = memoryview(flags).cast("H")
+    for ch in set(text):
+        assert classes[ord(ch)] == char_class(ch) + 1
+        assert by_point[ord(ch)] == prose_flags(ch) | 0x8000
+    by_point.release()
+    assert KERNELS.unfilled(*_accel.units(text, keep=False), classes) == []
 
 
 # The characters the level patterns class (line breaks, horizontal space of every kind,
@@ -320,12 +283,34 @@ PROSE_PIECES = st.sampled_from(
 )
 
 
-@given(pieces=st.lists(PROSE_PIECES, max_size=60), data=st.data())
-@settings(max_examples=400, deadline=None)
-def test_level_cuts_match_the_level_patterns(pieces: list[str], data: st.DataObject) -> None:
-    from sdk.chunking._prose import _LEVEL_BATCHES, _NATIVE_LEVELS, _inside, allowed_cuts, prose_flags
+def _units(text: str, in_place: bool) -> tuple[str | bytes, int]:
+    """The text's units, or (``in_place``) the str itself, read a block at a time."""
+    if in_place and not text.isascii():
+        return text, _accel.STR_KIND
+    return _accel.units(text, keep=False)
 
-    assert NATIVE is not None
+
+def _level_cuts(text: str, start: int, end: int, level: int, limit: int, in_place: bool = False) -> list[int]:
+    from sdk.chunking._prose import tables
+
+    units, kind = _units(text, in_place)
+    flags = tables(text)[1]
+    got = array("q")
+    pos, calls = start, 0
+    while pos < end:
+        batch, pos = KERNELS.level_cuts(units, kind, start, end, level, flags, True, limit, pos)
+        assert limit == 0 or len(batch) <= 8 * limit
+        got.frombytes(batch)
+        calls += 1
+    return got.tolist()
+
+
+@given(pieces=st.lists(PROSE_PIECES, max_size=60), limit=st.integers(0, 3), data=st.data())
+@settings(max_examples=400, deadline=None)
+def test_level_cuts_match_the_level_patterns(pieces: list[str], limit: int, data: st.DataObject) -> None:
+    from sdk.chunking._prose import _LEVEL_BATCHES, _NATIVE_LEVELS, _inside, allowed_cuts
+
+    assert KERNELS is not None
     text = "".join(pieces)
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, len(text)))
@@ -335,10 +320,10 @@ def test_level_cuts_match_the_level_patterns(pieces: list[str], data: st.DataObj
             inside = _inside(batch, start, end)
             if inside:
                 want += allowed_cuts(text, inside)
-        got = array("i")
-        n = NATIVE.level_cuts(text, start, end, level, prose_flags, bytearray(0x220000), got.frombytes)
-        assert got.tolist() == want, (level, text, start, end)
-        assert n == len(want)
+        # the same cuts whether handed over at once or a few at a time, from the text's
+        # units or from the str itself
+        assert _level_cuts(text, start, end, level, limit) == want, (level, text, start, end)
+        assert _level_cuts(text, start, end, level, 0, in_place=True) == want
 
 
 def test_boundaries_are_those_of_the_patterns_on_every_prose_corpus_file() -> None:
@@ -354,47 +339,53 @@ def test_boundaries_are_those_of_the_patterns_on_every_prose_corpus_file() -> No
                 assert got == want, (cf.name, level)
 
 
-def test_level_cuts_reject_bad_ranges_and_flags() -> None:
-    assert NATIVE is not None
-    from sdk.chunking._prose import prose_flags
+def test_a_str_read_in_blocks_gives_what_its_units_give() -> None:
+    # Longer than a block (16,384 code points), with runs that cross a block's end.
+    text = "".join(f"字{i}。 a\u3000b, c\n\n{'ー' * (i % 70)}{' ' * (i % 9)}x😀\u2029" for i in range(3000))
+    assert len(text) > 5 * 16_384
+    for start, end in ((0, len(text)), (16_380, 50_000), (33_000, 33_100)):
+        for level in range(5):
+            assert _level_cuts(text, start, end, level, 1000, in_place=True) == _level_cuts(
+                text, start, end, level, 0
+            )
+        for level in range(5, 9):
+            assert _fine_cuts(text, start, end, level, 7, in_place=True) == _fine_cuts(
+                text, start, end, level, 0
+            )
+    classes = tables(text)[0]
+    units, kind = _accel.units(text, keep=False)
+    for p in (*range(16_300, 16_500, 7), *range(len(text) - 70, len(text))):
+        for step in (1, -1):
+            want = KERNELS.additive(units, kind, p, 1, step, classes)
+            assert KERNELS.additive(text, _accel.STR_KIND, p, 1, step, classes) == want
 
-    cache = bytearray(0x220000)
-    got = array("i")
+
+def test_level_cuts_reject_bad_ranges_and_tables() -> None:
+    from sdk.chunking._prose import tables
+
+    assert KERNELS is not None
+    flags = tables("a b")[1]
     with pytest.raises(IndexError):
-        NATIVE.level_cuts("ab", 0, 3, 0, prose_flags, cache, got.frombytes)
+        KERNELS.level_cuts("ab", 0, 0, 3, 0, flags, False, 0, 0)
     with pytest.raises(IndexError):
-        NATIVE.level_cuts("ab", 2, 1, 0, prose_flags, cache, got.frombytes)
-    with pytest.raises(ValueError, match="no native scan"):
-        NATIVE.level_cuts("ab", 0, 2, 5, prose_flags, cache, got.frombytes)
-    with pytest.raises(ValueError, match="two bytes per code point"):
-        NATIVE.level_cuts("ab", 0, 2, 4, prose_flags, bytearray(0x110000), got.frombytes)
-    with pytest.raises(ValueError, match="out of range"):
-        NATIVE.level_cuts("a b", 0, 3, 4, lambda ch: 1 << 15, cache, got.frombytes)
-    with pytest.raises(ZeroDivisionError):
-        NATIVE.level_cuts("a b", 0, 3, 4, lambda ch: 1 // 0, cache, got.frombytes)
-    assert not any(cache)
-    with pytest.raises(KeyError):  # a sink that fails stops the scan with its error
-        NATIVE.level_cuts("a b", 0, 3, 4, prose_flags, cache, {}.__getitem__)
-    assert not got
-    assert NATIVE.level_cuts("a b", 0, 3, 4, prose_flags, cache, got.frombytes) == 1
-    assert got == array("q", [1])
+        KERNELS.level_cuts("ab", 0, 2, 1, 0, flags, False, 0, 2)
+    with pytest.raises(IndexError, match="position"):
+        KERNELS.level_cuts("ab", 0, 0, 2, 0, flags, False, 0, 3)
+    with pytest.raises(ValueError, match="no level scan"):
+        KERNELS.level_cuts("ab", 0, 0, 2, 5, flags, False, 0, 0)
+    with pytest.raises(ValueError, match="2-byte entries"):
+        KERNELS.level_cuts("ab", 0, 0, 2, 4, bytearray(0x110000), False, 0, 0)
+    with pytest.raises(ValueError, match="2-byte entries"):  # not aligned to its entries
+        KERNELS.level_cuts("ab", 0, 0, 2, 4, memoryview(bytearray(0x220002))[1:-1], False, 0, 0)
+    with pytest.raises(ValueError, match="no entry"):
+        KERNELS.level_cuts("a b", 0, 0, 3, 4, bytearray(0x220000), False, 0, 0)
+    batch, pos = KERNELS.level_cuts("a b", 0, 0, 3, 4, flags, False, 0, 0)
+    assert array("i", batch) == array("i", [1]) and pos == 3
 
 
-def test_many_cuts_reach_the_sink_in_bounded_batches() -> None:
-    from sdk.chunking._prose import prose_flags
-
-    assert NATIVE is not None
-    batches: list[int] = []
-    got = array("i")
-
-    def sink(batch: bytes) -> None:
-        batches.append(len(batch) // 4)  # (4-byte integers: the text is short)
-        got.frombytes(batch)
-
+def test_many_cuts_come_in_bounded_batches() -> None:
     text = "a " * 50_000
-    assert NATIVE.level_cuts(text, 0, len(text), 4, prose_flags, bytearray(0x220000), sink) == 50_000
-    assert got == array("i", range(1, len(text), 2))
-    assert max(batches) <= 8192 and sum(batches) == 50_000
+    assert _level_cuts(text, 0, len(text), 4, 8192) == list(range(1, len(text), 2))
 
 
 # Identifier characters of several scripts (script changes, kanji/katakana to hiragana),
@@ -421,33 +412,55 @@ def test_fine_levels_match_the_grapheme_stepping(pieces: list[str], level: int, 
     with pure_python():
         want = boundaries(text, start, end, level)
     assert got == want
-    # the native pass took it exactly when no character joins a neighbour
-    from sdk.chunking._prose import prose_flags
+    # the kernel took it exactly when no character joins a neighbour, and gives the same
+    # cuts a few at a time
+    whole = _fine_cuts(text, start, end, min(level, 8), 0)
+    assert (whole is None) == any(_JOINS[ch] for ch in text[start:end])
+    assert _fine_cuts(text, start, end, min(level, 8), data.draw(st.integers(1, 3))) == whole
+    assert _fine_cuts(text, start, end, min(level, 8), data.draw(st.integers(0, 3)), in_place=True) == whole
 
-    assert NATIVE is not None
-    sunk = array("i")
-    fine = NATIVE.fine_cuts(text, start, end, min(level, 8), prose_flags, bytearray(0x220000), sunk.frombytes)
-    assert (fine is None) == any(_JOINS[ch] for ch in text[start:end])
-    if fine is None:
-        assert not sunk
+
+def _fine_cuts(
+    text: str, start: int, end: int, level: int, limit: int, in_place: bool = False
+) -> tuple[int, list[int]] | None:
+    from sdk.chunking._prose import tables
+
+    units, kind = _units(text, in_place)
+    flags = tables(text)[1]
+    got = array("i")
+    state: tuple[int, int, int, bool] = (level, -1, 0, False)
+    while True:
+        found = KERNELS.fine_cuts(units, kind, start, end, flags, False, limit, *state)
+        if found is None:
+            assert not got
+            return None
+        assert limit == 0 or len(found[0]) <= 4 * limit
+        got.frombytes(found[0])
+        state = found[1:]
+        if state[1] >= end:
+            return state[0], got.tolist()
 
 
 def test_fine_cuts_reject_bad_levels_and_ranges() -> None:
-    from sdk.chunking._prose import prose_flags
+    from sdk.chunking._prose import tables
 
-    assert NATIVE is not None
-    cache = bytearray(0x220000)
-    got = array("i")
-    with pytest.raises(ValueError, match="no native scan"):
-        NATIVE.fine_cuts("ab", 0, 2, 4, prose_flags, cache, got.frombytes)
-    with pytest.raises(ValueError, match="no native scan"):
-        NATIVE.fine_cuts("ab", 0, 2, 9, prose_flags, cache, got.frombytes)
+    assert KERNELS is not None
+    flags = tables("ab")[1]
+    with pytest.raises(ValueError, match="no fine scan"):
+        KERNELS.fine_cuts("ab", 0, 0, 2, flags, False, 0, 4, -1, 0, False)
+    with pytest.raises(ValueError, match="no fine scan"):
+        KERNELS.fine_cuts("ab", 0, 0, 2, flags, False, 0, 9, -1, 0, False)
     with pytest.raises(IndexError):
-        NATIVE.fine_cuts("ab", 1, 3, 5, prose_flags, cache, got.frombytes)
-    assert NATIVE.fine_cuts("", 0, 0, 5, prose_flags, cache, got.frombytes) == 9
-    assert not got
-    assert NATIVE.fine_cuts("ab", 0, 2, 5, prose_flags, cache, got.frombytes) == 8
-    assert got == array("q", [1])
+        KERNELS.fine_cuts("ab", 0, 1, 3, flags, False, 0, 5, -1, 0, False)
+    with pytest.raises(IndexError, match="position"):
+        KERNELS.fine_cuts("ab", 0, 0, 2, flags, False, 0, 5, 3, 0, False)
+    with pytest.raises(ValueError, match="no entry"):
+        KERNELS.fine_cuts("ab", 0, 0, 2, bytearray(0x220000), False, 0, 5, -1, 0, False)
+    assert _fine_cuts("", 0, 0, 5, 0) == (9, [])
+    assert _fine_cuts("ab", 0, 2, 5, 0) == (8, [1])
+    assert _fine_cuts("a+b+c+d+e", 0, 9, 5, 2) == (5, list(range(1, 9)))
+    assert _fine_cuts("漢字ひらがな漢字ひらがな", 0, 12, 6, 1) == (6, [6])  # a strong change only
+    assert _fine_cuts("・" * 40, 0, 40, 5, 1) == (8, [32])  # kinsoku glues 32 at most
 
 
 @given(
@@ -546,26 +559,6 @@ LOOSE_JSON = st.recursive(
 )
 
 
-@given(doc=LOOSE_JSON)
-@settings(max_examples=300, deadline=None)
-def test_json_children_match_the_regex_walk(doc: str) -> None:
-    from sdk.chunking._jsontok import Child
-
-    assert NATIVE is not None
-    for m in re.finditer(r"[\[{]", doc):
-        python = Structure(doc)
-        with pure_python():
-            try:
-                want = python.children(m.start())
-            except (ValueError, AttributeError):  # a bracket inside a string
-                continue
-        native = Structure(doc)
-        got = native.children(m.start())
-        assert got == want
-        assert all(type(c) is Child for c in got[0])
-        assert native._close == _kept(python._close)
-
-
 KEYED_JSON = st.recursive(
     SCALARS,
     lambda inner: (
@@ -576,74 +569,6 @@ KEYED_JSON = st.recursive(
     ),
     max_leaves=20,
 )
-
-
-@given(doc=LOOSE_JSON | KEYED_JSON)
-@settings(max_examples=300, deadline=None)
-def test_json_members_are_the_sections_the_python_loop_makes(doc: str) -> None:
-    from sdk.chunking._json import _NO_OPEN, JSONSplitter, _Value
-    from sdk.chunking._jsontok import decode_key
-    from sdk.chunking._types import Section
-
-    assert NATIVE is not None
-    splitter = JSONSplitter(Structure(doc))
-    for m in re.finditer(r"[\[{]", doc):
-        try:
-            kids, close = splitter.structure.children(m.start())
-        except (ValueError, AttributeError):  # a bracket inside a string
-            continue
-        if not kids:
-            continue
-        node = _Value(m.start(), close + 1, 2, "/a/0")
-        want = splitter._members(doc, node, kids, close)
-        got = NATIVE.json_members(
-            doc, kids, m.start(), close, 3, "/a/0/", splitter, _Value, Section, decode_key, _NO_OPEN
-        )
-        assert got == want
-        assert all(type(s) is Section and type(s.state) is _Value for s in got[1])
-
-
-def test_json_members_reject_what_the_splitter_never_passes() -> None:
-    from sdk.chunking._json import _NO_OPEN, _Value
-    from sdk.chunking._jsontok import Child, decode_key
-    from sdk.chunking._types import Section
-
-    assert NATIVE is not None
-    kid = Child(1, 1, 1, 1, 2, 2)
-    args = ["[1]", [kid], 0, 2, 1, "/", None, _Value, Section, decode_key, _NO_OPEN]
-    cases: list[tuple[int, object, type[Exception], str]] = [
-        (1, [], ValueError, "one child"),
-        (1, [(1, 2)], TypeError, "json_children"),
-        (1, [Child(1, 1, 1, 9, 10, 10)], ValueError, "outside the text"),
-        (2, 5, ValueError, "no JSON container"),
-        (7, int, TypeError, "tuple types"),
-    ]
-    for index, value, error, message in cases:
-        bad = list(args)
-        bad[index] = value
-        with pytest.raises(error, match=message):
-            NATIVE.json_members(*bad)
-    # a key with an escape is decoded by the function given, whose errors come through
-    keyed = ['{"\\u0041": 1}', [Child(1, 1, 9, 11, 12, 12)], 0, 12, 1, "", None, _Value, Section]
-
-    def boom(raw: str) -> str:
-        raise ZeroDivisionError(raw)
-
-    with pytest.raises(ZeroDivisionError):
-        NATIVE.json_members(*keyed, boom, _NO_OPEN)
-    assert NATIVE.json_members(*keyed, decode_key, _NO_OPEN)[1][0].path == "A"
-
-
-@pytest.mark.parametrize(
-    "doc",
-    ['{"a" 1}', "{a: 1}", "[1, tru]", '["x', "[1, -]", '{"k": "v"', "[01x]"],
-)
-def test_json_children_reject_invalid_json_with_a_value_error(doc: str) -> None:
-    from sdk.chunking._jsontok import Child
-
-    assert NATIVE is not None
-    with pytest.raises(ValueError):
-        NATIVE.json_children(doc, 0, {}, Child)
 
 
 def test_the_public_switch_tells_whether_the_native_passes_are_in_use() -> None:
@@ -685,20 +610,6 @@ def test_both_paths_chunk_any_text_alike(text: str, budget: int, kind: str) -> N
 # (found by an adversarial review of the extension under AddressSanitizer).
 
 
-def test_json_children_check_the_start_and_the_recorded_closes() -> None:
-    from sdk.chunking._jsontok import Child
-
-    assert NATIVE is not None
-    with pytest.raises(ValueError, match="no JSON container"):
-        NATIVE.json_children("[1]", -100_000, {-100_000: 2}, Child)
-    with pytest.raises(ValueError, match="no JSON container"):
-        NATIVE.json_children("[1]", 3_000_000, {3_000_000: 2}, Child)
-    with pytest.raises(ValueError, match="not after it"):
-        NATIVE.json_children("[[1]]", 0, {0: 4, 1: 0}, Child)
-    with pytest.raises(ValueError, match="not after it"):
-        NATIVE.json_children("[[1]]", 0, {0: 4, 1: -7}, Child)
-
-
 def test_sequences_changed_by_the_code_their_items_run_are_read_from_a_copy() -> None:
     from sdk.chunking._engine import RawChunk
     from sdk.chunking._prose import PROSE
@@ -734,26 +645,6 @@ def test_sequences_changed_by_the_code_their_items_run_are_read_from_a_copy() ->
     assert len(NATIVE.make_chunks("abc", raws, 8, Chunk, _CHUNK_FIELDS)) == 2
 
 
-def test_an_exception_from_the_flags_function_is_the_one_raised() -> None:
-    from sdk.chunking._prose import prose_flags
-
-    assert NATIVE is not None
-
-    class Boom(Exception):
-        pass
-
-    def flags(ch: str) -> int:
-        if ch == "b":
-            raise Boom
-        return prose_flags(ch)
-
-    for level in (2, 3, 4):  # the levels that classify every character
-        with pytest.raises(Boom):
-            NATIVE.level_cuts("a.b. c", 0, 6, level, flags, bytearray(0x220000), array("i").frombytes)
-    with pytest.raises(Boom):
-        NATIVE.fine_cuts("a-b", 0, 3, 8, flags, bytearray(0x220000), array("i").frombytes)
-
-
 def test_make_chunks_takes_only_a_class_of_twelve_slots() -> None:
     from sdk.chunking._api import _CHUNK_FIELDS
 
@@ -769,8 +660,8 @@ def test_char_ends_rejects_ends_out_of_range_and_negative_lengths() -> None:
         KERNELS.char_ends(*_accel.units("ab", keep=False), [0], array("i", [1]).tobytes(), -(2**40), False)
     with pytest.raises(ValueError, match="negative length"):
         KERNELS.char_ends(*_accel.units("abc", keep=False), [0, 1], array("i", [3, -1]).tobytes(), 0, False)
-    with pytest.raises(ValueError, match="no native scan"):
-        NATIVE.level_cuts("", 0, 0, 99, lambda ch: 0, bytearray(0x220000), array("i").frombytes)
+    with pytest.raises(ValueError, match="no level scan"):
+        KERNELS.level_cuts("", 0, 0, 0, 99, bytearray(0x220000), False, 0, 0)
 
 
 NEEDLE_TEXTS = st.lists(
@@ -820,7 +711,7 @@ def _pack_args(engine: Engine, budget_edges: int = 6) -> tuple[object, ...]:
     edges = array("q", [0, 19, 73, 146, len(PROSE_TEXT)][:budget_edges])
     template = PROSE.root(PROSE_TEXT)._replace(state=2)
     view = engine._encode(0, len(PROSE_TEXT))
-    return (engine, edges, None, template, view, None, _meta(template), _meta, RawChunk, 1, char_class)
+    return (engine, edges, None, template, view, None, _meta(template), _meta, RawChunk, 1)
 
 
 def _engine(budget: int = 12, cls: type[Engine] = Engine) -> Engine:
@@ -831,7 +722,7 @@ def test_pack_packs_as_the_python_loop_does() -> None:
     assert NATIVE is not None
     for budget in (3, 12, 30, 200):
         native_engine = _engine(budget)
-        NATIVE.pack(*_pack_args(native_engine), _accel.cache("junction", 1))
+        NATIVE.pack(*_pack_args(native_engine), tables(PROSE_TEXT)[0])
         python_engine = _engine(budget)
         with pure_python():
             python_engine._pack(*_pack_args(python_engine)[1:6])
@@ -843,7 +734,7 @@ def test_pack_packs_as_the_python_loop_does() -> None:
 def test_pack_rejects_what_the_engine_never_passes() -> None:
     assert NATIVE is not None
     args = list(_pack_args(_engine()))
-    cache = _accel.cache("junction", 1)
+    cache = tables(PROSE_TEXT)[0]
     cases: list[tuple[int, object, type[Exception], str]] = [
         (1, array("q", [0]), ValueError, "two edges"),
         (2, [PROSE_TEXT], ValueError, "disagree"),
@@ -894,7 +785,7 @@ def test_an_exception_from_a_count_or_a_placement_is_the_one_raised() -> None:
     for cls in (CountFails, PlaceFails):
         engine = _engine(3, cls)
         with pytest.raises(Boom):
-            NATIVE.pack(*_pack_args(engine), _accel.cache("junction", 1))
+            NATIVE.pack(*_pack_args(engine), tables(PROSE_TEXT)[0])
 
 
 def test_a_splitter_that_never_gets_smaller_ends_in_a_recursion_error_both_ways() -> None:

@@ -124,6 +124,7 @@ def main() -> int:
             "sdk/chunking/_native.c",
             "sdk/chunking/_kernels.c",
             "sdk/chunking/_scan.h",
+            "sdk/chunking/_prose.h",
             "sdk/cli/gemma3.jinja",
         } - names
         stray = sorted(n for n in names if n.startswith("tests/") or n.endswith((".so", ".pyc")))
