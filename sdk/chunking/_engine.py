@@ -421,14 +421,6 @@ class Engine:
         appear only around a part that had to be cut (its first pieces could have
         joined the chunk before it). Merging removes cuts, never adds one.
         """
-        native = _accel.native
-        if _accel.OFF and not _accel.on("merge"):
-            native = None  # type: ignore[assignment]
-        rule = _RULES.get(self.sizer.additive)
-        if native is not None and rule is not None:
-            # The same loop in C.
-            merged: list[RawChunk] = native.merge(self, chunks, RawChunk, rule, _prose.tables(self.text)[0])
-            return merged
         budget = self.budget
         out: list[RawChunk] = []
         last = len(chunks) - 1

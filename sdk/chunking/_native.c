@@ -1,6 +1,6 @@
 /* The chunking engine's passes that still read Python objects (optional: sdk.chunking
  * falls back to Python when this module is not built, with the same results): the
- * packing loop (pack, merge, make_chunks), the JSON and code splitters' walks. Being
+ * packing loop (pack, make_chunks), the JSON and code splitters' walks. Being
  * retired into Python and the kernels (docs/design.md, "One engine, not two"); the scans
  * it shares with the kernels are one source, _scan.h and _prose.h.
  */
@@ -3136,115 +3136,9 @@ done:
     return result;
 }
 
-PyDoc_STRVAR(merge_doc,
-"merge(engine, chunks, raw_type, rule, classes) -> list\n\n"
-"Engine._merge_neighbours: ``chunks`` with neighbours that fit together joined (see\n"
-"pack for the arguments).");
-
-static PyObject *
-merge(PyObject *self, PyObject *args)
-{
-    PyObject *engine, *chunks, *raw_type;
-    int rule;
-    Py_buffer cache;
-    if (!PyArg_ParseTuple(args, "OOOiy*:merge", &engine, &chunks, &raw_type, &rule, &cache)) {
-        return NULL;
-    }
-    Packer P;
-    memset(&P, 0, sizeof(P));
-    PyObject *fast = NULL, *out = NULL, *result = NULL;
-    RawFields prev = {0}, c = {0};
-    if (check_raw_type(raw_type) < 0 || names_open(&P) < 0) {
-        goto done;
-    }
-    P.raw_type = (PyTypeObject *)raw_type;
-    if ((fast = PySequence_Tuple(chunks)) == NULL || (out = PyList_New(0)) == NULL) {
-        goto done;
-    }
-    Py_ssize_t count = PyTuple_GET_SIZE(fast);
-    if (count < 2) {
-        for (Py_ssize_t i = 0; i < count; i++) {
-            if (PyList_Append(out, PyTuple_GET_ITEM(fast, i)) < 0) {
-                goto done;
-            }
-        }
-        result = Py_NewRef(out);
-        goto done;
-    }
-    if ((P.text = PyObject_GetAttrString(engine, "text")) == NULL || get_ssize_named(engine, "budget", &P.budget) < 0 ||
-        (P.span = PyObject_GetAttrString(engine, "_span")) == NULL) {
-        goto done;
-    }
-    if (!PyUnicode_Check(P.text)) {
-        PyErr_SetString(PyExc_TypeError, "engine.text must be a str");
-        goto done;
-    }
-    if (junction_open(&P.junction, P.text, rule, &cache) < 0) {
-        goto done;
-    }
-    P.rule = rule;
-    for (Py_ssize_t index = 0; index < count; index++) {
-        PyObject *item = PyTuple_GET_ITEM(fast, index);
-        Py_ssize_t have = PyList_GET_SIZE(out);
-        if (have > 0) {
-            PyObject *last = PyList_GET_ITEM(out, have - 1);
-            Py_CLEAR(prev.first);
-            Py_CLEAR(c.first);
-            if (raw_read(&P, last, &prev) < 0 || raw_read(&P, item, &c) < 0) {
-                goto done;
-            }
-            int same_kind = 0;
-            if (!prev.oversize && !c.oversize && (!c.sticky_end || index == count - 1) &&
-                c.tokens <= P.budget + 2 && prev.tokens <= P.budget + 2 - c.tokens) {
-                if (prev.sticky_end) {
-                    same_kind = 1;
-                }
-                else {
-                    PyObject *k1 = PyObject_GetAttrString(prev.first, "kind");
-                    PyObject *k2 = k1 == NULL ? NULL : PyObject_GetAttrString(c.first, "kind");
-                    same_kind = k2 == NULL ? -1 : PyObject_RichCompareBool(k1, k2, Py_EQ);
-                    Py_XDECREF(k1);
-                    Py_XDECREF(k2);
-                    if (same_kind < 0) {
-                        goto done;
-                    }
-                }
-            }
-            if (same_kind) {
-                Py_ssize_t n = joined_count(&P, &prev, c.start, c.end, c.tokens);
-                if (n < 0) {
-                    goto done;
-                }
-                if (n <= P.budget) {
-                    PyObject *made =
-                        raw_new(P.raw_type, prev.start, c.end, n, prev.first, 0, c.sticky_end, prev.partial || c.partial);
-                    if (made == NULL || PyList_SetItem(out, have - 1, made) < 0) {
-                        goto done;
-                    }
-                    continue;
-                }
-            }
-        }
-        if (PyList_Append(out, item) < 0) {
-            goto done;
-        }
-    }
-    result = Py_NewRef(out);
-done:
-    Py_XDECREF(prev.first);
-    Py_XDECREF(c.first);
-    Py_XDECREF(fast);
-    Py_XDECREF(out);
-    Py_XDECREF(P.text);
-    Py_XDECREF(P.span);
-    names_close(&P);
-    PyBuffer_Release(&cache);
-    return result;
-}
 
 static PyMethodDef native_methods[] = {
     {"pack", pack, METH_VARARGS, pack_doc},
-    {"merge", merge, METH_VARARGS, merge_doc},
     {"json_setup", json_setup, METH_VARARGS, json_setup_doc},
     {"json_split", (PyCFunction)(void (*)(void))json_split, METH_FASTCALL, json_split_doc},
     {"flat_setup", flat_setup, METH_O, flat_setup_doc},

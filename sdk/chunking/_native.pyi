@@ -63,11 +63,3 @@ def pack(
     prose: tuple[object, ...] | None = None,
     /,
 ) -> None: ...
-def merge(
-    engine: object,
-    chunks: Sequence[_T],
-    raw_type: type,
-    rule: int,
-    classes: Buffer,
-    /,
-) -> list[_T]: ...
