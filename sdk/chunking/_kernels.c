@@ -1627,6 +1627,14 @@ fine_cuts(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_IndexError, "position outside the range");
         joins = -1;
     }
+    else if (f.level == 5 ? f.aux != 0
+             : f.level <= 7 ? f.aux < 0 || f.aux > 7 || (f.aux != 0 && f.pos <= start)
+                            : f.aux < 0 || f.aux > (1L << 30)) {
+        /* (what a call hands back: a script class after a position inside, or the
+         * graphemes glued since the last cut) */
+        PyErr_SetString(PyExc_ValueError, "aux is not what fine_cuts hands back");
+        joins = -1;
+    }
     if (text.blocks.failed) {
         joins = -1;
     }
@@ -1635,7 +1643,8 @@ fine_cuts(PyObject *self, PyObject *args)
     }
     else if (joins == 0 && fine_levels(&s, start, end, &f, &found) == 0 && !text.blocks.failed) {
         PyObject *batch = cuts_bytes(&found, wide);
-        result = batch == NULL ? NULL : Py_BuildValue("(Ninli)", batch, f.level, f.pos, f.aux, f.found);
+        result = batch == NULL ? NULL
+                               : Py_BuildValue("(NinlN)", batch, f.level, f.pos, f.aux, PyBool_FromLong(f.found));
     }
     PyMem_Free(found.items);
     PyBuffer_Release(&flags);

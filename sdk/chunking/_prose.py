@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import threading
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -553,23 +554,21 @@ def prose_flags(ch: str) -> int:
 
 _KNOWN = 0x8000  # a filled entry of the flag table
 _LATIN_FILLED = False
+# The tables are the process's (``_accel.cache``): filled by one thread at a time, since
+# ``_kernels.unfilled`` marks what it hands out, and a second scan would take a marked
+# entry for a filled one.
+_TABLES_LOCK = threading.Lock()
 
 
 def _fill(points: Iterable[int], classes: bytearray, flags: bytearray) -> None:
-    """Fill both tables' entries of ``points`` (code points); on any failure, those
-    not filled yet are set back to 0 (``_kernels.unfilled`` marks what it hands out)."""
+    """Fill both tables' entries of ``points`` (code points): the flags first, the class
+    last (an entry is filled once its class is)."""
     by_point = memoryview(flags).cast("H")
-    todo = list(points)
     try:
-        for cp in todo:
+        for cp in points:
             ch = chr(cp)
             by_point[cp] = prose_flags(ch) | _KNOWN
             classes[cp] = char_class(ch) + 1
-    except BaseException:
-        for cp in todo:
-            if not by_point[cp] & _KNOWN:
-                classes[cp] = 0
-        raise
     finally:
         by_point.release()
 
@@ -585,17 +584,24 @@ def tables(text: str) -> tuple[bytearray, bytearray]:
     flags = _accel.cache("prose", 2)
     if _accel.filled is text:
         return classes, flags
-    if not _LATIN_FILLED:
-        _fill((cp for cp in range(256) if not classes[cp]), classes, flags)
-        _LATIN_FILLED = True
-    if not text.isascii():
-        units, kind = _accel.reader(text)
-        if kind > 1:
-            kernels = _accel.kernels
-            if kernels is not None:
-                _fill(kernels.unfilled(units, kind, classes), classes, flags)
-            else:
-                _fill((cp for cp in map(ord, set(text)) if not classes[cp]), classes, flags)
+    with _TABLES_LOCK:
+        try:
+            if not _LATIN_FILLED:
+                _fill([cp for cp in range(256) if not classes[cp]], classes, flags)
+                _LATIN_FILLED = True
+            if not text.isascii():
+                units, kind = _accel.reader(text)
+                if kind > 1:
+                    kernels = _accel.kernels
+                    if kernels is not None:
+                        _fill(kernels.unfilled(units, kind, classes), classes, flags)
+                    else:
+                        _fill([cp for cp in map(ord, set(text)) if not classes[cp]], classes, flags)
+        except BaseException:
+            # (An interrupt or a failed classifier: what ``unfilled`` marked and nothing
+            # filled is set back, wherever the failure came.)
+            classes[:] = classes.replace(b"\xff", b"\x00")
+            raise
     _accel.filled = text
     return classes, flags
 

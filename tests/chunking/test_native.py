@@ -360,6 +360,74 @@ def test_a_str_read_in_blocks_gives_what_its_units_give() -> None:
             assert KERNELS.additive(text, _accel.STR_KIND, p, 1, step, classes) == want
 
 
+def _forget_points(points: range) -> None:
+    """The tables' entries of ``points`` set back to not filled (so a test sees them new)."""
+    classes, flags = _accel.cache("junction", 1), _accel.cache("prose", 2)
+    for cp in points:
+        classes[cp] = 0
+        flags[2 * cp : 2 * cp + 2] = b"\0\0"
+    _accel.forget()
+
+
+def test_threads_filling_the_tables_at_once_each_see_their_characters() -> None:
+    import concurrent.futures
+    import sys
+
+    # Characters no one has seen, two texts of each set, chunked by eight threads at
+    # once, switching often: a thread must not take the entries another is filling for
+    # filled ones.
+    texts = []
+    for i in range(4):
+        points = range(0x20000 + 3000 * i, 0x20000 + 3000 * (i + 1))
+        _forget_points(points)
+        texts += ["".join(map(chr, points)) + " end.", "Start. " + "".join(map(chr, reversed(points)))]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda t: Chunker(200).chunk(t, kind="text"), texts))
+    finally:
+        sys.setswitchinterval(interval)
+    for text, chunks in zip(texts, got, strict=True):
+        assert "".join(c.text for c in chunks) == text
+
+
+def test_a_classifier_interrupted_leaves_no_entry_marked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sdk.chunking import _prose
+
+    _forget_points(range(0x4E01, 0x4E03))
+    text = "ab \u4e01\u4e02. " * 300 + "\u4e01" * 3000
+    real = _prose.char_class
+
+    def interrupted(ch: str) -> int:
+        if ch == "\u4e02":
+            raise KeyboardInterrupt
+        return real(ch)
+
+    monkeypatch.setattr(_prose, "char_class", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Chunker(50).chunk(text, kind="text")
+    assert 255 not in _accel.cache("junction", 1)
+    monkeypatch.undo()
+    with pure_python():
+        want = Chunker(50).chunk(text, kind="text")
+    assert Chunker(50).chunk(text, kind="text") == want
+
+
+def test_fine_cuts_take_back_only_the_state_they_hand_out() -> None:
+    assert KERNELS is not None
+    text = "日本" * 200
+    flags = tables(text)[1]
+    units, kind = _accel.units(text, keep=False)
+    for level, pos, aux in ((6, 0, 3), (7, 5, 2), (6, 10, 8), (6, 10, -1), (8, 1, 2**40), (5, 3, 1)):
+        with pytest.raises(ValueError, match="aux"):
+            KERNELS.fine_cuts(
+                units, kind, pos if level == 7 else 0, len(text), flags, False, 0, level, pos, aux, False
+            )
+    got = KERNELS.fine_cuts(units, kind, 0, len(text), flags, False, 0, 6, -1, 0, False)
+    assert got is not None and type(got[4]) is bool
+
+
 def test_level_cuts_reject_bad_ranges_and_tables() -> None:
     from sdk.chunking._prose import tables
 
