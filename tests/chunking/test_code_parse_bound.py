@@ -394,3 +394,44 @@ def test_an_interrupt_while_the_parser_reads_comes_out_as_itself(monkeypatch: py
     monkeypatch.undo()
     text = "def f(x):\n    return x\n" * 200
     check_chunks(text, Chunker(max_tokens=64).chunk(text, language="python"), 64)
+
+
+_MANY_THREADS = """
+import sys
+from pathlib import Path
+from sdk.chunking import Chunker, _accel
+folder = Path(sys.argv[1])
+paths = sorted(folder.iterdir())
+results = list(Chunker(max_tokens=32, isolate=False).chunk_many(paths, workers=4))
+for path, got in zip(paths, results, strict=True):
+    assert got.ok, (path, got.error)
+    text = path.read_text(encoding="utf-8")
+    assert "".join(c.text for c in got.chunks) == text, path
+print(_accel.guard.stats()[0] if _accel.guard is not None else "no guard")
+"""
+
+
+def test_the_inputs_that_crashed_a_scanner_chunked_by_four_threads_over_files(tmp_path: Path) -> None:
+    """chunk_many with four threads over files holding what crashed tree-sitter's
+    scanners before the guard (Ruby's state past its buffer, bash's class table read
+    past its end, bash's heredocs piling up), among ordinary files: every file tiled,
+    no crash (``make sanitize`` runs this under AddressSanitizer and UBSan, the guard
+    wrapping scanners that four threads run at once)."""
+    bash = ["{" + chr(cp) + "\n{12" + chr(cp) + "\n" for cp in (0x100, 0x4E00, 0x10FFFF)]
+    for i in range(4):
+        (tmp_path / f"overflow{i}.rb").write_text(RUBY_OVERFLOW, encoding="utf-8")
+        (tmp_path / f"far{i}.sh").write_text("".join(bash) * (i + 1), encoding="utf-8")
+        (tmp_path / f"heredocs{i}.sh").write_text("a <<EOF b " * 500, encoding="utf-8")
+        (tmp_path / f"tasks{i}.rb").write_text(
+            (CORPUS / "tasks.rb").read_text(encoding="utf-8"), encoding="utf-8"
+        )
+    done = subprocess.run(
+        [sys.executable, "-c", _MANY_THREADS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    if _accel.guard is not None:
+        assert int(done.stdout) >= 4  # the guard dropped each file's overflowing state
