@@ -122,10 +122,14 @@ class Chunker:
     may grow by at most that many bytes (``True``: 2 GiB). A parse that goes past it, or
     a worker that dies, costs that text its grammar: it is chunked with prose rules, with
     a :class:`ChunkingWarning`; the calling process never holds the parse (see
-    :mod:`sdk.chunking._isolate`). The encoding must pickle.
+    :mod:`sdk.chunking._isolate`). The encoding must pickle. ``None`` (the default):
+    :meth:`chunk_many` isolates (files are the input most likely to be hostile, and with
+    two threads or more it is faster so), where the encoding pickles; :meth:`chunk` and
+    :meth:`chunk_file` do not. ``False``: never.
     """
 
     __slots__ = (
+        "_many_limit",
         "_worker_config",
         "encoding",
         "isolate",
@@ -144,7 +148,7 @@ class Chunker:
         overlap: int = 0,
         kind: ChunkKind = "auto",
         language: str | None = None,
-        isolate: bool | int = False,
+        isolate: bool | int | None = None,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
             raise TypeError("max_tokens must be an int")
@@ -165,9 +169,15 @@ class Chunker:
         self.encoding = encoding
         self.kind = kind
         self.language = language
-        if not isinstance(isolate, (bool, int)) or (not isinstance(isolate, bool) and isolate < 1 << 20):
-            raise ValueError(f"isolate must be a bool or a limit of at least 1 MiB in bytes, got {isolate!r}")
-        self.isolate = DEFAULT_LIMIT if isolate is True else int(isolate)  # 0: in process
+        if isolate is not None and (
+            not isinstance(isolate, (bool, int)) or (not isinstance(isolate, bool) and isolate < 1 << 20)
+        ):
+            raise ValueError(
+                f"isolate must be None, a bool or a limit of at least 1 MiB in bytes, got {isolate!r}"
+            )
+        self.isolate = DEFAULT_LIMIT if isolate is True else int(isolate or 0)  # 0: in process
+        # chunk_many's limit: the default where none was chosen (0: in process).
+        self._many_limit = DEFAULT_LIMIT if isolate is None else self.isolate
         self._worker_config: WorkerConfig | None = None  # made at the first isolated call
         # An async tokenizer is reached from a worker thread, one bridge per call.
         self.sizer: Sizer | None = None if is_async_tokenizer(encoding) else Sizer(encoding)  # type: ignore[arg-type]
@@ -184,7 +194,7 @@ class Chunker:
         """Chunk ``text``; see :func:`chunk` for the arguments."""
         if self.sizer is None:
             raise TypeError("this Chunker counts with an async tokenizer: use 'await chunker.achunk(text)'")
-        return self._chunk(self.sizer, text, kind, language, filename, heading_context)
+        return self._chunk(self.sizer, text, kind, language, filename, heading_context, self.isolate)
 
     async def achunk(
         self,
@@ -207,7 +217,9 @@ class Chunker:
         else:
             sizer = _cancellable(sizer)
         return await anyio.to_thread.run_sync(
-            functools.partial(self._chunk, sizer, text, kind, language, filename, heading_context),
+            functools.partial(
+                self._chunk, sizer, text, kind, language, filename, heading_context, self.isolate
+            ),
             limiter=_engine_threads(),
         )
 
@@ -238,6 +250,7 @@ class Chunker:
         language: str | None,
         filename: str | os.PathLike[str] | None,
         heading_context: bool,
+        isolate: int,
     ) -> list[Chunk]:
         text = checked_text(text, "chunk()")
         kind = self.kind if kind is None else kind
@@ -252,11 +265,11 @@ class Chunker:
         if not text:
             return []
         language = language if language is not None else self.language
-        if self.isolate and _may_parse(text, kind, language, filename):
+        if isolate and _may_parse(text, kind, language, filename):
             if self._worker_config is None:
                 self._worker_config = worker_config(self.max_tokens, self.encoding, self.overlap)
             chunks = chunk_isolated(
-                self._worker_config, self.isolate, text, kind, language, filename, heading_context
+                self._worker_config, isolate, text, kind, language, filename, heading_context
             )
             if chunks is not None:
                 return chunks
@@ -329,6 +342,13 @@ class Chunker:
         then those of the decoded text)."""
         if errors not in ("strict", "replace"):
             raise ValueError("errors must be 'strict' or 'replace'")
+        if self.sizer is None:
+            raise TypeError("this Chunker counts with an async tokenizer: use 'await chunker.achunk(text)'")
+        return self._chunk_file(self.sizer, path, kind, errors, self.isolate)
+
+    def _chunk_file(
+        self, sizer: Sizer, path: str | os.PathLike[str], kind: ChunkKind | None, errors: str, isolate: int
+    ) -> list[Chunk]:
         with open(path, "rb") as f:
             raw = f.read()
         name = os.fspath(path)
@@ -346,7 +366,7 @@ class Chunker:
             text = raw.decode("utf-8", "replace")
         if text.startswith("\ufeff"):
             text = text[1:]  # a byte order mark is not content
-        return self.chunk(text, kind=kind, filename=name)
+        return self._chunk(sizer, text, kind, None, name, False, isolate)
 
     def chunk_many(
         self,
@@ -378,15 +398,26 @@ class Chunker:
             _check_kind(kind)
         if on_progress is not None and not callable(on_progress):
             raise TypeError("on_progress must be callable or None")
-        return self._chunk_many(paths, kind, errors, workers, on_progress)
+        if self.sizer is None:
+            raise TypeError("this Chunker counts with an async tokenizer: use 'await chunker.achunk(text)'")
+        limit = self._many_limit
+        if limit and not self.isolate and self._worker_config is None:
+            # (isolated by default: only where the encoding pickles, which it must)
+            try:
+                self._worker_config = worker_config(self.max_tokens, self.encoding, self.overlap)
+            except TypeError:
+                limit = 0
+        return self._chunk_many(self.sizer, paths, kind, errors, workers, on_progress, limit)
 
     def _chunk_many(
         self,
+        sizer: Sizer,
         paths: Iterable[str | os.PathLike[str]],
         kind: ChunkKind | None,
         errors: str,
         workers: int,
         on_progress: Callable[[FileChunks], None] | None,
+        isolate: int,
     ) -> Iterator[FileChunks]:
         def one(path: str | os.PathLike[str]) -> FileChunks:
             try:
@@ -394,7 +425,7 @@ class Chunker:
             except TypeError as e:  # not a path (an int, None): its entry says so
                 return FileChunks(repr(path), [], e)
             try:
-                return FileChunks(name, self.chunk_file(name, kind=kind, errors=errors), None)
+                return FileChunks(name, self._chunk_file(sizer, name, kind, errors, isolate), None)
             except (OSError, ValueError) as e:
                 return FileChunks(name, [], e)
 

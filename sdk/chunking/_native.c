@@ -2557,7 +2557,7 @@ place_section_inner(Packer *P, Py_ssize_t a, Py_ssize_t b, const Tmpl *t, PyObje
     Cuts cuts = {0};
     PyObject *state = NULL, *light = NULL, *parts = NULL, *template = NULL;
     Level L = {0};
-    Tmpl sub;
+    Tmpl sub = {0};
     if (prose_part(P, t)) {
         if (push(&cuts, a) < 0 || prose_cuts(P, a, b, t->state, &cuts, &found) < 0) {
             goto done;

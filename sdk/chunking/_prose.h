@@ -191,29 +191,38 @@ flags_at(Scan *s, Py_ssize_t i)
         }                                                                                                              \
     }
 
+/* ``LOOP(K)`` made for each kind of text (a constant K for each, so that each reads its
+ * width directly): 1, 2 or 4 bytes a code point, and the includer's own. */
+#ifdef SCAN_OWN_KIND
+#define OWN_KIND_CASE(LOOP)                                                                                            \
+    case SCAN_OWN_KIND:                                                                                                \
+        LOOP(SCAN_OWN_KIND);                                                                                           \
+        break;
+#else
+#define OWN_KIND_CASE(LOOP)
+#endif
+#define BY_KIND(LOOP)                                                                                                  \
+    switch (s->kind) {                                                                                                 \
+    case 1:                                                                                                            \
+        LOOP(1);                                                                                                       \
+        break;                                                                                                         \
+    case 2:                                                                                                            \
+        LOOP(2);                                                                                                       \
+        break;                                                                                                         \
+    case 4:                                                                                                            \
+        LOOP(4);                                                                                                       \
+        break;                                                                                                         \
+        OWN_KIND_CASE(LOOP)                                                                                            \
+    default:                                                                                                           \
+        LOOP(s->kind);                                                                                                 \
+        break;                                                                                                         \
+    }
+
 static Py_ssize_t
 skip_to_flags(const Scan *s, Py_ssize_t i, Py_ssize_t end, int mask)
 {
     const uint16_t *table = s->flags;
-    switch (s->kind) {
-    case 1:
-        SKIP_TO_FLAGS(1);
-        break;
-    case 2:
-        SKIP_TO_FLAGS(2);
-        break;
-    case 4:
-        SKIP_TO_FLAGS(4);
-        break;
-#ifdef SCAN_OWN_KIND
-    case SCAN_OWN_KIND: /* a text the includer reads its own way */
-        SKIP_TO_FLAGS(SCAN_OWN_KIND);
-        break;
-#endif
-    default:
-        SKIP_TO_FLAGS(s->kind);
-        break;
-    }
+    BY_KIND(SKIP_TO_FLAGS)
     return end;
 }
 
@@ -230,25 +239,7 @@ skip_to_flags(const Scan *s, Py_ssize_t i, Py_ssize_t end, int mask)
 static Py_ssize_t
 skip_to_break(const Scan *s, Py_ssize_t i, Py_ssize_t end, int paragraph)
 {
-    switch (s->kind) {
-    case 1:
-        SKIP_TO_BREAK(1);
-        break;
-    case 2:
-        SKIP_TO_BREAK(2);
-        break;
-    case 4:
-        SKIP_TO_BREAK(4);
-        break;
-#ifdef SCAN_OWN_KIND
-    case SCAN_OWN_KIND: /* a text the includer reads its own way */
-        SKIP_TO_BREAK(SCAN_OWN_KIND);
-        break;
-#endif
-    default:
-        SKIP_TO_BREAK(s->kind);
-        break;
-    }
+    BY_KIND(SKIP_TO_BREAK)
     return end;
 }
 

@@ -95,3 +95,44 @@ def test_the_callers_memory_stays_small_while_the_hostile_parse_fails_elsewhere(
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.split()[-1]) < 400, done.stdout  # MB
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get("SEAM_SANITIZED")), reason="ASan's shadow memory and an address-space limit"
+)
+def test_chunk_many_isolates_by_default_and_chunk_does_not(tmp_path: Path) -> None:
+    paths = []
+    for i, cf in enumerate(corpus_files(("code",))[:6]):
+        paths.append(tmp_path / f"{i}{cf.path.suffix}")
+        paths[-1].write_text(cf.read(), encoding="utf-8")
+    chunker = Chunker(64)
+    found = list(chunker.chunk_many(paths, workers=2))
+    # each parsed in a worker (which holds the chunker's configuration), as in process
+    config = chunker._worker_config
+    assert config is not None and any(config.digest in w.known for ws in _isolate._idle.values() for w in ws)
+    local = Chunker(64, isolate=False)
+    assert [r.chunks for r in found] == [local.chunk_file(p) for p in paths]
+    # chunk and chunk_file stay in process unless asked; isolate=False never isolates
+    assert chunker.isolate == 0
+    assert [r.chunks for r in local.chunk_many(paths[:2])] == [r.chunks for r in found[:2]]
+    assert local._worker_config is None
+
+
+class _Unpicklable:
+    """A tokenizer that does not pickle (it holds a lambda): chunk_many runs in process."""
+
+    def __init__(self) -> None:
+        self.split = lambda text: text.split(" ")
+
+    def encode(self, text: str) -> list[int]:
+        return [len(t) for t in self.split(text)]
+
+
+def test_chunk_many_stays_in_process_where_the_encoding_does_not_pickle(tmp_path: Path) -> None:
+    path = tmp_path / "c.py"
+    path.write_text("def f(x):\n    return x\n" * 10, encoding="utf-8")
+    chunker = Chunker(16, encoding=_Unpicklable())
+    assert [r.ok for r in chunker.chunk_many([path])] == [True]
+    assert chunker._worker_config is None
+    with pytest.raises(TypeError, match="pickles"):
+        Chunker(16, encoding=_Unpicklable(), isolate=True).chunk_file(path)
