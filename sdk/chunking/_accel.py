@@ -21,12 +21,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 
 __all__ = [
     "INTERPRETED",
     "OFF",
     "STR_KIND",
     "cache",
+    "call",
     "forget",
     "guard",
     "kernels",
@@ -91,9 +93,19 @@ def on(name: str) -> bool:
     return name not in OFF
 
 
-# The last text's code units (one entry: the engine asks for the text it is chunking,
-# again and again; :func:`forget` drops it when a call is done).
-_last: tuple[str, bytes, int] | None = None  # a text past ASCII, its units, their kind
+class _Call(threading.local):
+    """What one thread's chunking call keeps about its text, until :func:`forget` (per
+    thread: threads chunking other texts side by side would otherwise take turns at one
+    entry, each making again what the other dropped)."""
+
+    # The last text's code units (the engine asks for the text it is chunking, again and
+    # again): a text past ASCII, its units, their kind.
+    last: tuple[str, bytes, int] | None = None
+    # The last text whose characters all have entries in the class tables (``_prose.tables``).
+    filled: str | None = None
+
+
+call = _Call()
 _UTF16 = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
 _UTF32 = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
 
@@ -104,10 +116,9 @@ def units(text: str, *, keep: bool = True) -> tuple[str | bytes, int]:
     point (native byte order), the narrowest that holds them (the width CPython stores
     the text in, so the copy costs what the text does; kind: the bytes a code point).
     A copy is kept for the next call unless ``keep`` is false (a slice asked for once)."""
-    global _last
     if text.isascii():
         return text, 0
-    last = _last
+    last = call.last
     if last is not None and last[0] is text:
         return last[1], last[2]
     try:
@@ -119,12 +130,8 @@ def units(text: str, *, keep: bool = True) -> tuple[str | bytes, int]:
         if len(found) != 2 * len(text):
             found, kind = text.encode(_UTF32, "surrogatepass"), 4
     if keep:
-        _last = (text, found, kind)
+        call.last = (text, found, kind)
     return found, kind
-
-
-# The last text whose characters all have entries in the class tables (``_prose.tables``).
-filled: str | None = None
 
 
 STR_KIND = 8  # a str the kernels that take it read a block at a time
@@ -137,17 +144,16 @@ def reader(text: str) -> tuple[str | bytes, int]:
     ASCII, which would take up to four bytes a character for the whole call)."""
     if text.isascii():
         return text, 0
-    last = _last
+    last = call.last
     if last is not None and last[0] is text:
         return last[1], last[2]
     return text, STR_KIND
 
 
 def forget() -> None:
-    """Drop the last text's code units (a chunking call is done)."""
-    global _last, filled
-    _last = None
-    filled = None
+    """Drop what this thread kept about its text (a chunking call is done)."""
+    call.last = None
+    call.filled = None
 
 
 # A cache per classifier the native passes ask (one entry per code point, zero until the

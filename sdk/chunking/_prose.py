@@ -582,7 +582,7 @@ def tables(text: str) -> tuple[bytearray, bytearray]:
     global _LATIN_FILLED
     classes = _accel.cache("junction", 1)
     flags = _accel.cache("prose", 2)
-    if _accel.filled is text:
+    if _accel.call.filled is text:
         return classes, flags
     with _TABLES_LOCK:
         try:
@@ -602,7 +602,7 @@ def tables(text: str) -> tuple[bytearray, bytearray]:
             # filled is set back, wherever the failure came.)
             classes[:] = classes.replace(b"\xff", b"\x00")
             raise
-    _accel.filled = text
+    _accel.call.filled = text
     return classes, flags
 
 

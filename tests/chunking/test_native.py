@@ -1597,3 +1597,27 @@ def test_the_python_path_cuts_a_large_container_a_run_at_a_time_too() -> None:
     assert "".join(c.text for c in chunks) == doc
     assert peak < 25 * len(doc)
     assert pure == native and pure[1].path.startswith("/k")
+
+
+def test_each_thread_keeps_its_own_texts_units() -> None:
+    import threading
+
+    # Threads chunking other texts side by side must not take turns at one entry (each
+    # would copy its text again, and fill its tables again, at every call).
+    mine, other = "\u00e9" * 10, "\u4e00" * 10
+    _accel.forget()
+    _accel.units(mine)
+    seen: list[object] = []
+
+    def elsewhere() -> None:
+        _accel.units(other)
+        tables(other)
+        seen.append(_accel.call.last and _accel.call.last[0])
+        seen.append(_accel.call.filled)
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    thread.join()
+    assert seen == [other, other]
+    assert _accel.call.last is not None and _accel.call.last[0] is mine and _accel.call.filled is None
+    _accel.forget()
