@@ -358,11 +358,7 @@ class Engine:
                 kernels = None  # type: ignore[assignment]
             rule = _RULES.get(additive)
             if kernels is not None and rule is not None:
-                classes = self._junction
-                if classes is None:
-                    classes = self._junction = _prose.tables(text)[0]
-                units, kind = _accel.reader(text)
-                found = kernels.additive(units, kind, p, rule, 1, classes)
+                found = kernels.additive(*_accel.reader(text), p, rule, 1, self._classes())
             elif additive(text, p):
                 found = p
             elif additive is _never:
@@ -387,11 +383,7 @@ class Engine:
                 kernels = None  # type: ignore[assignment]
             rule = _RULES.get(additive)
             if kernels is not None and rule is not None:
-                classes = self._junction
-                if classes is None:
-                    classes = self._junction = _prose.tables(text)[0]
-                units, kind = _accel.reader(text)
-                found = kernels.additive(units, kind, p, rule, -1, classes)
+                found = kernels.additive(*_accel.reader(text), p, rule, -1, self._classes())
             elif additive(text, p):
                 found = p
             else:
@@ -408,6 +400,13 @@ class Engine:
                 self._back.clear()
             self._back[p] = found
         return found
+
+    def _classes(self) -> bytearray:
+        """The junction table, filled for the text (once per engine)."""
+        classes = self._junction
+        if classes is None:
+            classes = self._junction = _prose.tables(self.text)[0]
+        return classes
 
     def run(self, root: Section) -> list[RawChunk]:
         if root.start < root.end:
@@ -737,7 +736,7 @@ class Engine:
                 _meta,
                 RawChunk,
                 rule,
-                _prose.tables(self.text)[0],
+                self._classes(),
                 self._prose_args(),
             )
             return

@@ -1635,9 +1635,6 @@ fine_cuts(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "aux is not what fine_cuts hands back");
         joins = -1;
     }
-    if (text.blocks.failed) {
-        joins = -1;
-    }
     if (joins > 0) {
         result = Py_NewRef(Py_None);
     }
@@ -1656,7 +1653,8 @@ PyDoc_STRVAR(unfilled_doc,
 "unfilled(units, kind, table) -> list[int]\n\n"
 "The code points of a text (its ``units`` of ``kind``) whose entry in ``table`` (the\n"
 "junction classes, 0x110000 bytes, writable) is 0, each once: marked 255 on the way, for\n"
-"the caller to fill (or set back to 0).");
+"the caller to fill, and to set back to 0 wherever this call or the filling fails\n"
+"(_prose.tables sets back every 255).");
 
 static PyObject *
 unfilled(PyObject *self, PyObject *args)
@@ -1703,7 +1701,8 @@ unfilled(PyObject *self, PyObject *args)
             }
         }
         if (b->failed) {
-            goto undo;
+            Py_CLEAR(out);
+            break;
         }
         if (c >= CODE_POINTS || t[c] != 0) {
             continue;
@@ -1711,17 +1710,12 @@ unfilled(PyObject *self, PyObject *args)
         PyObject *point = PyLong_FromLong((long)c);
         if (point == NULL || PyList_Append(out, point) < 0) {
             Py_XDECREF(point);
-            goto undo;
+            Py_CLEAR(out);
+            break;
         }
         Py_DECREF(point);
         t[c] = 255;
     }
-    goto done;
-undo: /* the marks set back: none is left that the caller will not fill */
-    for (Py_ssize_t k = 0; k < PyList_Size(out); k++) {
-        t[PyLong_AsLong(PyList_GetItem(out, k))] = 0;
-    }
-    Py_CLEAR(out);
 done:
     PyBuffer_Release(&classes);
     units_close(&text);
