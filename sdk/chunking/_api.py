@@ -182,6 +182,12 @@ class Chunker:
         # An async tokenizer is reached from a worker thread, one bridge per call.
         self.sizer: Sizer | None = None if is_async_tokenizer(encoding) else Sizer(encoding)  # type: ignore[arg-type]
 
+    def _sync_sizer(self) -> Sizer:
+        """The sizer the synchronous calls count with (none for an async tokenizer)."""
+        if self.sizer is None:
+            raise TypeError("this Chunker counts with an async tokenizer: use 'await chunker.achunk(text)'")
+        return self.sizer
+
     def chunk(
         self,
         text: str,
@@ -192,9 +198,7 @@ class Chunker:
         heading_context: bool = False,
     ) -> list[Chunk]:
         """Chunk ``text``; see :func:`chunk` for the arguments."""
-        if self.sizer is None:
-            raise TypeError("this Chunker counts with an async tokenizer: use 'await chunker.achunk(text)'")
-        return self._chunk(self.sizer, text, kind, language, filename, heading_context, self.isolate)
+        return self._chunk(self._sync_sizer(), text, kind, language, filename, heading_context, self.isolate)
 
     async def achunk(
         self,
@@ -342,9 +346,7 @@ class Chunker:
         then those of the decoded text)."""
         if errors not in ("strict", "replace"):
             raise ValueError("errors must be 'strict' or 'replace'")
-        if self.sizer is None:
-            raise TypeError("this Chunker counts with an async tokenizer: use 'await chunker.achunk(text)'")
-        return self._chunk_file(self.sizer, path, kind, errors, self.isolate)
+        return self._chunk_file(self._sync_sizer(), path, kind, errors, self.isolate)
 
     def _chunk_file(
         self, sizer: Sizer, path: str | os.PathLike[str], kind: ChunkKind | None, errors: str, isolate: int
@@ -398,8 +400,7 @@ class Chunker:
             _check_kind(kind)
         if on_progress is not None and not callable(on_progress):
             raise TypeError("on_progress must be callable or None")
-        if self.sizer is None:
-            raise TypeError("this Chunker counts with an async tokenizer: use 'await chunker.achunk(text)'")
+        sizer = self._sync_sizer()
         limit = self._many_limit
         if limit and not self.isolate and self._worker_config is None:
             # (isolated by default: only where the encoding pickles, which it must)
@@ -407,7 +408,7 @@ class Chunker:
                 self._worker_config = worker_config(self.max_tokens, self.encoding, self.overlap)
             except TypeError:
                 limit = 0
-        return self._chunk_many(self.sizer, paths, kind, errors, workers, on_progress, limit)
+        return self._chunk_many(sizer, paths, kind, errors, workers, on_progress, limit)
 
     def _chunk_many(
         self,
