@@ -191,25 +191,30 @@ units_close(Units *u)
 }
 
 PyDoc_STRVAR(char_ends_doc,
-"char_ends(units, kind, ids, lengths, start, wide) -> bytes\n\n"
-"The end of each token of a text (its ``units`` of ``kind``) in characters, counted from ``start``, as machine\n"
+"char_ends(text, ids, lengths, start, wide) -> bytes\n\n"
+"The end of each token of ``text`` (a str) in characters, counted from ``start``, as machine\n"
 "integers (8 bytes each when ``wide``, else 4): token ``ids`` (a sequence of ints, or a\n"
 "buffer of 4-byte unsigned ints, its length read in bytes) with\n"
 "UTF-8 ``lengths`` (a buffer of int32 indexed by id). A token that ends inside a\n"
-"character's bytes ends after that character; ends past the text stop at its end.");
+"character's bytes ends after that character; ends past the text stop at its end.\n"
+"The text is read as UTF-8 in place (the encoder that gave the ids made it).");
 
 static PyObject *
 char_ends(PyObject *self, PyObject *args)
 {
-    PyObject *units_obj, *sequence;
+    PyObject *text, *sequence;
     Py_buffer lengths;
     Py_ssize_t start;
-    int kind, wide;
-    if (!PyArg_ParseTuple(args, "OiOy*np:char_ends", &units_obj, &kind, &sequence, &lengths, &start, &wide)) {
+    int wide;
+    if (!PyArg_ParseTuple(args, "UOy*np:char_ends", &text, &sequence, &lengths, &start, &wide)) {
         return NULL;
     }
-    Units text;
-    if (units_open(&text, units_obj, kind) < 0) {
+    /* The text's UTF-8, which the encoder that gave the ids made and the str keeps (an
+     * ASCII str's own storage): read in place, no copy of the text in code points. */
+    Py_ssize_t nbytes;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &nbytes);
+    Py_ssize_t nchars = PyUnicode_GetLength(text);
+    if (utf8 == NULL || nchars < 0) {
         PyBuffer_Release(&lengths);
         return NULL;
     }
@@ -224,7 +229,6 @@ char_ends(PyObject *self, PyObject *args)
     if (!PyList_Check(sequence) && !PyTuple_Check(sequence) && PyObject_CheckBuffer(sequence)) {
         if (PyObject_GetBuffer(sequence, &idbuf, PyBUF_FULL_RO) < 0) {
             PyBuffer_Release(&lengths);
-            units_close(&text);
             return NULL;
         }
         if (idbuf.itemsize != 4 || idbuf.len % 4 != 0 || !PyBuffer_IsContiguous(&idbuf, 'C')) {
@@ -239,7 +243,6 @@ char_ends(PyObject *self, PyObject *args)
         ids = PySequence_Tuple(sequence);
         if (ids == NULL) {
             PyBuffer_Release(&lengths);
-            units_close(&text);
             return NULL;
         }
         n = PyTuple_Size(ids);
@@ -260,12 +263,10 @@ char_ends(PyObject *self, PyObject *args)
         goto done;
     }
     char *out = PyBytes_AsString(result);
-    Py_ssize_t nchars = text.n;
-    const void *data = text.data;
-    int ascii = text.ascii;
-    kind = text.kind;
-    Py_ssize_t ci = 0;          /* characters that start before ``bend`` */
-    long long cbyte = 0;        /* the UTF-8 offset where character ``ci`` starts */
+    const unsigned char *d = (const unsigned char *)utf8;
+    int ascii = nbytes == nchars;
+    Py_ssize_t ci = 0;          /* characters that start before byte ``cbyte`` */
+    Py_ssize_t cbyte = 0;       /* the bytes read so far */
     long long bend = 0;         /* the UTF-8 end of the tokens so far */
     for (Py_ssize_t k = 0; k < n; k++) {
         Py_ssize_t id;
@@ -297,22 +298,12 @@ char_ends(PyObject *self, PyObject *args)
         if (ascii) {
             ci = bend < (long long)nchars ? (Py_ssize_t)bend : nchars;
         }
-        else if (kind == 1) {
-            /* One loop per storage width: a switch on the kind per character was half
-             * of this pass on non-ASCII text. */
-            const Py_UCS1 *d = (const Py_UCS1 *)data;
-            while (ci < nchars && cbyte < bend) {
-                cbyte += d[ci++] < 0x80 ? 1 : 2;
-            }
-        }
-        else if (kind == 2) {
-            while (ci < nchars && cbyte < bend) {
-                cbyte += utf8_width(unit_at(2, data, ci++));
-            }
-        }
         else {
-            while (ci < nchars && cbyte < bend) {
-                cbyte += utf8_width(unit_at(4, data, ci++));
+            /* The characters that start before ``bend``: the bytes before it that are
+             * not continuation bytes. */
+            Py_ssize_t stop = bend < (long long)nbytes ? (Py_ssize_t)bend : nbytes;
+            for (; cbyte < stop; cbyte++) {
+                ci += (d[cbyte] & 0xC0) != 0x80;
             }
         }
         long long end = (long long)ci + start;
@@ -336,7 +327,6 @@ done:
         PyBuffer_Release(&idbuf);
     }
     PyBuffer_Release(&lengths);
-    units_close(&text);
     return result;
 }
 

@@ -4,8 +4,7 @@ from typing import overload
 from typing_extensions import Buffer
 
 def char_ends(
-    units: str | Buffer,
-    kind: int,
+    text: str,
     ids: Sequence[int] | Buffer,
     lengths: Buffer,
     start: int,

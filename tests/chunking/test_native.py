@@ -82,34 +82,25 @@ def test_char_ends_match_the_numpy_fallback(encoding: str, text: str, start: int
 def test_char_ends_rejects_what_is_not_a_token_id() -> None:
     assert NATIVE is not None
     lengths = array("i", [1, 2, 3]).tobytes()
-    assert (
-        KERNELS.char_ends(*_accel.units("abc", keep=False), [0, 1], lengths, 0, False)
-        == array("i", [1, 3]).tobytes()
-    )
+    assert KERNELS.char_ends("abc", [0, 1], lengths, 0, False) == array("i", [1, 3]).tobytes()
     with pytest.raises(ValueError, match="outside the table"):
-        KERNELS.char_ends(*_accel.units("abc", keep=False), [0, 3], lengths, 0, False)
+        KERNELS.char_ends("abc", [0, 3], lengths, 0, False)
     with pytest.raises(ValueError, match="outside the table"):
-        KERNELS.char_ends(*_accel.units("abc", keep=False), [-1], lengths, 0, False)
+        KERNELS.char_ends("abc", [-1], lengths, 0, False)
     with pytest.raises(TypeError):
-        KERNELS.char_ends(*_accel.units("abc", keep=False), [0, "1"], lengths, 0, False)
+        KERNELS.char_ends("abc", [0, "1"], lengths, 0, False)
     with pytest.raises(ValueError, match="4-byte"):
-        KERNELS.char_ends(*_accel.units("abc", keep=False), [0], b"\x01\x00\x00", 0, False)
+        KERNELS.char_ends("abc", [0], b"\x01\x00\x00", 0, False)
     with pytest.raises(OverflowError):
-        KERNELS.char_ends(*_accel.units("abc", keep=False), [0], lengths, (1 << 31) - 1, False)
+        KERNELS.char_ends("abc", [0], lengths, (1 << 31) - 1, False)
     # ends past the text stop at its end; a tuple of ids is taken as well as a list
-    assert (
-        KERNELS.char_ends(*_accel.units("ab", keep=False), (2, 2), lengths, 10, True)
-        == array("q", [12, 12]).tobytes()
-    )
+    assert KERNELS.char_ends("ab", (2, 2), lengths, 10, True) == array("q", [12, 12]).tobytes()
     # and a buffer of 4-byte ids; one of other widths is refused
-    assert (
-        KERNELS.char_ends(*_accel.units("abc", keep=False), array("I", [0, 1]), lengths, 0, False)
-        == array("i", [1, 3]).tobytes()
-    )
+    assert KERNELS.char_ends("abc", array("I", [0, 1]), lengths, 0, False) == array("i", [1, 3]).tobytes()
     with pytest.raises(ValueError, match="outside the table"):
-        KERNELS.char_ends(*_accel.units("abc", keep=False), array("I", [0, 2**32 - 1]), lengths, 0, False)
+        KERNELS.char_ends("abc", array("I", [0, 2**32 - 1]), lengths, 0, False)
     with pytest.raises(ValueError, match="4-byte unsigned"):
-        KERNELS.char_ends(*_accel.units("abc", keep=False), array("q", [0, 1]), lengths, 0, False)
+        KERNELS.char_ends("abc", array("q", [0, 1]), lengths, 0, False)
 
 
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
@@ -125,9 +116,9 @@ def test_tiktokens_buffer_of_ids_gives_the_ends_its_list_does(encoding: str, tex
     assert not isinstance(ids, list)  # this tiktoken has the buffer encoder
     listed = sizer.encode(text)
     assert array("I", bytes(ids)).tolist() == listed  # type: ignore[call-overload]
-    assert KERNELS.char_ends(
-        *_accel.units(text, keep=False), ids, sizer._len32, 3, True
-    ) == KERNELS.char_ends(*_accel.units(text, keep=False), listed, sizer._len32, 3, True)
+    assert KERNELS.char_ends(text, ids, sizer._len32, 3, True) == KERNELS.char_ends(
+        text, listed, sizer._len32, 3, True
+    )
 
 
 JSON_VALUES = st.recursive(
@@ -725,9 +716,24 @@ def test_make_chunks_takes_only_a_class_of_twelve_slots() -> None:
 def test_char_ends_rejects_ends_out_of_range_and_negative_lengths() -> None:
     assert NATIVE is not None
     with pytest.raises(OverflowError):
-        KERNELS.char_ends(*_accel.units("ab", keep=False), [0], array("i", [1]).tobytes(), -(2**40), False)
+        KERNELS.char_ends("ab", [0], array("i", [1]).tobytes(), -(2**40), False)
     with pytest.raises(ValueError, match="negative length"):
-        KERNELS.char_ends(*_accel.units("abc", keep=False), [0, 1], array("i", [3, -1]).tobytes(), 0, False)
+        KERNELS.char_ends("abc", [0, 1], array("i", [3, -1]).tobytes(), 0, False)
+
+
+def test_char_ends_reads_a_text_no_encoder_has_read() -> None:
+    """The kernel reads a text's UTF-8 in place; a str whose UTF-8 nothing has made yet
+    gets it made, one with a lone surrogate has none and says so."""
+    assert KERNELS is not None
+    widths = array("i", [1, 2, 3, 4]).tobytes()
+    fresh = "".join(["é", "字", "😀"])
+    # tokens of 2, 3 and 4 bytes: one character each
+    assert KERNELS.char_ends(fresh, [1, 2, 3], widths, 0, False) == array("i", [1, 2, 3]).tobytes()
+    # a token that ends inside a character's bytes ends after it
+    split = KERNELS.char_ends("".join(["é", "x"]), [0, 0, 0], widths, 5, True)
+    assert split == array("q", [6, 6, 7]).tobytes()
+    with pytest.raises(UnicodeEncodeError):
+        KERNELS.char_ends("a\ud800", [0], widths, 0, False)
     with pytest.raises(ValueError, match="no level scan"):
         KERNELS.level_cuts("", 0, 0, 0, 99, bytearray(0x220000), False, 0, 0)
 
