@@ -1121,33 +1121,32 @@ class JSONSplitter:
         after them, a section of its own."""
         structure = self.structure
         is_object = text[node.start] == "{"
-        if node.open:
-            close = node.end
-            opened = node.open
 
-            def child_at(at: int) -> Child:
-                return structure.open_child_at(at, is_object, close, opened)
-        else:
-            close = structure.close_of(node.start)
+        def batch(at: int, size: int) -> list[Child]:
+            if not node.open:
+                return structure.children_at(at, is_object, close, size)
+            out: list[Child] = []
+            while at < close and len(out) < size:
+                out.append(structure.open_child_at(at, is_object, close, node.open))
+                at = out[-1].next
+            return out
 
-            def child_at(at: int) -> Child:
-                return structure._child_at(at, is_object)
-
+        close = node.end if node.open else structure.close_of(node.start)
         pos = _skip_ws(text, node.start + 1)
-        head: list[Child] = []
-        while pos < close and len(head) <= _RUN + 1:
-            head.append(child_at(pos))
-            pos = head[-1].next
+        head = batch(pos, _RUN + 2)
         if len(head) <= _RUN + 1:
             return head, close, None
+        pos = head[-1].next
 
         def members() -> Iterator[Child]:
             yield from head[1:]
             at = pos
             while at < close:
-                child = child_at(at)
-                yield child
-                at = child.next
+                found = batch(at, _RUN)
+                if not found:
+                    break
+                yield from found
+                at = found[-1].next
 
         base = node.pointer + "/"
 
@@ -1233,13 +1232,19 @@ class JSONSplitter:
         base = node.pointer + "/"
         for i, k in enumerate(kids):
             if is_object:
-                pointer = base + escape_pointer(decode_key(text[k.key_start : k.key_end]))
+                key = text[k.key_start + 1 : k.key_end - 1]
+                if "\\" in key or "~" in key or "/" in key:  # (else decoded and escaped, it is itself)
+                    key = escape_pointer(decode_key(text[k.key_start : k.key_end]))
+                pointer = base + key
             else:
                 pointer = base + str(index + i)
             child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end)
             if node.open and k.start in node.open:
                 child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end, node.open)
-            splitter = self if _divisible(text, k) else _GAPS
+            # (_divisible, inline: one call per member)
+            c = text[k.start]
+            divisible = c == "{" or c == "[" or (c == '"' and k.end - k.start > 2) or k.key_end > k.key_start
+            splitter = self if divisible else _GAPS
             out.append(Section(edges[i], edges[i + 1], splitter, child, "json", None, pointer))
         return edges, out
 
@@ -1262,7 +1267,8 @@ class JSONSplitter:
         return edges, Section(s.start, s.end, self, _Flat(begins, spans), "json", None, node.pointer)
 
 
-if _accel.native is not None:
+if _accel.native is not None and _accel.on("json_split"):
+    # (Switched off, the native pack asks JSONSplitter.split, in Python, as well.)
     _accel.native.json_setup(JSONSplitter, _Value, _Prefix, _Run, Section, decode_key, _NO_OPEN, _RUN, _GAPS)
 
 

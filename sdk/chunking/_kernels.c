@@ -1263,6 +1263,144 @@ md_line_end(int kind, const void *data, Py_ssize_t p, Py_ssize_t n)
     return n;
 }
 
+/* The offset of the bracket that closes the container opening at ``pos`` (strings
+ * skipped; the text was validated, so brackets are not matched by type), or -1 with a
+ * ValueError where none does. */
+static Py_ssize_t
+container_close(int kind, const void *data, Py_ssize_t pos, Py_ssize_t n)
+{
+    Py_ssize_t depth = 0;
+    for (Py_ssize_t i = pos; i < n; i++) {
+        Py_UCS4 c = SCAN_READ(kind, data, i);
+        if (c == '"') {
+            Py_ssize_t e = string_end(kind, data, i, n);
+            if (e < 0) {
+                break;
+            }
+            i = e - 1;
+        }
+        else if (c == '[' || c == '{') {
+            depth++;
+        }
+        else if ((c == ']' || c == '}') && --depth == 0) {
+            return i;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "unbalanced JSON container at offset %zd", pos);
+    return -1;
+}
+
+/* The end of the value at ``pos`` of a validated text (-1 with a ValueError). */
+static Py_ssize_t
+child_value_end(int kind, const void *data, Py_ssize_t pos, Py_ssize_t n)
+{
+    Py_UCS4 c = pos < n ? SCAN_READ(kind, data, pos) : 0;
+    if (c == '[' || c == '{') {
+        Py_ssize_t close = container_close(kind, data, pos, n);
+        return close < 0 ? -1 : close + 1;
+    }
+    return c == '"' ? string_end(kind, data, pos, n) : scalar_end(kind, data, pos, n);
+}
+
+PyDoc_STRVAR(json_close_doc,
+"json_close(units, kind, pos) -> int\n\n"
+"The offset of the bracket that closes the container opening at ``pos`` of a validated\n"
+"JSON text (its ``units`` of ``kind``, 8 for a str); a ValueError where none does.");
+
+static PyObject *
+json_close(PyObject *self, PyObject *args)
+{
+    PyObject *units;
+    Py_ssize_t pos;
+    int kind;
+    if (!PyArg_ParseTuple(args, "Oin:json_close", &units, &kind, &pos)) {
+        return NULL;
+    }
+    Units text;
+    if (units_open_read(&text, units, kind, BLOCK) < 0) {
+        return NULL;
+    }
+    Py_UCS4 c = pos >= 0 && pos < text.n ? SCAN_READ(text.kind, text.data, pos) : 0;
+    Py_ssize_t found = c == '[' || c == '{' ? container_close(text.kind, text.data, pos, text.n)
+                                            : json_invalid(pos, "container");
+    units_close(&text);
+    return found < 0 ? NULL : PyLong_FromSsize_t(found);
+}
+
+PyDoc_STRVAR(json_children_doc,
+"json_children(units, kind, pos, close, is_object, limit) -> bytes\n\n"
+"Up to ``limit`` children of a container of a validated JSON text (its ``units`` of\n"
+"``kind``, 8 for a str), the first beginning at ``pos``, none at or after ``close``. Each\n"
+"child as six 8-byte integers: where it begins, its key's span (empty for an element),\n"
+"its value's span, and where the next begins (after the comma and whitespace).");
+
+static PyObject *
+json_children(PyObject *self, PyObject *args)
+{
+    PyObject *units;
+    Py_ssize_t pos, close, limit;
+    int kind, is_object;
+    if (!PyArg_ParseTuple(args, "Oinnpn:json_children", &units, &kind, &pos, &close, &is_object, &limit)) {
+        return NULL;
+    }
+    Units text;
+    if (units_open_read(&text, units, kind, BLOCK) < 0) {
+        return NULL;
+    }
+    int k = text.kind;
+    const void *data = text.data;
+    Py_ssize_t n = text.n;
+    PyObject *result = NULL;
+    int64_t *out = NULL;
+    if (pos < 0 || close > n || limit < 0 || limit > PY_SSIZE_T_MAX / 48) {
+        PyErr_SetString(PyExc_ValueError, "a child or close outside the text");
+        goto done;
+    }
+    out = PyMem_New(int64_t, limit == 0 ? 1 : 6 * limit);
+    if (out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t got = 0;
+    while (pos < close && got < limit) {
+        int64_t *c = out + 6 * got;
+        Py_ssize_t at = pos, key_end = pos;
+        if (is_object) {
+            if ((key_end = string_end(k, data, pos, n)) < 0) {
+                goto done;
+            }
+            at = skip_json_ws(k, data, key_end, n);
+            if (at >= n || SCAN_READ(k, data, at) != ':') {
+                json_invalid(at, "colon");
+                goto done;
+            }
+            at = skip_json_ws(k, data, at + 1, n);
+        }
+        Py_ssize_t end = child_value_end(k, data, at, n);
+        if (end < 0) {
+            goto done;
+        }
+        Py_ssize_t next = skip_json_ws(k, data, end, n);
+        if (next < n && SCAN_READ(k, data, next) == ',') {
+            next = skip_json_ws(k, data, next + 1, n);
+        }
+        if (text.kind == STR_KIND && text.blocks.failed) {
+            goto done;
+        }
+        int64_t child[6] = {pos, pos, key_end, at, end, next};
+        memcpy(c, child, sizeof(child));
+        got++;
+        pos = next;
+    }
+    if (!(text.kind == STR_KIND && text.blocks.failed)) {
+        result = PyBytes_FromStringAndSize((const char *)out, got * 48);
+    }
+done:
+    PyMem_Free(out);
+    units_close(&text);
+    return result;
+}
+
 PyDoc_STRVAR(md_lines_doc,
 "md_lines(units, kind, start, end, heading_starts, width=8) -> (bytes, bytes, bytes)\n\n"
 "The lines of text[start:end] (the text's ``units`` of ``kind``) (as _markdown._LINE finds them) and their classes, as\n"
@@ -1723,6 +1861,8 @@ static PyMethodDef kernels_methods[] = {
     {"json_value_end", json_value_end, METH_VARARGS, json_value_end_doc},
     {"json_front", json_front, METH_VARARGS, json_front_doc},
     {"json_values", json_values, METH_VARARGS, json_values_doc},
+    {"json_close", json_close, METH_VARARGS, json_close_doc},
+    {"json_children", json_children, METH_VARARGS, json_children_doc},
     {"md_lines", md_lines, METH_VARARGS, md_lines_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sdk.chunking import JSONChunkError, JSONTokenizer
+from sdk.chunking import JSONChunkError, JSONTokenizer, _accel
 from sdk.chunking._jsontok import JSONEvent, Structure, scan_events
 from tests.chunking import examples
 from tests.corpus import corpus_files
@@ -285,22 +287,86 @@ def test_structure_children() -> None:
     assert [text[k.begin : k.next] for k in inner] == ["1 , ", '"x,]" ']
 
 
+@contextlib.contextmanager
+def _interpreted() -> Iterator[None]:
+    kernels = _accel.kernels
+    _accel.kernels = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        _accel.kernels = kernels
+
+
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("text", ['["a', '{"a": "b]', "[[]", '["\\"]', "[", '["a\\'])
-def test_structure_rejects_unclosed_containers(text: str) -> None:
+def test_structure_rejects_unclosed_containers(text: str, compiled: bool) -> None:
     start = min(i for i in (text.find("["), text.find("{")) if i >= 0)
-    with pytest.raises(ValueError, match="unbalanced"):
-        Structure(text).close_of(start)
+    with contextlib.ExitStack() as stack:
+        if not compiled:
+            stack.enter_context(_interpreted())
+        with pytest.raises(ValueError, match="unbalanced"):
+            Structure(text).close_of(start)
 
 
-def test_structure_records_the_closes_it_passes() -> None:
-    doc = json.dumps([{"id": i, "tags": ["a", "b"] * (i % 40), "note": "x" * (i % 300)} for i in range(300)])
-    st = Structure(doc)
-    assert st.close_of(0) == len(doc) - 1
-    assert len(st._close) > 300
-    for a, b in st._close.items():
-        json.loads(doc[a : b + 1])
-    deep = "[" * 100 + "]" * 100
-    st = Structure(deep)
-    assert st.close_of(0) == 199
-    assert 64 in st._close and 65 not in st._close  # none kept 65 levels below
-    assert st.close_of(70) == 129
+@pytest.mark.parametrize("compiled", [True, False])
+def test_structure_finds_each_close_and_child(compiled: bool) -> None:
+    """The closes and children the walk asks for, found by the kernels and by the
+    regexes (which record the closes they pass, 64 levels deep at most) alike."""
+    doc = json.dumps(
+        [
+            {"id": i, "tags": ["a", "b]"] * (i % 40), "k/\\~": {"n": [i]}, "note": "x{" * (i % 300)}
+            for i in range(300)
+        ]
+    )
+    with contextlib.ExitStack() as stack:
+        if not compiled:
+            stack.enter_context(_interpreted())
+        st = Structure(doc)
+        assert st.close_of(0) == len(doc) - 1
+        todo = [0]
+        seen = 0
+        while todo:
+            start = todo.pop()
+            kids, close = st.children(start)
+            assert json.loads(doc[start : close + 1]) is not None
+            for k in kids:
+                if doc[k.start] in "[{":
+                    assert st.close_of(k.start) == k.end - 1
+                    todo.append(k.start)
+                seen += 1
+        assert seen > 300 * 5
+        # a run of children, as the splitter asks for one
+        first, _ = st.children(0)
+        assert st.children_from(0, first[3].begin, 5) == first[3:8]
+        deep = "[" * 100 + "]" * 100
+        st = Structure(deep)
+        assert st.close_of(0) == 199
+        assert st.close_of(70) == 129
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(alphabet='ab"\\[]{}字\n', max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.dictionaries(st.text(alphabet='k"\\/~{', max_size=4), inner, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@given(value=_JSON_VALUES, indent=st.sampled_from([None, 1, 2]), before=st.sampled_from(["", " ", "\n\t"]))
+@settings(max_examples=300, deadline=None)
+def test_the_kernels_find_the_children_and_closes_the_regexes_find(
+    value: Any, indent: int | None, before: str
+) -> None:
+    doc = before + json.dumps(value, indent=indent, ensure_ascii=False)
+    with _interpreted():
+        containers = [e.start for e in scan_events(doc) if e.type in ("start_object", "start_array")]
+        regex = Structure(doc)
+        expected = [(regex.close_of(i), regex.children(i)) for i in containers]
+    kernels = Structure(doc)
+    assert [(kernels.close_of(i), kernels.children(i)) for i in containers] == expected

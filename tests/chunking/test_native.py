@@ -1627,3 +1627,34 @@ def test_each_thread_keeps_its_own_texts_units() -> None:
     assert seen == [other, other]
     assert _accel.call.last is not None and _accel.call.last[0] is mine and _accel.call.filled is None
     _accel.forget()
+
+
+def test_json_children_and_close_refuse_what_is_not_there() -> None:
+    """Hostile calls get a ValueError or offsets inside the text, never a read outside it."""
+    assert KERNELS is not None
+    for text in ('{"a": [1, "b]"]}', "".join(['{"é": [1, "字]"]}'])):
+        for units, kind in (_accel.units(text, keep=False), (text, _accel.STR_KIND)):
+            assert KERNELS.json_close(units, kind, 0) == len(text) - 1
+            assert KERNELS.json_close(units, kind, 6) == len(text) - 2
+            with pytest.raises(ValueError):
+                KERNELS.json_close(units, kind, 1)  # not a bracket
+            for pos in (-1, len(text), 10**9):
+                with pytest.raises(ValueError):
+                    KERNELS.json_close(units, kind, pos)
+            with pytest.raises(ValueError, match="outside"):
+                KERNELS.json_children(units, kind, 1, len(text) + 1, True, 4)
+            with pytest.raises(ValueError, match="outside"):
+                KERNELS.json_children(units, kind, -1, len(text), True, 4)
+            assert KERNELS.json_children(units, kind, 1, 1, True, 4) == b""
+            with pytest.raises(ValueError):
+                KERNELS.json_children(units, kind, 2, len(text), True, 4)  # no key there
+    for cut in ("[", "[1,", '["a', "[[]", '{"a" 1}', '{"a":'):
+        if cut != '{"a" 1}':  # (balanced, though no JSON)
+            with pytest.raises(ValueError, match="unbalanced"):
+                KERNELS.json_close(cut, 0, 0)
+        # (a text cut short is not validated JSON: whatever comes back lies inside it)
+        try:
+            got = array("q", KERNELS.json_children(cut, 0, 1, len(cut), cut[0] == "{", 8))
+        except ValueError:
+            continue
+        assert len(got) % 6 == 0 and all(0 <= v <= len(cut) for v in got)
