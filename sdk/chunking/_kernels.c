@@ -1356,13 +1356,18 @@ json_children(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "a child or close outside the text");
         goto done;
     }
-    out = PyMem_New(int64_t, limit == 0 ? 1 : 6 * limit);
-    if (out == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_ssize_t got = 0;
+    /* Grown as children are found: ``limit`` may stand for "all of them". */
+    Py_ssize_t cap = 0, got = 0;
     while (pos < close && got < limit) {
+        if (got == cap) {
+            cap = cap == 0 ? 64 : 2 * cap;
+            int64_t *grown = PyMem_Realloc(out, (size_t)cap * 48);
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            out = grown;
+        }
         int64_t *c = out + 6 * got;
         Py_ssize_t at = pos, key_end = pos;
         if (is_object) {
@@ -1393,7 +1398,7 @@ json_children(PyObject *self, PyObject *args)
         pos = next;
     }
     if (!(text.kind == STR_KIND && text.blocks.failed)) {
-        result = PyBytes_FromStringAndSize((const char *)out, got * 48);
+        result = PyBytes_FromStringAndSize(got ? (const char *)out : "", got * 48);
     }
 done:
     PyMem_Free(out);

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -370,3 +371,19 @@ def test_the_kernels_find_the_children_and_closes_the_regexes_find(
         expected = [(regex.close_of(i), regex.children(i)) for i in containers]
     kernels = Structure(doc)
     assert [(kernels.close_of(i), kernels.children(i)) for i in containers] == expected
+
+
+def test_the_children_of_a_long_container_take_memory_by_children_not_by_length() -> None:
+    """``children`` asks the kernel for all of a container's children: its buffer grows
+    with what it finds, not with the container's length (a megabyte with one child
+    once asked for 48 bytes a character)."""
+    doc = '["' + "x" * 1_000_000 + '"]'
+    st = Structure(doc)
+    tracemalloc.start()
+    try:
+        kids, close = st.children(0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert close == len(doc) - 1 and len(kids) == 1
+    assert peak < 100_000
