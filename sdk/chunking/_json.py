@@ -1122,6 +1122,8 @@ class JSONSplitter:
         structure = self.structure
         is_object = text[node.start] == "{"
 
+        close = node.end if node.open else structure.close_of(node.start)
+
         def batch(at: int, size: int) -> list[Child]:
             if not node.open:
                 return structure.children_at(at, is_object, close, size)
@@ -1131,7 +1133,6 @@ class JSONSplitter:
                 at = out[-1].next
             return out
 
-        close = node.end if node.open else structure.close_of(node.start)
         pos = _skip_ws(text, node.start + 1)
         head = batch(pos, _RUN + 2)
         if len(head) <= _RUN + 1:
@@ -1241,10 +1242,7 @@ class JSONSplitter:
             child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end)
             if node.open and k.start in node.open:
                 child = _Value(k.start, k.end, depth, pointer, k.key_start, k.key_end, node.open)
-            # (_divisible, inline: one call per member)
-            c = text[k.start]
-            divisible = c == "{" or c == "[" or (c == '"' and k.end - k.start > 2) or k.key_end > k.key_start
-            splitter = self if divisible else _GAPS
+            splitter = self if _divisible(text, k) else _GAPS
             out.append(Section(edges[i], edges[i + 1], splitter, child, "json", None, pointer))
         return edges, out
 
