@@ -317,7 +317,6 @@ _CHAIN = 128  # left-nested chain (_CHAINS)
 _ERROR = 256
 _NAMED = 512
 _ERROR_ID = 0xFFFF  # tree-sitter's ERROR symbol
-_GLUE = _COMMENT | _FORWARD | _CLOSER | _OPENER  # the bits _group's rules look at
 
 _KIND_FLAGS: dict[str, dict[int, int]] = {}
 
@@ -800,14 +799,6 @@ class CodeSplitter:
         prev_trailing = False  # prev is a comment ending the line of the node before it
         for cur in itertools.islice(children, 1, None):
             bits = flag(cur.kind_id, 0)
-            if not (bits | prev_bits) & _GLUE:  # no rule joins the two (most siblings)
-                group = [cur]
-                groups.append(group)
-                if leads is not None:
-                    leads.append(False)
-                prev_trailing = False
-                prev, prev_bits = cur, bits
-                continue
             if bits & _COMMENT:
                 newlines = data.count(b"\n", prev.end_byte, cur.start_byte)
                 back = newlines == 0
@@ -937,7 +928,6 @@ class CodeSplitter:
         # As many bytes as characters: ASCII, where a byte offset maps to a character
         # offset by arithmetic.
         linear = hi - lo == s_end - s_start
-        delta = s_start - lo
         pos_b, pos_c = lo, s_start
         language = self.language
         parts: list[Section] = []
@@ -961,19 +951,19 @@ class CodeSplitter:
             if ge <= gs:
                 continue
             if gs > pos_b:
-                c = gs + delta if linear else pos_c + len(data[pos_b:gs].decode("utf-8"))
+                c = s_start + (gs - lo) if linear else pos_c + len(data[pos_b:gs].decode("utf-8"))
                 if glue:
                     leading.append(len(parts))
                 append(new(section_type, (pos_c, c, prose, 0, "code", language, path, False, glue)))
                 pos_b, pos_c = gs, c
-            c = ge + delta if linear else pos_c + len(data[pos_b:ge].decode("utf-8"))
+            c = s_start + (ge - lo) if linear else pos_c + len(data[pos_b:ge].decode("utf-8"))
             glue = stick
             if glue:
                 leading.append(len(parts))
             # The group's section.
             if first is last:
-                bits = flag(first.kind_id, 0) if first.child_count else _ERROR
-                if bits & _ERROR:
+                bits = flag(first.kind_id, 0)
+                if bits & _ERROR or not first.child_count:
                     # A token: whole wherever it fits (as every part is), cut by prose
                     # rules, down to graphemes, where it does not: free text, and an
                     # identifier or number longer than the budget (one oversize chunk
@@ -1011,6 +1001,7 @@ class CodeSplitter:
 
 
 _GRAPHEME = regex.compile(r"\X")
+_WINDOW = 64
 _ZWJ = "\u200d"
 
 
@@ -1024,9 +1015,8 @@ def _cluster_end(text: str, p: int, known: int) -> int:
     there (``a\u200d - b``): the edge moves past the cluster that follows.
 
     ``known`` (at most ``p``) is a position where a cluster starts. Clusters are matched
-    from the nearest position at or before ``p`` where one starts whatever precedes it
-    (no rule can join it to what precedes it), else from ``known``, and to their true
-    end however far:
+    from the last start found at most ``_WINDOW`` characters back (one that no rule can
+    join to what precedes it), else from ``known``, and to their true end however far:
     a cluster of any length (a letter and a thousand combining marks, a run of regional
     indicators, whose pairs count from the run's start) is never cut. Callers move
     ``known`` forward with their edges, so the characters matched stay linear in the text.
@@ -1036,7 +1026,7 @@ def _cluster_end(text: str, p: int, known: int) -> int:
         return p + 1 if at == "\n" else p
     if before < "\x80" and at < "\x80":
         return p
-    lo = p
+    lo = max(known, p - _WINDOW)
     while lo > known and not _starts_fresh(text, lo):
         lo -= 1
     edge = p
