@@ -29,7 +29,7 @@ import itertools
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import regex
 import tree_sitter
@@ -358,10 +358,6 @@ def _kind_flags(language: str, grammar: tree_sitter.Language) -> dict[int, int]:
 # _RUN groups each, made into sections only when one must be cut (a Section and its
 # state per group took 160 bytes and more per byte of a long array of small numbers).
 _RUN = 512
-
-# A named tuple built without its ``__new__``'s Python frame (the tile loop's sections).
-_new_tuple: Callable[..., Any] = tuple.__new__
-_NOT_STICKY = itertools.repeat(False)  # no group of a level leads into the next
 
 
 @flat_state
@@ -699,7 +695,7 @@ class CodeSplitter:
                     chain = (*chain, name)
                     path = ".".join(chain)
             children = self._children(node)
-            if not children:  # a token that does not fit (see _tile)
+            if not children:  # a token that does not fit (see _part)
                 return self._prose(text, section)
             only = children[0]
             if len(children) == 1 and only.start_byte <= lo and only.end_byte >= hi:
@@ -781,48 +777,53 @@ class CodeSplitter:
         inner = Section(section.start, section.end, PROSE, 1, "code", self.language, section.path)
         return PROSE.split(text, inner)
 
-    def _group(self, children: list[Node], leads: list[bool] | None = None) -> list[list[Node]]:
-        """Runs of siblings that must move together; with ``leads``, also which siblings
-        lead into the next one (one flag per sibling appended to it).
+    def _glue(self, children: list[Node]) -> tuple[list[bool], list[bool]]:
+        """For each sibling: does it join the one before, and does it lead into the next?
 
         Closing tokens and a comment on the same line join what precedes them; comments
         (with no blank line after them), decorators, attributes and opening brackets
-        lead into what follows. A node's offsets are read only where a rule needs them
-        (this runs over every level's children).
+        lead into what follows.
         """
         data = self._data
-        flag = self._flags.get
+        flags = self._flags
+        n = len(children)
+        joins = [False] * n
+        leads = [False] * n
         prev = children[0]
-        group = [prev]
-        groups = [group]
-        prev_bits = flag(prev.kind_id, 0)
+        prev_bits, prev_end = flags.get(prev.kind_id, 0), prev.end_byte
         prev_trailing = False  # prev is a comment ending the line of the node before it
-        for cur in itertools.islice(children, 1, None):
-            bits = flag(cur.kind_id, 0)
+        for i in range(1, n):
+            cur = children[i]
+            bits = flags.get(cur.kind_id, 0)
+            start = cur.start_byte
             if bits & _COMMENT:
-                newlines = data.count(b"\n", prev.end_byte, cur.start_byte)
+                newlines = data.count(b"\n", prev_end, start)
                 back = newlines == 0
             else:
                 back = bits & _CLOSER != 0
                 if not back and prev_bits & _COMMENT and not prev_trailing:
-                    newlines = data.count(b"\n", prev.end_byte, cur.start_byte)
+                    newlines = data.count(b"\n", prev_end, start)
                 else:
                     newlines = 0
             forward = not back and (
                 prev_bits & (_FORWARD | _OPENER) != 0
                 or (prev_bits & _COMMENT != 0 and not prev_trailing and newlines <= 1)
             )
-            if leads is not None:
-                leads.append(forward)
-            if back or forward:
-                group.append(cur)
-            else:
-                group = [cur]
-                groups.append(group)
+            joins[i] = back or forward
+            leads[i - 1] = forward
             prev_trailing = back and bits & _COMMENT != 0
-            prev, prev_bits = cur, bits
-        if leads is not None:
-            leads.append(False)  # the last sibling leads into nothing
+            prev_bits, prev_end = bits, cur.end_byte
+        return joins, leads
+
+    def _group(self, children: list[Node]) -> list[list[Node]]:
+        """Runs of siblings that must move together."""
+        joins, _ = self._glue(children)
+        groups: list[list[Node]] = []
+        for child, join in zip(children, joins):
+            if join:
+                groups[-1].append(child)
+            else:
+                groups.append([child])
         return groups
 
     def _members(
@@ -838,9 +839,34 @@ class CodeSplitter:
         comment or decorator above a definition) is sticky: it opens the next chunk
         rather than ending one, so it travels with the first piece of a definition that
         must itself be cut."""
-        leads: list[bool] = []
-        self._group(nodes, leads)
+        _, leads = self._glue(nodes)
         return self._tile(text, section, state, [[n] for n in nodes], chain, path, leads)
+
+    def _tile(
+        self,
+        text: str,
+        section: Section,
+        state: _Nodes,
+        groups: list[list[Node]],
+        chain: tuple[str, ...],
+        path: str | None,
+        sticky: list[bool] | None = None,
+    ) -> list[Section]:
+        """Sections for ``groups`` and the whitespace between them; ``path`` is the default."""
+        if len(groups) > 2 * _RUN and sticky is None:
+            return self._runs(text, section, state, groups, chain, path)
+        native = _accel.native
+        if _accel.OFF and not _accel.on("code_tile"):
+            native = None  # type: ignore[assignment]
+        if native is not None:
+            # In C, with _part and _snap's common case: this walk per syntax node was
+            # over half of the code splitter's Python work.
+            found: list[Section] | None = native.code_tile(
+                self, text, section, state, groups, chain, path, sticky
+            )
+            if found is not None:
+                return found
+        return self._tile_python(text, section, state, groups, chain, path, sticky)
 
     def _runs(
         self,
@@ -856,7 +882,7 @@ class CodeSplitter:
         of its own, as ``_tile`` has it between two groups."""
         lo, hi = state.start, state.end
         data = self._data
-        linear = hi - lo == section.end - section.start  # ASCII (see _tile)
+        linear = self._ascii or text[section.start : section.end].isascii()
         language = self.language
         n = len(groups)
         parts: list[Section] = []
@@ -888,7 +914,7 @@ class CodeSplitter:
         return _snap(text, parts)
 
     def _group_path(self, group: list[Node], chain: tuple[str, ...], path: str | None) -> str | None:
-        """The path the section of ``group`` would carry (see ``_tile``)."""
+        """The path the section of ``group`` would carry (see ``_part``)."""
         flags = self._flags
         principal = group[0]
         if len(group) > 1:
@@ -904,7 +930,7 @@ class CodeSplitter:
                 return ".".join((*chain, label))
         return path
 
-    def _tile(
+    def _tile_python(
         self,
         text: str,
         section: Section,
@@ -914,90 +940,87 @@ class CodeSplitter:
         path: str | None,
         sticky: list[bool] | None = None,
     ) -> list[Section]:
-        """Sections for ``groups`` and the whitespace between them; ``path`` is the default.
-
-        (This loop runs once per group of siblings, the splitter's most frequent step:
-        the named tuples are built by ``tuple.__new__``, without their class's Python
-        ``__new__``.)
-        """
-        if len(groups) > 2 * _RUN and sticky is None:
-            return self._runs(text, section, state, groups, chain, path)
+        """``_tile`` in Python: the reference for the native one."""
         lo, hi = state.start, state.end
         data = self._data
-        s_start, s_end = section.start, section.end
-        # As many bytes as characters: ASCII, where a byte offset maps to a character
-        # offset by arithmetic.
-        linear = hi - lo == s_end - s_start
-        pos_b, pos_c = lo, s_start
+        linear = self._ascii or text[section.start : section.end].isascii()
+        pos_b, pos_c = lo, section.start
         language = self.language
         parts: list[Section] = []
-        append = parts.append
         glue = False  # the part before is sticky: so is the whitespace after it
-        leading: list[int] = []  # the parts that lead into the next one
+        leading: list[bool] = []  # parts that lead into the next one
         depth = state.depth + 1
-        flag = self._flags.get
-        live = self._live
-        new, section_type, prose = _new_tuple, Section, PROSE
+        base_c = section.start
 
-        for group, stick in zip(groups, _NOT_STICKY if sticky is None else sticky):
-            first = group[0]
-            last = group[-1]
-            gs = first.start_byte
+        for index, group in enumerate(groups):
+            gs = group[0].start_byte
             if gs < pos_b:
                 gs = pos_b
-            ge = last.end_byte
+            ge = group[-1].end_byte
             if ge > hi:
                 ge = hi
             if ge <= gs:
                 continue
             if gs > pos_b:
-                c = s_start + (gs - lo) if linear else pos_c + len(data[pos_b:gs].decode("utf-8"))
-                if glue:
-                    leading.append(len(parts))
-                append(new(section_type, (pos_c, c, prose, 0, "code", language, path, False, glue)))
+                c = base_c + (gs - lo) if linear else pos_c + len(data[pos_b:gs].decode("utf-8"))
+                parts.append(Section(pos_c, c, PROSE, 0, "code", language, path, False, glue))
+                leading.append(glue)
                 pos_b, pos_c = gs, c
-            c = s_start + (ge - lo) if linear else pos_c + len(data[pos_b:ge].decode("utf-8"))
-            glue = stick
-            if glue:
-                leading.append(len(parts))
-            # The group's section.
-            if first is last:
-                bits = flag(first.kind_id, 0)
-                if bits & _ERROR or not first.child_count:
-                    # A token: whole wherever it fits (as every part is), cut by prose
-                    # rules, down to graphemes, where it does not: free text, and an
-                    # identifier or number longer than the budget (one oversize chunk
-                    # before). Broken code likewise.
-                    append(new(section_type, (pos_c, c, prose, 1, "code", language, path, False, glue)))
-                    pos_b, pos_c = ge, c
-                    continue
-                principal = first
-            else:
-                principal = first
-                for node in group:
-                    if not flag(node.kind_id, 0) & (_COMMENT | _FORWARD):
-                        principal = node
-                        break
-                bits = flag(principal.kind_id, 0)
-            own = path
-            if bits & _LABEL:
-                label = _label(data, principal, language)
-                if label is not None:
-                    own = ".".join((*chain, label))
-            if live is not None:
-                live.append(group)
-            nodes = new(_Nodes, (group, chain, pos_b, ge, depth))
-            append(new(section_type, (pos_c, c, self, nodes, "code", language, own, False, glue)))
+            c = base_c + (ge - lo) if linear else pos_c + len(data[pos_b:ge].decode("utf-8"))
+            glue = sticky is not None and sticky[index]
+            parts.append(self._part(group, pos_c, c, pos_b, ge, chain, path, depth, glue))
+            leading.append(glue)
             pos_b, pos_c = ge, c
         if pos_b < hi:
-            append(new(section_type, (pos_c, s_end, prose, 0, "code", language, path, False, False)))
-        # What leads into a definition carries its path.
-        for i in reversed(leading):
-            if i + 1 < len(parts) and parts[i].path != parts[i + 1].path:
-                parts[i] = parts[i]._replace(path=parts[i + 1].path)
-        if self._plain or (linear and text.find("\r", s_start, s_end) < 0):
-            return parts  # every edge between two ASCII characters, none after a CR
+            parts.append(Section(pos_c, section.end, PROSE, 0, "code", language, path))
+        if sticky is not None:  # what leads into a definition carries its path
+            for i in range(len(leading) - 1, -1, -1):
+                if leading[i] and i + 1 < len(parts) and parts[i].path != parts[i + 1].path:
+                    parts[i] = parts[i]._replace(path=parts[i + 1].path)
+        if self._plain:
+            return parts
         return _snap(text, parts)
+
+    def _part(
+        self,
+        group: list[Node],
+        start: int,
+        end: int,
+        bs: int,
+        be: int,
+        chain: tuple[str, ...],
+        path: str | None,
+        depth: int,
+        sticky: bool,
+    ) -> Section:
+        flags = self._flags
+        language = self.language
+        if len(group) == 1:
+            node = group[0]
+            bits = flags.get(node.kind_id, 0)
+            if node.child_count == 0:
+                # A token: whole wherever it fits (as every part is), cut by prose rules,
+                # down to graphemes, where it does not: free text, and an identifier or
+                # number longer than the budget (one oversize chunk before).
+                return Section(start, end, PROSE, 1, "code", language, path, False, sticky)
+            elif bits & _ERROR:
+                return Section(start, end, PROSE, 1, "code", language, path, False, sticky)
+            principal = node
+        else:
+            principal = group[0]
+            for n in group:
+                if not flags.get(n.kind_id, 0) & (_COMMENT | _FORWARD):
+                    principal = n
+                    break
+            bits = flags.get(principal.kind_id, 0)
+        if bits & _LABEL:
+            label = _label(self._data, principal, language)
+            if label is not None:
+                path = ".".join((*chain, label))
+        if self._live is not None:
+            self._live.append(group)
+        state = _Nodes(group, chain, bs, be, depth)
+        return Section(start, end, self, state, "code", language, path, False, sticky)
 
 
 _GRAPHEME = regex.compile(r"\X")
@@ -1051,19 +1074,11 @@ def _snap(text: str, parts: list[Section]) -> list[Section]:
     """Move part edges that fall inside a grapheme cluster to the cluster's end."""
     out = [parts[0]]
     known = parts[0].start  # where a cluster starts: the section's start, then each edge
-    for part in itertools.islice(parts, 1, None):
-        p = part.start
-        if p >= known:
-            before = text[p - 1]
-            if before < "\x80" and before != "\r" and text[p] < "\x80":
-                # Between two ASCII characters (_cluster_end's first test, inline: most edges)
-                known = p
-                out.append(part)
-                continue
+    for part in parts[1:]:
         # An edge inside the cluster found last moves to that cluster's end as well.
-        edge = known if p < known else _cluster_end(text, p, known)
+        edge = known if part.start < known else _cluster_end(text, part.start, known)
         known = edge  # a cluster ends where the next one starts
-        if edge == p:
+        if edge == part.start:
             out.append(part)
             continue
         edge = min(edge, part.end)
@@ -1084,19 +1099,15 @@ def _resized(text: str, section: Section, start: int, end: int) -> Section:
 
 
 def _node_text(data: bytes, node: Node) -> str:
-    """A name's text (its first ``_NAME_MAX`` bytes), white space runs made one space."""
-    start = node.start_byte
-    end = node.end_byte
-    if end - start > _NAME_MAX:
-        end = start + _NAME_MAX
-    name = data[start:end].decode("utf-8", "ignore")
-    return name if name.isidentifier() else " ".join(name.split())
+    raw = data[node.start_byte : min(node.end_byte, node.start_byte + _NAME_MAX)]
+    return " ".join(raw.decode("utf-8", "ignore").split())
 
 
-def _name_node(node: Node, kind: str) -> Node | None:
+def _name_node(node: Node) -> Node | None:
     found = node.child_by_field_name("name")
     if found is not None:
         return found
+    kind = node.type
     if kind == "impl_item":
         return node.child_by_field_name("type")
     if kind == "pair":
@@ -1112,16 +1123,13 @@ def _name_node(node: Node, kind: str) -> Node | None:
     return None
 
 
-def _definition_name(data: bytes, node: Node, language: str, kind: str | None = None) -> str | None:
-    """The name ``node`` adds to the path of what is inside it, if it is a definition
-    (``kind``: its type, where the caller has read it)."""
-    if kind is None:
-        kind = node.type
-    if kind not in _DEFINITIONS or not node.is_named:
+def _definition_name(data: bytes, node: Node, language: str) -> str | None:
+    """The name ``node`` adds to the path of what is inside it, if it is a definition."""
+    if not node.is_named or node.type not in _DEFINITIONS:
         return None
-    if kind == "pair" and language != "json":  # object literal keys are not definitions
+    if node.type == "pair" and language != "json":  # object literal keys are not definitions
         return None
-    found = _name_node(node, kind)
+    found = _name_node(node)
     if found is None:
         return None
     name = _node_text(data, found)
@@ -1133,7 +1141,7 @@ def _label(data: bytes, node: Node, language: str) -> str | None:
     for _ in range(4):
         kind = node.type
         if kind in _DEFINITIONS:
-            return _definition_name(data, node, language, kind)
+            return _definition_name(data, node, language)
         if kind == "variable_declarator":
             value = node.child_by_field_name("value")
             if value is not None and value.type in _FUNCTION_VALUES:
@@ -1187,3 +1195,9 @@ def code_kind_root(text: str, language: str | None, filename: str | None) -> Sec
         stacklevel=4,
     )
     return PROSE.root(text)
+
+
+if _accel.native is not None:
+    _accel.native.code_setup(
+        PROSE, Section, _Nodes, _label, _snap, (_COMMENT, _FORWARD, _CLOSER, _OPENER, _LABEL, _ERROR)
+    )

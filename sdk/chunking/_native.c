@@ -945,6 +945,460 @@ json_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 
+/* ---- The code splitter's walk over siblings (CodeSplitter._tile and
+ * _part in _code.py are the Python reference), reading nodes through the binding ---- */
+
+static struct {
+    PyObject *prose, *label, *snap, *kind_code, *dot, *zero, *one;
+    PyTypeObject *section_type, *nodes_type;
+    long comment, forward, closer, opener, labelled, error;
+    PyObject *n_kind_id, *n_start_byte, *n_end_byte, *n_child_count;
+    PyObject *n_data, *n_ascii, *n_language, *n_flags, *n_plain, *n_live;
+} C;
+
+PyDoc_STRVAR(code_setup_doc,
+"code_setup(prose, section_type, nodes_type, label, snap, bits)\n\n"
+"What code_tile uses of _code: PROSE, Section, _Nodes,\n"
+"_label, _snap, and the kind bits (_COMMENT, _FORWARD, _CLOSER, _OPENER, _LABEL,\n"
+"_ERROR).");
+
+static PyObject *
+code_setup(PyObject *self, PyObject *args)
+{
+    PyObject *prose, *label, *snap;
+    PyTypeObject *section_type, *nodes_type;
+    long b[6];
+    if (!PyArg_ParseTuple(args, "OO!O!OO(llllll):code_setup", &prose, &PyType_Type, &section_type, &PyType_Type,
+                          &nodes_type, &label, &snap, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5])) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype(section_type, &PyTuple_Type) || !PyType_IsSubtype(nodes_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "section_type and nodes_type must be tuple types");
+        return NULL;
+    }
+    static const char *names[] = {"kind_id", "start_byte", "end_byte", "child_count", "_data", "_ascii",
+                                  "language", "_flags", "_plain", "_live", "code", "."};
+    PyObject *interned[12];
+    for (int i = 0; i < 12; i++) {
+        interned[i] = PyUnicode_InternFromString(names[i]);
+        if (interned[i] == NULL) {
+            while (i-- > 0) {
+                Py_DECREF(interned[i]);
+            }
+            return NULL;
+        }
+    }
+    PyObject **slots[12] = {&C.n_kind_id, &C.n_start_byte, &C.n_end_byte, &C.n_child_count, &C.n_data, &C.n_ascii,
+                            &C.n_language, &C.n_flags, &C.n_plain, &C.n_live, &C.kind_code, &C.dot};
+    for (int i = 0; i < 12; i++) {
+        Py_XSETREF(*slots[i], interned[i]);
+    }
+    PyObject *zero = PyLong_FromLong(0), *one = PyLong_FromLong(1);
+    if (zero == NULL || one == NULL) {
+        Py_XDECREF(zero);
+        Py_XDECREF(one);
+        return NULL;
+    }
+    Py_XSETREF(C.zero, zero);
+    Py_XSETREF(C.one, one);
+    Py_XSETREF(C.prose, Py_NewRef(prose));
+    Py_XSETREF(C.label, Py_NewRef(label));
+    Py_XSETREF(C.snap, Py_NewRef(snap));
+    Py_XSETREF(C.section_type, (PyTypeObject *)Py_NewRef(section_type));
+    Py_XSETREF(C.nodes_type, (PyTypeObject *)Py_NewRef(nodes_type));
+    C.comment = b[0];
+    C.forward = b[1];
+    C.closer = b[2];
+    C.opener = b[3];
+    C.labelled = b[4];
+    C.error = b[5];
+    Py_RETURN_NONE;
+}
+
+/* flags.get(node.kind_id, 0) */
+static int
+node_bits(PyObject *node, PyObject *flags, long *bits)
+{
+    PyObject *kind = PyObject_GetAttr(node, C.n_kind_id);
+    if (kind == NULL) {
+        return -1;
+    }
+    PyObject *found = PyDict_GetItemWithError(flags, kind);
+    Py_DECREF(kind);
+    if (found == NULL) {
+        *bits = 0;
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    *bits = PyLong_AsLong(found);
+    return *bits == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+
+/* A Section of the code splitter's (kind "code"). */
+static PyObject *
+code_section(Py_ssize_t a, Py_ssize_t b, PyObject *splitter, PyObject *state, PyObject *language, PyObject *path,
+             int sticky)
+{
+    PyObject *start = PyLong_FromSsize_t(a), *end = PyLong_FromSsize_t(b);
+    PyObject *section = start != NULL && end != NULL ? section_of(C.section_type, start, end, splitter, state,
+                                                                  C.kind_code, language, path, 0, sticky)
+                                                     : NULL;
+    Py_XDECREF(start);
+    Py_XDECREF(end);
+    return section;
+}
+
+/* What code_tile reads of the splitter (borrowed from ``own``, a tuple it keeps). */
+typedef struct {
+    PyObject *splitter, *data, *language, *flags, *live;
+    const char *bytes;
+    Py_ssize_t len;
+    int ascii, plain;
+} CodeSelf;
+
+/* CodeSplitter._part: the section of one group of siblings. */
+static PyObject *
+code_part(const CodeSelf *S, PyObject *group, Py_ssize_t start, Py_ssize_t end, Py_ssize_t bs, Py_ssize_t be,
+          PyObject *chain, PyObject *path, Py_ssize_t depth, int sticky)
+{
+    Py_ssize_t k = PyList_GET_SIZE(group);
+    PyObject *principal;
+    long bits;
+    if (k == 1) {
+        PyObject *node = PyList_GET_ITEM(group, 0);
+        Py_ssize_t children;
+        if (node_bits(node, S->flags, &bits) < 0 || get_ssize(node, C.n_child_count, &children) < 0) {
+            return NULL;
+        }
+        if (children == 0) { /* a token: cut by prose rules only where it does not fit */
+            return code_section(start, end, C.prose, C.one, S->language, path, sticky);
+        }
+        if (bits & C.error) {
+            return code_section(start, end, C.prose, C.one, S->language, path, sticky);
+        }
+        principal = node;
+    }
+    else {
+        principal = PyList_GET_ITEM(group, 0);
+        for (Py_ssize_t i = 0; i < k; i++) {
+            long b;
+            if (node_bits(PyList_GET_ITEM(group, i), S->flags, &b) < 0) {
+                return NULL;
+            }
+            if (!(b & (C.comment | C.forward))) {
+                principal = PyList_GET_ITEM(group, i);
+                break;
+            }
+        }
+        if (node_bits(principal, S->flags, &bits) < 0) {
+            return NULL;
+        }
+    }
+    PyObject *own_path = Py_NewRef(path);
+    if (bits & C.labelled) {
+        Py_INCREF(principal); /* the label's Python code could empty the group */
+        PyObject *label = PyObject_CallFunctionObjArgs(C.label, S->data, principal, S->language, NULL);
+        Py_DECREF(principal);
+        if (label == NULL) {
+            Py_DECREF(own_path);
+            return NULL;
+        }
+        if (label != Py_None) {
+            Py_ssize_t m = PyTuple_Check(chain) ? PyTuple_GET_SIZE(chain) : -1;
+            PyObject *names = m < 0 ? NULL : PyTuple_New(m + 1);
+            if (names != NULL) {
+                for (Py_ssize_t i = 0; i < m; i++) {
+                    PyTuple_SET_ITEM(names, i, Py_NewRef(PyTuple_GET_ITEM(chain, i)));
+                }
+                PyTuple_SET_ITEM(names, m, Py_NewRef(label));
+                Py_SETREF(own_path, PyUnicode_Join(C.dot, names));
+                Py_DECREF(names);
+            }
+            else {
+                if (m < 0) {
+                    PyErr_SetString(PyExc_TypeError, "a definition chain must be a tuple");
+                }
+                Py_CLEAR(own_path);
+            }
+        }
+        Py_DECREF(label);
+        if (own_path == NULL) {
+            return NULL;
+        }
+    }
+    if (S->live != Py_None && PyList_Append(S->live, group) < 0) {
+        Py_DECREF(own_path);
+        return NULL;
+    }
+    PyObject *state = C.nodes_type->tp_alloc(C.nodes_type, 5);
+    PyObject *lo = PyLong_FromSsize_t(bs), *hi = PyLong_FromSsize_t(be), *down = PyLong_FromSsize_t(depth);
+    PyObject *section = NULL;
+    if (state != NULL && lo != NULL && hi != NULL && down != NULL) {
+        PyTuple_SET_ITEM(state, 0, Py_NewRef(group));
+        PyTuple_SET_ITEM(state, 1, Py_NewRef(chain));
+        PyTuple_SET_ITEM(state, 2, lo);
+        PyTuple_SET_ITEM(state, 3, hi);
+        PyTuple_SET_ITEM(state, 4, down);
+        lo = hi = down = NULL;
+        section = code_section(start, end, S->splitter, state, S->language, own_path, sticky);
+    }
+    Py_XDECREF(lo);
+    Py_XDECREF(hi);
+    Py_XDECREF(down);
+    Py_XDECREF(state);
+    Py_DECREF(own_path);
+    return section;
+}
+
+/* Characters in data[a:b] (UTF-8 starting on a character), or -1 where ``a`` or ``b``
+ * is not the edge of a character or outside the data (the Python path then decides). */
+static Py_ssize_t
+utf8_chars(const CodeSelf *S, Py_ssize_t a, Py_ssize_t b)
+{
+    if (a < 0 || b > S->len || a > b) {
+        return -1;
+    }
+    const unsigned char *d = (const unsigned char *)S->bytes;
+    if ((a < S->len && (d[a] & 0xC0) == 0x80) || (b < S->len && (d[b] & 0xC0) == 0x80)) {
+        return -1;
+    }
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = a; i < b; i++) {
+        count += (d[i] & 0xC0) != 0x80;
+    }
+    return count;
+}
+
+/* Whether a part may start at ``p`` as it is (_cluster_end(text, p) == p for certain):
+ * 0 where _snap must look. */
+static int
+plain_edge(PyObject *text, Py_ssize_t p)
+{
+    if (p <= 0 || p >= PyUnicode_GET_LENGTH(text)) {
+        return 0;
+    }
+    Py_UCS4 before = PyUnicode_READ_CHAR(text, p - 1), at = PyUnicode_READ_CHAR(text, p);
+    if (before == '\r') {
+        return at != '\n';
+    }
+    return before < 0x80 && at < 0x80;
+}
+
+static PyObject *code_tile_impl(const CodeSelf *S, PyObject *text, PyObject *section, PyObject *state,
+                                PyObject *groups, PyObject *chain, PyObject *path, PyObject *sticky);
+
+PyDoc_STRVAR(code_tile_doc,
+"code_tile(splitter, text, section, state, groups, chain, path, sticky) -> list | None\n\n"
+"CodeSplitter._tile: a section for each group of siblings and for the white space\n"
+"between them; None where an offset is not the edge of a UTF-8 character in the\n"
+"splitter's data (the Python path then decides).");
+
+static PyObject *
+code_tile(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "code_tile takes 8 arguments");
+        return NULL;
+    }
+    if (C.prose == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "code_setup was not called");
+        return NULL;
+    }
+    PyObject *splitter = args[0];
+    PyObject *own[6] = {NULL};
+    PyObject *names[6] = {C.n_data, C.n_ascii, C.n_language, C.n_flags, C.n_plain, C.n_live};
+    PyObject *result = NULL;
+    for (int i = 0; i < 6; i++) {
+        if ((own[i] = PyObject_GetAttr(splitter, names[i])) == NULL) {
+            goto done;
+        }
+    }
+    if (!PyBytes_Check(own[0]) || !PyDict_Check(own[3]) || !(own[5] == Py_None || PyList_Check(own[5])) ||
+        !PyUnicode_Check(args[1]) || !PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) < SECTION_FIELDS ||
+        !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) < 5 || !PyList_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "code_tile(CodeSplitter, str, Section, _Nodes, list, ...)");
+        goto done;
+    }
+    CodeSelf S = {splitter, own[0], own[2], own[3], own[5], PyBytes_AS_STRING(own[0]), PyBytes_GET_SIZE(own[0]), 0, 0};
+    if ((S.ascii = PyObject_IsTrue(own[1])) < 0 || (S.plain = PyObject_IsTrue(own[4])) < 0) {
+        goto done;
+    }
+    Py_INCREF(args[4]);
+    result = code_tile_impl(&S, args[1], args[2], args[3], args[4], args[5], args[6], args[7]);
+    Py_DECREF(args[4]);
+done:
+    for (int i = 0; i < 6; i++) {
+        Py_XDECREF(own[i]);
+    }
+    return result;
+}
+
+static PyObject *
+code_tile_impl(const CodeSelf *S, PyObject *text, PyObject *section, PyObject *state, PyObject *groups,
+               PyObject *chain, PyObject *path, PyObject *sticky)
+{
+    Py_ssize_t lo, hi, depth, s_start, s_end;
+    if (ssize_item_of(PyTuple_GET_ITEM(state, 2), &lo) < 0 || ssize_item_of(PyTuple_GET_ITEM(state, 3), &hi) < 0 ||
+        ssize_item_of(PyTuple_GET_ITEM(state, 4), &depth) < 0 ||
+        ssize_item_of(PyTuple_GET_ITEM(section, SECTION_START), &s_start) < 0 ||
+        ssize_item_of(PyTuple_GET_ITEM(section, SECTION_END), &s_end) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (s_start < 0 || s_end > n || s_start > s_end) {
+        PyErr_SetString(PyExc_IndexError, "a code section outside the text");
+        return NULL;
+    }
+    int linear = S->ascii;
+    if (!linear) {
+        linear = 1;
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        for (Py_ssize_t i = s_start; i < s_end && linear; i++) {
+            linear = PyUnicode_READ(kind, data, i) < 0x80;
+        }
+    }
+    PyObject *parts = PyList_New(0);
+    char *leading = NULL;
+    Py_ssize_t room = 0, count = 0;
+    if (parts == NULL) {
+        return NULL;
+    }
+    Py_ssize_t pos_b = lo, pos_c = s_start;
+    int glue = 0;
+    for (Py_ssize_t index = 0; index < PyList_GET_SIZE(groups); index++) {
+        PyObject *group = PyList_GET_ITEM(groups, index);
+        if (!PyList_Check(group) || PyList_GET_SIZE(group) == 0) {
+            PyErr_SetString(PyExc_TypeError, "groups must be non-empty lists of nodes");
+            goto fail;
+        }
+        Py_INCREF(group);
+        Py_ssize_t gs, ge;
+        int bad = get_ssize(PyList_GET_ITEM(group, 0), C.n_start_byte, &gs) < 0 ||
+                  get_ssize(PyList_GET_ITEM(group, PyList_GET_SIZE(group) - 1), C.n_end_byte, &ge) < 0;
+        if (bad) {
+            Py_DECREF(group);
+            goto fail;
+        }
+        gs = gs < pos_b ? pos_b : gs;
+        ge = ge > hi ? hi : ge;
+        if (ge <= gs) {
+            Py_DECREF(group);
+            continue;
+        }
+        if (count + 2 > room) {
+            room = room ? 2 * room : 16;
+            char *grown = PyMem_Realloc(leading, (size_t)room);
+            if (grown == NULL) {
+                Py_DECREF(group);
+                PyErr_NoMemory();
+                goto fail;
+            }
+            leading = grown;
+        }
+        if (gs > pos_b) {
+            Py_ssize_t chars = linear ? gs - pos_b : utf8_chars(S, pos_b, gs);
+            if (chars < 0) {
+                Py_DECREF(group);
+                goto python;
+            }
+            Py_ssize_t c = linear ? s_start + (gs - lo) : pos_c + chars;
+            PyObject *gap = code_section(pos_c, c, C.prose, C.zero, S->language, path, glue);
+            if (gap == NULL || PyList_Append(parts, gap) < 0) {
+                Py_XDECREF(gap);
+                Py_DECREF(group);
+                goto fail;
+            }
+            Py_DECREF(gap);
+            leading[count++] = (char)glue;
+            pos_b = gs;
+            pos_c = c;
+        }
+        Py_ssize_t chars = linear ? ge - pos_b : utf8_chars(S, pos_b, ge);
+        if (chars < 0) {
+            Py_DECREF(group);
+            goto python;
+        }
+        Py_ssize_t c = linear ? s_start + (ge - lo) : pos_c + chars;
+        glue = 0;
+        if (sticky != Py_None) {
+            PyObject *flag = PySequence_GetItem(sticky, index);
+            glue = flag == NULL ? -1 : PyObject_IsTrue(flag);
+            Py_XDECREF(flag);
+            if (glue < 0) {
+                Py_DECREF(group);
+                goto fail;
+            }
+        }
+        PyObject *part = code_part(S, group, pos_c, c, pos_b, ge, chain, path, depth + 1, glue);
+        Py_DECREF(group);
+        if (part == NULL || PyList_Append(parts, part) < 0) {
+            Py_XDECREF(part);
+            goto fail;
+        }
+        Py_DECREF(part);
+        leading[count++] = (char)glue;
+        pos_b = ge;
+        pos_c = c;
+    }
+    if (pos_b < hi) {
+        PyObject *tail = code_section(pos_c, s_end, C.prose, C.zero, S->language, path, 0);
+        if (tail == NULL || PyList_Append(parts, tail) < 0) {
+            Py_XDECREF(tail);
+            goto fail;
+        }
+        Py_DECREF(tail);
+    }
+    if (sticky != Py_None) { /* what leads into a definition carries its path */
+        for (Py_ssize_t i = count - 1; i >= 0; i--) {
+            if (!leading[i] || i + 1 >= PyList_GET_SIZE(parts)) {
+                continue;
+            }
+            PyObject *part = PyList_GET_ITEM(parts, i), *next = PyList_GET_ITEM(parts, i + 1);
+            PyObject *own = PyTuple_GET_ITEM(part, SECTION_PATH), *theirs = PyTuple_GET_ITEM(next, SECTION_PATH);
+            int differ = PyObject_RichCompareBool(own, theirs, Py_NE);
+            if (differ < 0) {
+                goto fail;
+            }
+            if (differ) {
+                PyObject *copy = C.section_type->tp_alloc(C.section_type, SECTION_FIELDS);
+                if (copy == NULL) {
+                    goto fail;
+                }
+                for (int f = 0; f < SECTION_FIELDS; f++) {
+                    PyTuple_SET_ITEM(copy, f, Py_NewRef(PyTuple_GET_ITEM(f == SECTION_PATH ? next : part, f)));
+                }
+                PyList_SetItem(parts, i, copy);
+            }
+        }
+    }
+    PyMem_Free(leading);
+    if (!S->plain) {
+        Py_ssize_t k = PyList_GET_SIZE(parts);
+        for (Py_ssize_t i = 1; i < k; i++) {
+            Py_ssize_t p;
+            if (ssize_item_of(PyTuple_GET_ITEM(PyList_GET_ITEM(parts, i), SECTION_START), &p) < 0) {
+                Py_DECREF(parts);
+                return NULL;
+            }
+            if (!plain_edge(text, p)) {
+                PyObject *snapped = PyObject_CallFunctionObjArgs(C.snap, text, parts, NULL);
+                Py_DECREF(parts);
+                return snapped;
+            }
+        }
+    }
+    return parts;
+python:
+    PyMem_Free(leading);
+    Py_DECREF(parts);
+    Py_RETURN_NONE;
+fail:
+    PyMem_Free(leading);
+    Py_DECREF(parts);
+    return NULL;
+}
+
 /* ---- Part prefixes ---- */
 
 /* bisect_right over the values of a buffer at [lo, hi). */
@@ -2688,6 +3142,8 @@ static PyMethodDef native_methods[] = {
     {"json_setup", json_setup, METH_VARARGS, json_setup_doc},
     {"json_split", (PyCFunction)(void (*)(void))json_split, METH_FASTCALL, json_split_doc},
     {"flat_setup", flat_setup, METH_O, flat_setup_doc},
+    {"code_setup", code_setup, METH_VARARGS, code_setup_doc},
+    {"code_tile", (PyCFunction)(void (*)(void))code_tile, METH_FASTCALL, code_tile_doc},
     {"make_chunks", make_chunks, METH_VARARGS, make_chunks_doc},
     {NULL, NULL, 0, NULL},
 };
