@@ -27,18 +27,26 @@ The order of admission, first to last, by **level** (a tier's place in the rank 
 submission, or from its return to the queue after a pause), up to the second level and
 never into the best one: a batch request that waited ``aging`` seconds goes before every
 ``default`` request that has not, but no amount of waiting batch work goes before a
-fresh request of the best tier. A request keeps the level it was admitted at: it is
-preempted only for a request of a better level, so aged work is never shielded from the
-best tier. The bounds this gives:
+fresh request of the best tier. Aging is a tier's protection against the tiers above it,
+not an order inside the tier: a request that aged earns **its tier** a turn at the better
+level, and which of the tier's requests takes the turn is the tier's deficit round robin
+(the request that takes it and the one that earned it trade their waits), so tenants'
+weights hold however long a tier's queue waits, and a tenant whose requests wait longer
+because its weight is smaller does not win them back by aging. A request keeps the level
+it was admitted at: it is preempted only for a request of a better level of another tier
+(never for one of its own tier that aged), so aged work is never shielded from the best
+tier. The bounds this gives:
 
 - a request of the best tier waits only for requests of its own level ahead of it, for
   streams that may not be paused (a tier that is not ``preemptible``, a host that
   declined, a reserved share) and for ``min_run``; never for a preemptible stream of a
   worse tier to finish;
-- a request of a worse tier is at the second level after ``(level - 1) * aging``
-  seconds, then waits only for the best tier's requests and its new level's resumed and
-  earlier aged ones; under load of the best tier that fills every slot it progresses only
-  through its tier's ``min_share``.
+- a request of a worse tier earns its tier a turn at the second level after ``(level -
+  1) * aging`` seconds, a turn that waits only for the best tier's requests and its new
+  level's resumed and earlier aged ones; the tier's turns go to its tenants by their
+  weights, the first tenant's in its order (one tenant alone: its oldest request first);
+  under load of the best tier that fills every slot the tier progresses only through its
+  ``min_share``.
 
 A request is admitted when capacity allows (fewer running than the slot count and the
 adaptive window), no ``retry-after`` hold is in force, and its cost fits every rate
@@ -92,6 +100,8 @@ class Ticket:
 
     __slots__ = (
         "_admit_seq",
+        "_aging_at",
+        "_entry",
         "_lane",
         "_level",
         "_seq",
@@ -130,8 +140,10 @@ class Ticket:
         self.reason: str | None = None
         self._seq = id
         self._admit_seq = 0
-        self._lane: str | None = None  # "queue" | "resumed" | "aged" while in a lane
+        self._lane: str | None = None  # "queue" (its tenant's) | "resumed" while waiting
         self._level = 0  # the level it waits at (or was admitted at): its tier's, or aged
+        self._entry = 0  # its entry in the aged lane of its level (0: none)
+        self._aging_at: float | None = None  # its next aging step
         self._settled = False
         self._taken: dict[Dimension, float] = {}
 
@@ -200,11 +212,16 @@ class SchedulerStats:
 
 
 class _TierQueue:
-    """One level's lanes. ``waiting`` counts the tickets in them (of this tier or aged into
-    it); ``own_waiting`` and ``running`` count this tier's tickets wherever they wait."""
+    """One level's lanes. ``resumed``: paused requests back in line at this level.
+    ``aged``: the turns earned at this level by requests of worse tiers that aged into it
+    (an entry names the request that earned it). ``tenants``, ``order``, ``deficit``:
+    this tier's own requests (aged or not), its tenants' deficit round robin.
+    ``waiting`` counts the waiting tickets at this level (``by_tier``: by their tier);
+    ``own_waiting`` and ``running`` count this tier's tickets wherever they wait."""
 
     __slots__ = (
         "aged",
+        "by_tier",
         "credited",
         "deficit",
         "level",
@@ -221,20 +238,36 @@ class _TierQueue:
         self.tier = tier
         self.level = level
         self.resumed: deque[Ticket] = deque()
-        self.aged: deque[Ticket] = deque()  # from worse levels, in the order they aged in
+        self.aged: deque[tuple[int, Ticket]] = deque()  # (entry, ticket), in aging order
         self.tenants: dict[str, deque[Ticket]] = {}
         self.order: deque[str] = deque()  # active tenants, round-robin order
         self.deficit: dict[str, float] = {}
         self.credited = False  # the head tenant has had its quantum for this visit
         self.waiting = 0
+        self.by_tier: dict[str, int] = {}
         self.own_waiting = 0
         self.running = 0
 
 
-def _live(t: Ticket, lane: str, q: _TierQueue) -> bool:
-    """The entry is current: the ticket still waits in this lane of this level (an entry
-    left behind by a cancellation or an aging step is stale, skipped when met)."""
-    return t.state is TicketState.WAITING and t._lane == lane and t._level == q.level
+# An entry in a lane is current while its ticket still waits there; one left behind by an
+# admission, a cancellation, an aging step or a trade of waits is stale, skipped when met
+# and dropped by compaction.
+
+
+def _queued(t: Ticket) -> bool:
+    """Current in its tenant's queue (of its tier, at whatever level it aged to)."""
+    return t.state is TicketState.WAITING and t._lane == "queue"
+
+
+def _resumed(t: Ticket, q: _TierQueue) -> bool:
+    """Current in ``q``'s resumed lane (a resumed request that aged left it)."""
+    return t.state is TicketState.WAITING and t._lane == "resumed" and t._level == q.level and not t._entry
+
+
+def _aged(entry: tuple[int, Ticket]) -> bool:
+    """A current entry of an aged lane."""
+    n, t = entry
+    return t.state is TicketState.WAITING and t._entry == n
 
 
 class Scheduler:
@@ -619,6 +652,7 @@ class Scheduler:
         q = self._ordered[t._level]  # a paused request comes back at the level it ran at
         t.state = TicketState.WAITING
         t.waiting_since = now
+        t._entry = 0
         if resumed:
             t._lane = "resumed"
             q.resumed.append(t)
@@ -630,35 +664,56 @@ class Scheduler:
                 q.order.append(t.tenant)
                 q.deficit[t.tenant] = 0.0
             dq.append(t)
-        q.waiting += 1
+        self._count(t, 1)
         self._queues[t.tier.name].own_waiting += 1
         self._waiting += 1
+        t._aging_at = None
         if self.aging is not None:
             self._age_at(t, now + self.aging)
 
+    def _count(self, t: Ticket, n: int) -> None:
+        """``t`` starts (1) or stops (-1) waiting at its level."""
+        q = self._ordered[t._level]
+        q.waiting += n
+        k = q.by_tier.get(t.tier.name, 0) + n
+        if k:
+            q.by_tier[t.tier.name] = k
+        else:
+            del q.by_tier[t.tier.name]
+
     def _age_at(self, t: Ticket, deadline: float) -> None:
         if t._level <= self._age_cap:
+            t._aging_at = None
             return
+        t._aging_at = deadline
         t._seq = next(self._ids)
         heapq.heappush(self._aging_heap, (deadline, t._seq, t))
         if len(self._aging_heap) > 2 * self._waiting + 1024:
             self._compact()
 
-    def _dequeue(self, t: Ticket, *, popped: bool = False) -> None:
-        """Leave the queue. Unless the entry was ``popped``, it stays where it is as a
-        stale entry (skipped when met); when stale entries outnumber the waiting ones the
-        queues are compacted, so cancellations cannot grow memory."""
+    def _entries(self, t: Ticket) -> int:
+        """The current entries a waiting ticket has: its tenant's queue or the resumed
+        lane (unless it aged out of it), and its aged lane's."""
+        return (t._lane == "queue") + (t._lane == "resumed" and not t._entry) + (t._entry != 0)
+
+    def _dequeue(self, t: Ticket, *, popped: int = 0) -> None:
+        """Leave the queue. Its entries the caller did not pop (``popped`` of them) stay
+        where they are as stale entries (skipped when met); when stale entries outnumber
+        the waiting ones the queues are compacted, so cancellations cannot grow memory."""
         if t._lane is None:
             return  # in no lane: never queued (a rejected submission), or already left
-        self._ordered[t._level].waiting -= 1
+        stale = self._entries(t) - popped
+        self._count(t, -1)
         self._queues[t.tier.name].own_waiting -= 1
         self._waiting -= 1
         t._lane = None
-        if not popped:
-            self._stale_entry()
+        t._entry = 0
+        t._aging_at = None
+        if stale:
+            self._stale_entry(stale)
 
-    def _stale_entry(self) -> None:
-        self._stale += 1
+    def _stale_entry(self, n: int = 1) -> None:
+        self._stale += n
         if self._stale > self._waiting + 1024:
             self._compact()
 
@@ -667,7 +722,7 @@ class Scheduler:
         for q in self._ordered:
             for name in list(q.order):
                 dq = q.tenants[name]
-                live = deque(t for t in dq if _live(t, "queue", q))
+                live = deque(t for t in dq if _queued(t))
                 if live:
                     q.tenants[name] = live
                 else:
@@ -676,8 +731,8 @@ class Scheduler:
                     q.order.remove(name)
                     del q.tenants[name]
                     del q.deficit[name]
-            q.resumed = deque(t for t in q.resumed if _live(t, "resumed", q))
-            q.aged = deque(t for t in q.aged if _live(t, "aged", q))
+            q.resumed = deque(t for t in q.resumed if _resumed(t, q))
+            q.aged = deque(e for e in q.aged if _aged(e))
         heap = self._aging_heap  # in place: _promote may be iterating it
         heap[:] = [e for e in heap if e[2].state is TicketState.WAITING and e[2]._seq == e[1]]
         heapq.heapify(heap)
@@ -687,29 +742,54 @@ class Scheduler:
         """Recount the queues and slots from the lanes themselves and compare them with
         the running counts (``AssertionError`` on a mismatch): a testing aid, O(queued)."""
         live: dict[int, Ticket] = {}
-        entries = 0
+        entries = current = 0
+        seen: dict[int, tuple[Ticket, int]] = {}
         for q in self._ordered:
-            lanes: list[tuple[str, deque[Ticket]]] = [("resumed", q.resumed), ("aged", q.aged)]
-            lanes += [("queue", dq) for dq in q.tenants.values()]
-            n = 0
-            for lane, dq in lanes:
+            for name, dq in q.tenants.items():
                 for t in dq:
                     entries += 1
-                    if _live(t, lane, q):
-                        assert t.id not in live, f"{t!r} is in two lanes"
+                    if _queued(t):
+                        assert t.tier is q.tier and t.tenant == name, f"{t!r} in the wrong queue"
+                        assert t.id not in live, f"{t!r} is twice in its queue"
                         live[t.id] = t
-                        n += 1
-            assert n == q.waiting, f"level {q.level}: {n} in its lanes, counted {q.waiting}"
+                        current += 1
+            for t in q.resumed:
+                entries += 1
+                if _resumed(t, q):
+                    assert t.id not in live, f"{t!r} is in two lanes"
+                    live[t.id] = t
+                    current += 1
+            for e in q.aged:
+                entries += 1
+                if _aged(e):
+                    t = e[1]
+                    assert t._level == q.level < self._queues[t.tier.name].level, f"{t!r} aged wrongly"
+                    seen[t.id] = (t, seen.get(t.id, (t, 0))[1] + 1)
+                    current += 1
             assert set(q.order) == set(q.tenants), "the round-robin order lost a tenant"
+        for t, n in seen.values():
+            assert n == 1, f"{t!r} has {n} turns"
+            live.setdefault(t.id, t)  # a resumed request that aged: only its turn is current
+        for t in live.values():
+            assert (t.id in seen) == (t._entry != 0), f"{t!r}'s turn"
+            if t._lane == "queue":
+                assert (t._entry != 0) == (t._level < self._queues[t.tier.name].level), f"{t!r} aged"
+        for q in self._ordered:
+            here = [t for t in live.values() if t._level == q.level]
+            assert len(here) == q.waiting, f"level {q.level}: {len(here)} waiting, counted {q.waiting}"
+            by_tier: dict[str, int] = {}
+            for t in here:
+                by_tier[t.tier.name] = by_tier.get(t.tier.name, 0) + 1
+            assert by_tier == q.by_tier, f"level {q.level}: {by_tier} by tier, counted {q.by_tier}"
         assert len(live) == self._waiting >= 0, f"{len(live)} waiting, counted {self._waiting}"
-        assert entries - len(live) == self._stale, f"{entries - len(live)} stale, counted {self._stale}"
+        assert entries - current == self._stale, f"{entries - current} stale, counted {self._stale}"
         for q in self._ordered:
             own = sum(1 for t in live.values() if t.tier is q.tier)
             run = sum(1 for t in self._holding.values() if t.tier is q.tier)
             assert own == q.own_waiting, f"{q.tier.name}: {own} waiting, counted {q.own_waiting}"
             assert run == q.running, f"{q.tier.name}: {run} running, counted {q.running}"
         for t in self._holding.values():
-            assert t.state in _HOLDING and t._lane is None, f"{t!r} holds a slot"
+            assert t.state in _HOLDING and t._lane is None and not t._entry, f"{t!r} holds a slot"
         if self.max_queue is not None:  # paused streams come back whatever the bound
             fresh = sum(1 for t in live.values() if t.first_admitted_at is None)
             assert fresh <= self.max_queue, f"{fresh} new requests waiting over {self.max_queue}"
@@ -725,7 +805,7 @@ class Scheduler:
             best: deque[Ticket] | None = None
             best_name = ""
             for name, dq in q.tenants.items():
-                while dq and not _live(dq[-1], "queue", q):
+                while dq and not _queued(dq[-1]):
                     dq.pop()
                     self._stale -= 1
                 if dq and (best is None or len(dq) > len(best)):
@@ -734,11 +814,13 @@ class Scheduler:
                 continue
             if q.level == new._level:
                 mine = q.tenants.get(new.tenant)
-                held = 0 if mine is None else sum(1 for t in mine if _live(t, "queue", q))
-                if best_name == new.tenant or sum(1 for t in best if _live(t, "queue", q)) <= held + 1:
+                held = 0 if mine is None else sum(1 for t in mine if _queued(t))
+                if best_name == new.tenant or sum(1 for t in best if _queued(t)) <= held + 1:
                     return None
+            if best[-1]._entry:
+                return None  # its newest has waited long enough to age: it stays
             victim = best.pop()
-            self._dequeue(victim, popped=True)
+            self._dequeue(victim, popped=1)
             return victim
         return None
 
@@ -771,7 +853,7 @@ class Scheduler:
         while q.order:
             name = q.order[0]
             dq = q.tenants[name]
-            while dq and not _live(dq[0], "queue", q):
+            while dq and not _queued(dq[0]):
                 dq.popleft()
                 self._stale -= 1
             if not dq:
@@ -799,7 +881,7 @@ class Scheduler:
         rounds: list[int] = []
         for name in q.order:
             dq = q.tenants[name]
-            if not dq or not _live(dq[0], "queue", q):
+            if not dq or not _queued(dq[0]):
                 return  # a stale head: let the loop clean it first
             need = self._price(dq[0]) - q.deficit[name]
             rounds.append(math.ceil(need / (self.quantum * self._weight(q, name))))
@@ -808,20 +890,36 @@ class Scheduler:
             for name in q.order:
                 q.deficit[name] += k * self.quantum * self._weight(q, name)
 
-    def _tier_head(self, q: _TierQueue) -> Ticket | None:
+    def _tier_head(self, q: _TierQueue) -> tuple[Ticket, Ticket | None] | None:
+        """The request level ``q`` admits next, and the aged request whose turn it takes
+        (``None``: its own place). Resumed requests first, then the turns earned by aged
+        requests of worse tiers (each taken by its tier's round-robin head), then this
+        tier's own requests by their tenants' round robin."""
         if q.waiting == 0:
             return None
-        for lane, dq in (("resumed", q.resumed), ("aged", q.aged)):
-            while dq and not _live(dq[0], lane, q):
-                dq.popleft()
-                self._stale -= 1
-            if dq:
-                return dq[0]
-        return self._drr_head(q)
+        resumed = q.resumed
+        while resumed and not _resumed(resumed[0], q):
+            resumed.popleft()
+            self._stale -= 1
+        if resumed:
+            return resumed[0], None
+        aged = q.aged
+        while aged and not _aged(aged[0]):
+            aged.popleft()
+            self._stale -= 1
+        if aged:
+            earner = aged[0][1]
+            if earner._lane == "resumed":
+                return earner, None  # a paused request's turn is its own
+            head = self._drr_head(self._queues[earner.tier.name])
+            assert head is not None  # the earner waits there
+            return head, (None if head._level <= q.level else earner)
+        head = self._drr_head(q)
+        return None if head is None else (head, None)
 
     def _promote(self, now: float) -> float | None:
-        """Raise requests whose wait ran out one level (into the level's aged lane); the
-        next such time."""
+        """Raise requests whose wait ran out one level (each earns its tier a turn in the
+        level's aged lane); the next such time."""
         heap = self._aging_heap
         while heap:
             deadline, seq, t = heap[0]
@@ -833,24 +931,44 @@ class Scheduler:
             heapq.heappop(heap)
             if t._level <= self._age_cap:
                 continue
-            self._ordered[t._level].waiting -= 1
+            if t._entry or t._lane == "resumed":
+                self._stale_entry()  # its entry at the level it leaves
+            self._count(t, -1)
             t._level -= 1
-            q = self._ordered[t._level]
-            q.waiting += 1
-            t._lane = "aged"
-            q.aged.append(t)
-            self._stale_entry()  # its entry in the lane it left
+            self._count(t, 1)
+            t._entry = next(self._ids)
+            self._ordered[t._level].aged.append((t._entry, t))
             if self.aging is not None:
                 self._age_at(t, deadline + self.aging)
         return None
 
-    def _head(self, cap: float) -> Ticket | None:
+    def _trade(self, earner: Ticket, taker: Ticket) -> None:
+        """``taker`` (its tier's round-robin head) takes the turn ``earner`` (the aged lane's
+        head, of the same tier) earned: they trade levels, waits and aging. The earner's
+        entry is popped; the taker's old one, if it had aged, is stale and the earner gets
+        a fresh entry at that level."""
+        self._ordered[earner._level].aged.popleft()
+        old = taker._entry
+        earner._level, taker._level = taker._level, earner._level
+        earner._aging_at, taker._aging_at = taker._aging_at, earner._aging_at
+        taker._seq = next(self._ids)  # both heap entries go stale
+        taker._entry = 0  # (the popped entry: it leaves at once)
+        earner._entry = 0
+        if old:
+            self._stale_entry()
+            earner._entry = next(self._ids)
+            self._ordered[earner._level].aged.append((earner._entry, earner))
+        earner._seq = next(self._ids)
+        if earner._aging_at is not None:
+            heapq.heappush(self._aging_heap, (earner._aging_at, earner._seq, earner))
+
+    def _head(self, cap: float) -> tuple[Ticket, Ticket | None] | None:
         if math.isfinite(cap):
             for q in self._ordered:
                 share = q.tier.min_share
                 if share > 0 and q.own_waiting and q.running < math.floor(share * cap):
                     head = self._tier_head(q)
-                    if head is not None and head.tier is q.tier:
+                    if head is not None and head[0].tier is q.tier and head[1] is None:
                         return head
         for q in self._ordered:
             head = self._tier_head(q)
@@ -858,18 +976,21 @@ class Scheduler:
                 return head
         return None
 
-    def _admit(self, t: Ticket, now: float) -> None:
-        q = self._ordered[t._level]
-        lane = t._lane
-        if lane == "aged":
-            q.aged.popleft()
-        elif lane == "resumed":
-            q.resumed.popleft()
-        else:  # the deficit-round-robin head: its tenant is first in the round
+    def _admit(self, t: Ticket, now: float, earner: Ticket | None = None) -> None:
+        if earner is not None:
+            self._trade(earner, t)
+        popped = 1
+        if t._lane == "resumed":
+            if t._entry:
+                self._ordered[t._level].aged.popleft()  # a paused request's own turn
+            else:
+                self._ordered[t._level].resumed.popleft()
+        else:  # the deficit-round-robin head: its tenant is first in its tier's round
+            q = self._queues[t.tier.name]
             dq = q.tenants[t.tenant]
             dq.popleft()
             q.deficit[t.tenant] -= self._price(t)
-            while dq and not _live(dq[0], "queue", q):
+            while dq and not _queued(dq[0]):
                 dq.popleft()
                 self._stale -= 1
             if not dq:  # an emptied tenant leaves the round and its credit lapses
@@ -877,7 +998,7 @@ class Scheduler:
                 del q.tenants[t.tenant]
                 del q.deficit[t.tenant]
                 q.credited = False
-        self._dequeue(t, popped=True)
+        self._dequeue(t, popped=popped)
         t.state = TicketState.RUNNING
         t.admitted_at = now
         t.first_token_at = None
@@ -906,9 +1027,10 @@ class Scheduler:
         capacity_bound = False
         cap = self.capacity()
         while True:
-            head = self._head(cap)
-            if head is None:
+            found = self._head(cap)
+            if found is None:
                 break
+            head, earner = found
             if len(self._holding) >= cap:
                 capacity_bound = True
                 break
@@ -934,7 +1056,7 @@ class Scheduler:
             if wait > 0:
                 wake = min(wake, now + wait)
                 break
-            self._admit(head, now)
+            self._admit(head, now, earner)
             admit.append(head)
         preempt: list[Ticket] = []
         if capacity_bound:
@@ -965,10 +1087,10 @@ class Scheduler:
         return out
 
     def _victims(self, now: float) -> tuple[list[Ticket], float | None]:
-        """One victim per waiting request of a better level (less those already being
-        preempted): the worst level first, a decoding stream before one in its prefill,
-        the newest first, each past ``min_run`` and none that would take its tier below
-        its reserved share."""
+        """One victim per waiting request of a better level and of another tier (less
+        those already being preempted): the worst level first, a decoding stream before
+        one in its prefill, the newest first, each past ``min_run`` and none that would
+        take its tier below its reserved share."""
         candidates: list[Ticket] = []
         ready_at: float | None = None
         covered = 0
@@ -996,22 +1118,24 @@ class Scheduler:
         }
         left = {q.tier.name: q.running for q in self._ordered}
         out: list[Ticket] = []
-        i = 0
+        taken = [False] * len(candidates)
         for q in self._ordered:
-            for _ in range(q.waiting):
-                if covered:
-                    covered -= 1
+            # this level's own tier first (the best of those waiting here), then the tiers
+            # whose requests aged into it: a request is never a victim for its own tier's
+            for name, n in sorted(q.by_tier.items(), key=lambda kv: self._queues[kv[0]].level):
+                if covered >= n:
+                    covered -= n
                     continue
-                while True:
-                    if i >= len(candidates) or candidates[i]._level <= q.level:
-                        return out, ready_at
-                    v = candidates[i]
-                    i += 1
-                    name = v.tier.name
-                    if left[name] <= kept[name]:
-                        continue  # within its tier's reserved share
-                    left[name] -= 1
+                n -= covered
+                covered = 0
+                for j, v in enumerate(candidates):
+                    if not n or v._level <= q.level:
+                        break
+                    if taken[j] or v.tier.name == name or left[v.tier.name] <= kept[v.tier.name]:
+                        continue  # taken, of the same tier, or within its tier's reserved share
+                    taken[j] = True
+                    left[v.tier.name] -= 1
                     v.state = TicketState.PREEMPTING
                     out.append(v)
-                    break
+                    n -= 1
         return out, ready_at

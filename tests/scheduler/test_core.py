@@ -12,7 +12,9 @@ from sdk.scheduler import (
     AIMD,
     DEFAULT_TIERS,
     Cost,
+    Decisions,
     Scheduler,
+    Ticket,
     TicketState,
     Tier,
     Tiers,
@@ -271,6 +273,69 @@ def test_tenants_alternate_within_a_few_requests_by_default() -> None:
     for i in range(1, 17):  # while both have work: never more than a request from 2:1
         a = order[:i].count("a")
         assert abs(a - 2 * (i - a)) <= 2, order
+
+
+def _backlogged_share(sched: Scheduler, duration: float, n: int, default_load: bool) -> dict[str, int]:
+    """Tenants ``a`` and ``b`` each keep 8 batch requests in flight (``n`` in all, each
+    holding a slot ``duration`` seconds), with a steady ``default`` load beside them or
+    not: the batch requests each tenant completed by the time the first of them has
+    completed all of its own."""
+    now = 0.0
+    sent = dict.fromkeys("ab", 0)
+    done = dict.fromkeys("ab", 0)
+    running: dict[int, tuple[Ticket, float]] = {}
+    while max(done.values()) < n:
+        for k in "ab":
+            while sent[k] - done[k] < 8 and sent[k] < n:
+                sched.submit(now, tier="batch", tenant=k, cost=Cost(20, 100))
+                sent[k] += 1
+        if default_load and sched.stats().waiting["default"] < 4:
+            sched.submit(now, tier="default", cost=Cost(20, 100))
+        for t in sched.poll(now).admit:
+            running[t.id] = (t, now + duration)
+        sched.check()
+        tid, (t, end) = min(running.items(), key=lambda kv: kv[1][1])
+        now = end
+        del running[tid]
+        sched.finished(t, now)
+        if t.tier.name == "batch":
+            done[t.tenant] += 1
+    return done
+
+
+@pytest.mark.parametrize("duration", [2.0, 8.0, 20.0])
+def test_tenant_weights_hold_however_long_the_tier_waits(duration: float) -> None:
+    """Weights 2:1 in one tier, both backlogged: the shares follow the weights whether
+    the requests wait less than ``aging`` or far longer. (When an aged request went first
+    by itself, the tenant with the smaller weight, whose requests wait longer, won back
+    what its weight denied it: 24 against 17 here once the waits passed 30 s.)"""
+    s = Scheduler(slots=2, aging=30.0, tenant_weights={"a": 2.0, "b": 1.0})
+    done = _backlogged_share(s, duration, 24, default_load=False)
+    assert done["a"] == 24
+    assert done["a"] / (done["a"] + done["b"]) == pytest.approx(2 / 3, rel=0.1), done
+
+
+def test_a_tiers_aged_turns_go_to_its_tenants_by_their_weights() -> None:
+    """A steady ``default`` load fills the slots, so batch work moves only by the turns
+    its requests earn by aging: those turns go to batch's tenants 2:1 as well."""
+    s = Scheduler(slots=2, aging=10.0, tenant_weights={"a": 2.0, "b": 1.0})
+    done = _backlogged_share(s, 4.0, 30, default_load=True)
+    assert done["a"] / (done["a"] + done["b"]) == pytest.approx(2 / 3, rel=0.1), done
+
+
+def test_an_aged_request_does_not_preempt_its_own_tiers_streams() -> None:
+    """Aging protects a tier from the tiers above it: a batch request that aged past the
+    batch streams running does not take their slots (they would only trade places), but
+    a ``default`` request still preempts them."""
+    s = Scheduler(slots=1, aging=5.0, min_run=0)
+    first = s.submit(0.0, tier="batch", tenant="a")
+    assert s.poll(0.0).admit == (first,)
+    s.submit(0.0, tier="batch", tenant="b")
+    assert s.poll(60.0) == Decisions()
+    assert first.state is TicketState.RUNNING
+    s.submit(60.0, tier="default")
+    assert s.poll(60.0).preempt == (first,)
+    s.check()
 
 
 def test_one_tenants_huge_prompts_do_not_crowd_out_small_ones() -> None:
@@ -646,28 +711,44 @@ _EVENTS = st.lists(
         st.sampled_from(
             ["submit", "submit", "submit", "poll", "finish", "cancel", "pause", "requeue", "tick"]
         ),
-        st.sampled_from(TIER_NAMES),
+        st.integers(0, 4),
         st.integers(0, 2),
         st.integers(0, 50),
     ),
     max_size=120,
 )
+# five levels: a request ages through several, and a turn is traded between levels
+FIVE_TIERS = (Tier("now", -2), Tier("soon", -1), Tier("normal", 0), Tier("later", 1), Tier("bulk", 2))
 
 
-@settings(max_examples=200, deadline=None)
-@given(_EVENTS, st.integers(1, 3), st.sampled_from([None, 0, 1, 3]), st.sampled_from([None, 1.0, 4.0]))
+@settings(max_examples=300, deadline=None)
+@given(
+    _EVENTS,
+    st.integers(1, 3),
+    st.sampled_from([None, 0, 1, 3]),
+    st.sampled_from([None, 1.0, 4.0]),
+    st.sampled_from([DEFAULT_TIERS, FIVE_TIERS]),
+)
 def test_the_counts_hold_after_every_event(
-    events: list[tuple[str, str, int, int]], slots: int, max_queue: int | None, aging: float | None
+    events: list[tuple[str, int, int, int]],
+    slots: int,
+    max_queue: int | None,
+    aging: float | None,
+    tiers: tuple[Tier, ...],
 ) -> None:
-    """Random submit/reject/cancel/admit/pause/resume/requeue/finish sequences: after
-    every event the counts agree with the lanes, no gauge is negative, the queue holds
-    at most ``max_queue`` and at most ``slots`` hold a slot."""
-    s = Scheduler(slots=slots, max_queue=max_queue, aging=aging, min_run=0)
+    """Random submit/reject/cancel/admit/pause/resume/requeue/finish sequences over
+    several tenants and tiers, with aging (turns earned and traded): after every event
+    the counts agree with the lanes, no gauge is negative, the queue holds at most
+    ``max_queue`` and at most ``slots`` hold a slot."""
+    s = Scheduler(tiers, slots=slots, max_queue=max_queue, aging=aging, min_run=0, tenant_weights={"t0": 3.0})
+    names = [t.name for t in tiers]
     now = 0.0
     tickets = []
     for kind, tier, tenant, pick in events:
         if kind == "submit":
-            tickets.append(s.submit(now, tier=tier, tenant=f"t{tenant}", cost=Cost(10, pick)))
+            tickets.append(
+                s.submit(now, tier=names[tier % len(names)], tenant=f"t{tenant}", cost=Cost(10, pick))
+            )
         elif kind == "tick":
             now += pick / 10
         elif kind == "poll":
