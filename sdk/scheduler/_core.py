@@ -322,6 +322,7 @@ class Scheduler:
         self._age_cap = min(1, len(self._ordered) - 1)  # aging stops at this level
         self._stale = 0  # queue entries of tickets that left the lane (skipped, then compacted)
         self.host: object = None  # the object that drives this scheduler (set by it)
+        self._slack = 1024  # stale entries beyond the waiting ones before a compaction
         self._aging_heap: list[tuple[float, int, Ticket]] = []
         self._holding: dict[int, Ticket] = {}
         self._buckets: dict[Dimension, TokenBucket] = {}
@@ -688,7 +689,7 @@ class Scheduler:
         t._aging_at = deadline
         t._seq = next(self._ids)
         heapq.heappush(self._aging_heap, (deadline, t._seq, t))
-        if len(self._aging_heap) > 2 * self._waiting + 1024:
+        if len(self._aging_heap) > 2 * self._waiting + self._slack:
             self._compact()
 
     def _entries(self, t: Ticket) -> int:
@@ -714,7 +715,7 @@ class Scheduler:
 
     def _stale_entry(self, n: int = 1) -> None:
         self._stale += n
-        if self._stale > self._waiting + 1024:
+        if self._stale > self._waiting + self._slack:
             self._compact()
 
     def _compact(self) -> None:
@@ -931,13 +932,14 @@ class Scheduler:
             heapq.heappop(heap)
             if t._level <= self._age_cap:
                 continue
-            if t._entry or t._lane == "resumed":
-                self._stale_entry()  # its entry at the level it leaves
+            left = bool(t._entry) or t._lane == "resumed"  # an entry at the level it leaves
             self._count(t, -1)
             t._level -= 1
             self._count(t, 1)
             t._entry = next(self._ids)
             self._ordered[t._level].aged.append((t._entry, t))
+            if left:
+                self._stale_entry()  # (after the move: a compaction now drops that entry)
             if self.aging is not None:
                 self._age_at(t, deadline + self.aging)
         return None

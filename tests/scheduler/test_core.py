@@ -728,6 +728,7 @@ FIVE_TIERS = (Tier("now", -2), Tier("soon", -1), Tier("normal", 0), Tier("later"
     st.sampled_from([None, 0, 1, 3]),
     st.sampled_from([None, 1.0, 4.0]),
     st.sampled_from([DEFAULT_TIERS, FIVE_TIERS]),
+    st.sampled_from([0, 1024]),
 )
 def test_the_counts_hold_after_every_event(
     events: list[tuple[str, int, int, int]],
@@ -735,12 +736,15 @@ def test_the_counts_hold_after_every_event(
     max_queue: int | None,
     aging: float | None,
     tiers: tuple[Tier, ...],
+    slack: int,
 ) -> None:
     """Random submit/reject/cancel/admit/pause/resume/requeue/finish sequences over
     several tenants and tiers, with aging (turns earned and traded): after every event
     the counts agree with the lanes, no gauge is negative, the queue holds at most
-    ``max_queue`` and at most ``slots`` hold a slot."""
+    ``max_queue`` and at most ``slots`` hold a slot. ``slack`` 0 compacts the lanes at
+    every stale entry, wherever in a step that happens."""
     s = Scheduler(tiers, slots=slots, max_queue=max_queue, aging=aging, min_run=0, tenant_weights={"t0": 3.0})
+    s._slack = slack
     names = [t.name for t in tiers]
     now = 0.0
     tickets = []
