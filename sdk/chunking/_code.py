@@ -29,7 +29,7 @@ import itertools
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import regex
 import tree_sitter
@@ -317,6 +317,7 @@ _CHAIN = 128  # left-nested chain (_CHAINS)
 _ERROR = 256
 _NAMED = 512
 _ERROR_ID = 0xFFFF  # tree-sitter's ERROR symbol
+_GLUE = _COMMENT | _FORWARD | _CLOSER | _OPENER  # the bits _group's rules look at
 
 _KIND_FLAGS: dict[str, dict[int, int]] = {}
 
@@ -358,6 +359,10 @@ def _kind_flags(language: str, grammar: tree_sitter.Language) -> dict[int, int]:
 # _RUN groups each, made into sections only when one must be cut (a Section and its
 # state per group took 160 bytes and more per byte of a long array of small numbers).
 _RUN = 512
+
+# A named tuple built without its ``__new__``'s Python frame (the tile loop's sections).
+_new_tuple: Callable[..., Any] = tuple.__new__
+_NOT_STICKY = itertools.repeat(False)  # no group of a level leads into the next
 
 
 @flat_state
@@ -695,7 +700,7 @@ class CodeSplitter:
                     chain = (*chain, name)
                     path = ".".join(chain)
             children = self._children(node)
-            if not children:  # a token that does not fit (see _part)
+            if not children:  # a token that does not fit (see _tile)
                 return self._prose(text, section)
             only = children[0]
             if len(children) == 1 and only.start_byte <= lo and only.end_byte >= hi:
@@ -777,53 +782,56 @@ class CodeSplitter:
         inner = Section(section.start, section.end, PROSE, 1, "code", self.language, section.path)
         return PROSE.split(text, inner)
 
-    def _glue(self, children: list[Node]) -> tuple[list[bool], list[bool]]:
-        """For each sibling: does it join the one before, and does it lead into the next?
+    def _group(self, children: list[Node], leads: list[bool] | None = None) -> list[list[Node]]:
+        """Runs of siblings that must move together; with ``leads``, also which siblings
+        lead into the next one (one flag per sibling appended to it).
 
         Closing tokens and a comment on the same line join what precedes them; comments
         (with no blank line after them), decorators, attributes and opening brackets
-        lead into what follows.
+        lead into what follows. A node's offsets are read only where a rule needs them
+        (this runs over every level's children).
         """
         data = self._data
-        flags = self._flags
-        n = len(children)
-        joins = [False] * n
-        leads = [False] * n
+        flag = self._flags.get
         prev = children[0]
-        prev_bits, prev_end = flags.get(prev.kind_id, 0), prev.end_byte
+        group = [prev]
+        groups = [group]
+        prev_bits = flag(prev.kind_id, 0)
         prev_trailing = False  # prev is a comment ending the line of the node before it
-        for i in range(1, n):
-            cur = children[i]
-            bits = flags.get(cur.kind_id, 0)
-            start = cur.start_byte
+        for cur in itertools.islice(children, 1, None):
+            bits = flag(cur.kind_id, 0)
+            if not (bits | prev_bits) & _GLUE:  # no rule joins the two (most siblings)
+                group = [cur]
+                groups.append(group)
+                if leads is not None:
+                    leads.append(False)
+                prev_trailing = False
+                prev, prev_bits = cur, bits
+                continue
             if bits & _COMMENT:
-                newlines = data.count(b"\n", prev_end, start)
+                newlines = data.count(b"\n", prev.end_byte, cur.start_byte)
                 back = newlines == 0
             else:
                 back = bits & _CLOSER != 0
                 if not back and prev_bits & _COMMENT and not prev_trailing:
-                    newlines = data.count(b"\n", prev_end, start)
+                    newlines = data.count(b"\n", prev.end_byte, cur.start_byte)
                 else:
                     newlines = 0
             forward = not back and (
                 prev_bits & (_FORWARD | _OPENER) != 0
                 or (prev_bits & _COMMENT != 0 and not prev_trailing and newlines <= 1)
             )
-            joins[i] = back or forward
-            leads[i - 1] = forward
-            prev_trailing = back and bits & _COMMENT != 0
-            prev_bits, prev_end = bits, cur.end_byte
-        return joins, leads
-
-    def _group(self, children: list[Node]) -> list[list[Node]]:
-        """Runs of siblings that must move together."""
-        joins, _ = self._glue(children)
-        groups: list[list[Node]] = []
-        for child, join in zip(children, joins):
-            if join:
-                groups[-1].append(child)
+            if leads is not None:
+                leads.append(forward)
+            if back or forward:
+                group.append(cur)
             else:
-                groups.append([child])
+                group = [cur]
+                groups.append(group)
+            prev_trailing = back and bits & _COMMENT != 0
+            prev, prev_bits = cur, bits
+        if leads is not None:
+            leads.append(False)  # the last sibling leads into nothing
         return groups
 
     def _members(
@@ -839,34 +847,9 @@ class CodeSplitter:
         comment or decorator above a definition) is sticky: it opens the next chunk
         rather than ending one, so it travels with the first piece of a definition that
         must itself be cut."""
-        _, leads = self._glue(nodes)
+        leads: list[bool] = []
+        self._group(nodes, leads)
         return self._tile(text, section, state, [[n] for n in nodes], chain, path, leads)
-
-    def _tile(
-        self,
-        text: str,
-        section: Section,
-        state: _Nodes,
-        groups: list[list[Node]],
-        chain: tuple[str, ...],
-        path: str | None,
-        sticky: list[bool] | None = None,
-    ) -> list[Section]:
-        """Sections for ``groups`` and the whitespace between them; ``path`` is the default."""
-        if len(groups) > 2 * _RUN and sticky is None:
-            return self._runs(text, section, state, groups, chain, path)
-        native = _accel.native
-        if _accel.OFF and not _accel.on("code_tile"):
-            native = None  # type: ignore[assignment]
-        if native is not None:
-            # In C, with _part and _snap's common case: this walk per syntax node was
-            # over half of the code splitter's Python work.
-            found: list[Section] | None = native.code_tile(
-                self, text, section, state, groups, chain, path, sticky
-            )
-            if found is not None:
-                return found
-        return self._tile_python(text, section, state, groups, chain, path, sticky)
 
     def _runs(
         self,
@@ -882,7 +865,7 @@ class CodeSplitter:
         of its own, as ``_tile`` has it between two groups."""
         lo, hi = state.start, state.end
         data = self._data
-        linear = self._ascii or text[section.start : section.end].isascii()
+        linear = hi - lo == section.end - section.start  # ASCII (see _tile)
         language = self.language
         n = len(groups)
         parts: list[Section] = []
@@ -914,7 +897,7 @@ class CodeSplitter:
         return _snap(text, parts)
 
     def _group_path(self, group: list[Node], chain: tuple[str, ...], path: str | None) -> str | None:
-        """The path the section of ``group`` would carry (see ``_part``)."""
+        """The path the section of ``group`` would carry (see ``_tile``)."""
         flags = self._flags
         principal = group[0]
         if len(group) > 1:
@@ -930,7 +913,7 @@ class CodeSplitter:
                 return ".".join((*chain, label))
         return path
 
-    def _tile_python(
+    def _tile(
         self,
         text: str,
         section: Section,
@@ -940,91 +923,94 @@ class CodeSplitter:
         path: str | None,
         sticky: list[bool] | None = None,
     ) -> list[Section]:
-        """``_tile`` in Python: the reference for the native one."""
+        """Sections for ``groups`` and the whitespace between them; ``path`` is the default.
+
+        (This loop runs once per group of siblings, the splitter's most frequent step:
+        the named tuples are built by ``tuple.__new__``, without their class's Python
+        ``__new__``.)
+        """
+        if len(groups) > 2 * _RUN and sticky is None:
+            return self._runs(text, section, state, groups, chain, path)
         lo, hi = state.start, state.end
         data = self._data
-        linear = self._ascii or text[section.start : section.end].isascii()
-        pos_b, pos_c = lo, section.start
+        s_start, s_end = section.start, section.end
+        # As many bytes as characters: ASCII, where a byte offset maps to a character
+        # offset by arithmetic.
+        linear = hi - lo == s_end - s_start
+        delta = s_start - lo
+        pos_b, pos_c = lo, s_start
         language = self.language
         parts: list[Section] = []
+        append = parts.append
         glue = False  # the part before is sticky: so is the whitespace after it
-        leading: list[bool] = []  # parts that lead into the next one
+        leading: list[int] = []  # the parts that lead into the next one
         depth = state.depth + 1
-        base_c = section.start
+        flag = self._flags.get
+        live = self._live
+        new, section_type, prose = _new_tuple, Section, PROSE
 
-        for index, group in enumerate(groups):
-            gs = group[0].start_byte
+        for group, stick in zip(groups, _NOT_STICKY if sticky is None else sticky):
+            first = group[0]
+            last = group[-1]
+            gs = first.start_byte
             if gs < pos_b:
                 gs = pos_b
-            ge = group[-1].end_byte
+            ge = last.end_byte
             if ge > hi:
                 ge = hi
             if ge <= gs:
                 continue
             if gs > pos_b:
-                c = base_c + (gs - lo) if linear else pos_c + len(data[pos_b:gs].decode("utf-8"))
-                parts.append(Section(pos_c, c, PROSE, 0, "code", language, path, False, glue))
-                leading.append(glue)
+                c = gs + delta if linear else pos_c + len(data[pos_b:gs].decode("utf-8"))
+                if glue:
+                    leading.append(len(parts))
+                append(new(section_type, (pos_c, c, prose, 0, "code", language, path, False, glue)))
                 pos_b, pos_c = gs, c
-            c = base_c + (ge - lo) if linear else pos_c + len(data[pos_b:ge].decode("utf-8"))
-            glue = sticky is not None and sticky[index]
-            parts.append(self._part(group, pos_c, c, pos_b, ge, chain, path, depth, glue))
-            leading.append(glue)
+            c = ge + delta if linear else pos_c + len(data[pos_b:ge].decode("utf-8"))
+            glue = stick
+            if glue:
+                leading.append(len(parts))
+            # The group's section.
+            if first is last:
+                bits = flag(first.kind_id, 0) if first.child_count else _ERROR
+                if bits & _ERROR:
+                    # A token: whole wherever it fits (as every part is), cut by prose
+                    # rules, down to graphemes, where it does not: free text, and an
+                    # identifier or number longer than the budget (one oversize chunk
+                    # before). Broken code likewise.
+                    append(new(section_type, (pos_c, c, prose, 1, "code", language, path, False, glue)))
+                    pos_b, pos_c = ge, c
+                    continue
+                principal = first
+            else:
+                principal = first
+                for node in group:
+                    if not flag(node.kind_id, 0) & (_COMMENT | _FORWARD):
+                        principal = node
+                        break
+                bits = flag(principal.kind_id, 0)
+            own = path
+            if bits & _LABEL:
+                label = _label(data, principal, language)
+                if label is not None:
+                    own = ".".join((*chain, label))
+            if live is not None:
+                live.append(group)
+            nodes = new(_Nodes, (group, chain, pos_b, ge, depth))
+            append(new(section_type, (pos_c, c, self, nodes, "code", language, own, False, glue)))
             pos_b, pos_c = ge, c
         if pos_b < hi:
-            parts.append(Section(pos_c, section.end, PROSE, 0, "code", language, path))
-        if sticky is not None:  # what leads into a definition carries its path
-            for i in range(len(leading) - 1, -1, -1):
-                if leading[i] and i + 1 < len(parts) and parts[i].path != parts[i + 1].path:
-                    parts[i] = parts[i]._replace(path=parts[i + 1].path)
-        if self._plain:
-            return parts
+            append(new(section_type, (pos_c, s_end, prose, 0, "code", language, path, False, False)))
+        # What leads into a definition carries its path.
+        for i in reversed(leading):
+            if i + 1 < len(parts) and parts[i].path != parts[i + 1].path:
+                parts[i] = parts[i]._replace(path=parts[i + 1].path)
+        if self._plain or (linear and text.find("\r", s_start, s_end) < 0):
+            return parts  # every edge between two ASCII characters, none after a CR
         return _snap(text, parts)
-
-    def _part(
-        self,
-        group: list[Node],
-        start: int,
-        end: int,
-        bs: int,
-        be: int,
-        chain: tuple[str, ...],
-        path: str | None,
-        depth: int,
-        sticky: bool,
-    ) -> Section:
-        flags = self._flags
-        language = self.language
-        if len(group) == 1:
-            node = group[0]
-            bits = flags.get(node.kind_id, 0)
-            if node.child_count == 0:
-                # A token: whole wherever it fits (as every part is), cut by prose rules,
-                # down to graphemes, where it does not: free text, and an identifier or
-                # number longer than the budget (one oversize chunk before).
-                return Section(start, end, PROSE, 1, "code", language, path, False, sticky)
-            elif bits & _ERROR:
-                return Section(start, end, PROSE, 1, "code", language, path, False, sticky)
-            principal = node
-        else:
-            principal = group[0]
-            for n in group:
-                if not flags.get(n.kind_id, 0) & (_COMMENT | _FORWARD):
-                    principal = n
-                    break
-            bits = flags.get(principal.kind_id, 0)
-        if bits & _LABEL:
-            label = _label(self._data, principal, language)
-            if label is not None:
-                path = ".".join((*chain, label))
-        if self._live is not None:
-            self._live.append(group)
-        state = _Nodes(group, chain, bs, be, depth)
-        return Section(start, end, self, state, "code", language, path, False, sticky)
 
 
 _GRAPHEME = regex.compile(r"\X")
-_WINDOW = 64
 _ZWJ = "\u200d"
 
 
@@ -1038,8 +1024,9 @@ def _cluster_end(text: str, p: int, known: int) -> int:
     there (``a\u200d - b``): the edge moves past the cluster that follows.
 
     ``known`` (at most ``p``) is a position where a cluster starts. Clusters are matched
-    from the last start found at most ``_WINDOW`` characters back (one that no rule can
-    join to what precedes it), else from ``known``, and to their true end however far:
+    from the nearest position at or before ``p`` where one starts whatever precedes it
+    (no rule can join it to what precedes it), else from ``known``, and to their true
+    end however far:
     a cluster of any length (a letter and a thousand combining marks, a run of regional
     indicators, whose pairs count from the run's start) is never cut. Callers move
     ``known`` forward with their edges, so the characters matched stay linear in the text.
@@ -1049,7 +1036,7 @@ def _cluster_end(text: str, p: int, known: int) -> int:
         return p + 1 if at == "\n" else p
     if before < "\x80" and at < "\x80":
         return p
-    lo = max(known, p - _WINDOW)
+    lo = p
     while lo > known and not _starts_fresh(text, lo):
         lo -= 1
     edge = p
@@ -1074,11 +1061,19 @@ def _snap(text: str, parts: list[Section]) -> list[Section]:
     """Move part edges that fall inside a grapheme cluster to the cluster's end."""
     out = [parts[0]]
     known = parts[0].start  # where a cluster starts: the section's start, then each edge
-    for part in parts[1:]:
+    for part in itertools.islice(parts, 1, None):
+        p = part.start
+        if p >= known:
+            before = text[p - 1]
+            if before < "\x80" and before != "\r" and text[p] < "\x80":
+                # Between two ASCII characters (_cluster_end's first test, inline: most edges)
+                known = p
+                out.append(part)
+                continue
         # An edge inside the cluster found last moves to that cluster's end as well.
-        edge = known if part.start < known else _cluster_end(text, part.start, known)
+        edge = known if p < known else _cluster_end(text, p, known)
         known = edge  # a cluster ends where the next one starts
-        if edge == part.start:
+        if edge == p:
             out.append(part)
             continue
         edge = min(edge, part.end)
@@ -1099,15 +1094,19 @@ def _resized(text: str, section: Section, start: int, end: int) -> Section:
 
 
 def _node_text(data: bytes, node: Node) -> str:
-    raw = data[node.start_byte : min(node.end_byte, node.start_byte + _NAME_MAX)]
-    return " ".join(raw.decode("utf-8", "ignore").split())
+    """A name's text (its first ``_NAME_MAX`` bytes), white space runs made one space."""
+    start = node.start_byte
+    end = node.end_byte
+    if end - start > _NAME_MAX:
+        end = start + _NAME_MAX
+    name = data[start:end].decode("utf-8", "ignore")
+    return name if name.isidentifier() else " ".join(name.split())
 
 
-def _name_node(node: Node) -> Node | None:
+def _name_node(node: Node, kind: str) -> Node | None:
     found = node.child_by_field_name("name")
     if found is not None:
         return found
-    kind = node.type
     if kind == "impl_item":
         return node.child_by_field_name("type")
     if kind == "pair":
@@ -1123,13 +1122,16 @@ def _name_node(node: Node) -> Node | None:
     return None
 
 
-def _definition_name(data: bytes, node: Node, language: str) -> str | None:
-    """The name ``node`` adds to the path of what is inside it, if it is a definition."""
-    if not node.is_named or node.type not in _DEFINITIONS:
+def _definition_name(data: bytes, node: Node, language: str, kind: str | None = None) -> str | None:
+    """The name ``node`` adds to the path of what is inside it, if it is a definition
+    (``kind``: its type, where the caller has read it)."""
+    if kind is None:
+        kind = node.type
+    if kind not in _DEFINITIONS or not node.is_named:
         return None
-    if node.type == "pair" and language != "json":  # object literal keys are not definitions
+    if kind == "pair" and language != "json":  # object literal keys are not definitions
         return None
-    found = _name_node(node)
+    found = _name_node(node, kind)
     if found is None:
         return None
     name = _node_text(data, found)
@@ -1141,7 +1143,7 @@ def _label(data: bytes, node: Node, language: str) -> str | None:
     for _ in range(4):
         kind = node.type
         if kind in _DEFINITIONS:
-            return _definition_name(data, node, language)
+            return _definition_name(data, node, language, kind)
         if kind == "variable_declarator":
             value = node.child_by_field_name("value")
             if value is not None and value.type in _FUNCTION_VALUES:
@@ -1195,9 +1197,3 @@ def code_kind_root(text: str, language: str | None, filename: str | None) -> Sec
         stacklevel=4,
     )
     return PROSE.root(text)
-
-
-if _accel.native is not None:
-    _accel.native.code_setup(
-        PROSE, Section, _Nodes, _label, _snap, (_COMMENT, _FORWARD, _CLOSER, _OPENER, _LABEL, _ERROR)
-    )

@@ -476,7 +476,7 @@ class MarkdownSplitter:
             pre = Section(
                 section.start, starts[subs[0]], self, _Blocks(sec.trail), "markdown", None, _path(sec.trail)
             )
-            if own and self._only_heading(pre):
+            if own and self._only_heading(pre.start, pre.end):
                 # A section holding only its heading before the subsections: the
                 # heading opens the chunk of the first subsection, it never ends a chunk.
                 pre = pre._replace(splitter=PROSE, state=2, sticky=True)
@@ -489,7 +489,7 @@ class MarkdownSplitter:
         size = max(_RUN, -(-count // _RUN))
 
         def bare(k: int) -> bool:  # subsection k holds only its heading
-            return self._only_heading(Section(starts[subs[k]], starts[subs[k + 1]], self, None))
+            return self._only_heading(starts[subs[k]], starts[subs[k + 1]])
 
         parts = []
         r = 0
@@ -528,29 +528,26 @@ class MarkdownSplitter:
         for k, i in enumerate(subs):
             nxt = subs[k + 1] if k + 1 < len(subs) else -1
             trail = (*run.trail, headings.title(i))
-            part = Section(
-                starts[i],
-                starts[nxt] if nxt >= 0 else end,
-                self,
-                _Sec(top, trail),
-                "markdown",
-                None,
-                _path(trail),
+            a, b = starts[i], starts[nxt] if nxt >= 0 else end
+            # An empty section opens the next one's chunk.
+            sticky = (nxt >= 0 or not run.last) and self._only_heading(a, b)
+            parts.append(
+                _new(
+                    Section,
+                    (a, b, self, _new(_Sec, (top, trail)), "markdown", None, _path(trail), False, sticky),
+                )
             )
-            if (nxt >= 0 or not run.last) and self._only_heading(part):
-                part = part._replace(sticky=True)  # an empty section opens the next one's chunk
-            parts.append(part)
         return parts
 
-    def _only_heading(self, part: Section) -> bool:
-        """Whether ``part`` holds nothing but its heading (and blank lines)."""
+    def _only_heading(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` holds nothing but its heading (and blank lines)."""
         at: Sequence[int] = self._at
         flags: Sequence[int] = self._flags
-        i = bisect_left(at, part.start)
-        if i < len(flags) and at[i] == part.start:
-            lines = range(i, bisect_left(at, part.end, i))
+        i = bisect_left(at, start)
+        if i < len(flags) and at[i] == start:
+            lines = range(i, bisect_left(at, end, i))
         else:  # (not at a line of the document)
-            flags = self._lines(part.start, part.end)[1]
+            flags = self._lines(start, end)[1]
             lines = range(len(flags))
         seen = 0
         for k in lines:  # (only until a second line neither blank nor an underline)

@@ -28,26 +28,6 @@ def json_setup(
 ) -> None: ...
 def json_split(splitter: object, text: str, section: tuple[object, ...], /) -> Sequence[Any]: ...
 def flat_setup(types: tuple[type, ...], /) -> None: ...
-def code_setup(
-    prose: object,
-    section_type: type,
-    nodes_type: type,
-    label: Callable[..., str | None],
-    snap: Callable[..., Any],
-    bits: tuple[int, int, int, int, int, int],
-    /,
-) -> None: ...
-def code_tile(
-    splitter: object,
-    text: str,
-    section: tuple[object, ...],
-    state: tuple[object, ...],
-    groups: list[list[Any]],
-    chain: tuple[str, ...],
-    path: str | None,
-    sticky: Sequence[bool] | None,
-    /,
-) -> list[Any] | None: ...
 def pack(
     engine: object,
     edges: Buffer | Sequence[int],

@@ -126,3 +126,67 @@ def test_json_value_edges_never_split_a_cluster(text: str, kind: str) -> None:
             warnings.simplefilter("ignore")
             chunks = chunk(text, max_tokens=budget, kind=kind)
         check_chunks(text, chunks, budget)
+
+
+# Pieces that make clusters long or joined: ASCII, CR and LF, combining marks, zero
+# width joiners, runs of regional indicators (paired from the run's start), an emoji, a
+# Hangul syllable and a Devanagari letter with its virama.
+_CLUSTER_PIECES = [
+    "a",
+    " ",
+    "\r",
+    "\n",
+    "\u0301",
+    "\u0308\u0308",
+    "\u200d",
+    "\U0001f1e6",
+    "\U0001f1e6\U0001f1e9\U0001f1e6",
+    "\U0001f469",
+    "\uac00",
+    "\u0915\u094d",
+]
+
+
+def _expected_edge(text: str, p: int) -> int:
+    """Where a part edge at ``p`` belongs by a segmentation of the whole text."""
+    import regex
+
+    starts = [m.start() for m in regex.finditer(r"\X", text)] + [len(text)]
+    edge = next(s for s in starts if s >= p)
+    while edge < len(text) and text[edge - 1] == "\u200d":
+        edge = next(s for s in starts if s > edge)
+    return edge
+
+
+def _cluster_starts(text: str) -> list[int]:
+    import regex
+
+    return [m.start() for m in regex.finditer(r"\X", text)]
+
+
+@pytest.mark.parametrize(
+    "text", ["x" + "\U0001f1e6" * 7 + "y", "\n" + "\U0001f1e6\U0001f1e9" * 3, "a" + "\u0301" * 70]
+)
+def test_an_edge_inside_a_long_run_moves_where_a_whole_segmentation_says(text: str) -> None:
+    from sdk.chunking._code import _cluster_end
+
+    for p in range(1, len(text)):
+        for known in (s for s in _cluster_starts(text) if s <= p):
+            assert _cluster_end(text, p, known) == _expected_edge(text, p), (p, known)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_CLUSTER_PIECES), min_size=2, max_size=16).map("".join), st.data())
+def test_an_edge_moves_to_the_cluster_end_that_a_whole_segmentation_gives(
+    text: str, data: st.DataObject
+) -> None:
+    """``_cluster_end`` (where the code splitter moves a token edge) matches clusters from
+    a start near the edge, not from the text's start: it must land where segmenting the
+    whole text does, past any cluster that ends in a zero width joiner."""
+    from sdk.chunking._code import _cluster_end
+
+    if len(text) < 2:
+        return
+    p = data.draw(st.integers(1, len(text) - 1))
+    known = data.draw(st.sampled_from([s for s in _cluster_starts(text) if s <= p]))
+    assert _cluster_end(text, p, known) == _expected_edge(text, p)

@@ -54,7 +54,7 @@ def test_the_switches_turn_the_compiled_parts_off_and_the_chunks_stay_the_same()
 
 def test_single_compiled_functions_switch_off_and_the_chunks_stay_the_same() -> None:
     built = _run()
-    some_off = _run(SEAM_OFF="pack, merge,char_ends,prefix_counts,code_tile,level_cuts,first_found")
+    some_off = _run(SEAM_OFF="pack, merge,char_ends,prefix_counts,level_cuts,first_found")
     chunks = [next(line for line in out if line.startswith("chunks")) for out in (built, some_off)]
     assert chunks[0] == chunks[1]
     assert "native True True True" in some_off  # (the modules stay; those functions are not used)

@@ -1146,31 +1146,6 @@ def test_both_paths_chunk_generated_code_alike(pieces: list[str], budget: int, l
     assert "".join(c.text for c in native) == text
 
 
-def test_code_tile_rejects_bad_calls_and_leaves_odd_offsets_to_python() -> None:
-    from sdk.chunking._code import _Nodes, code_root
-    from sdk.chunking._types import Section
-
-    assert NATIVE is not None
-    text = "é = 1\nb = 2\n"
-    root = code_root(text, "python")
-    splitter = root.splitter
-    nodes = splitter.tree.root_node.children  # type: ignore[union-attr]
-    groups = [[n] for n in nodes]
-    state = _Nodes((), (), 0, len(splitter._data))  # type: ignore[union-attr]
-    section = Section(0, len(text), splitter, state, "code", "python")
-    got = NATIVE.code_tile(splitter, text, section, state, groups, (), None, None)
-    assert got == splitter._tile_python(text, section, state, groups, (), None)  # type: ignore[union-attr]
-    # an offset inside the two bytes of "é": the Python path decides (and raises)
-    inside = _Nodes((), (), 1, len(splitter._data))  # type: ignore[union-attr]
-    assert NATIVE.code_tile(splitter, text, section, inside, groups, (), None, None) is None
-    with pytest.raises(TypeError):
-        NATIVE.code_tile(splitter, text, section, state, "not a list", (), None, None)
-    with pytest.raises(TypeError, match="non-empty"):
-        NATIVE.code_tile(splitter, text, section, state, [[]], (), None, None)
-    with pytest.raises(IndexError):
-        NATIVE.code_tile(splitter, text, Section(0, 99, splitter, state), state, groups, (), None, None)
-
-
 @pytest.mark.parametrize(
     "tail", [" 1 x\n2", "01\n", "\nx", "\n" + "[" * 3000 + "\n" + "]" * 3000 + "x\n5", "]"]
 )
