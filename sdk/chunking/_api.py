@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import copy
 import dataclasses
 import functools
 import itertools
+import operator
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -500,8 +502,7 @@ def _overlap_start(text: str, lo: int, cur: Chunk, overlap: int, limit: int, siz
     return best
 
 
-# The order in which the native pass sets a chunk's fields: all of them, in the class's
-# order (a test checks).
+# A chunk's fields, all of them, in the class's order (a test checks).
 _CHUNK_FIELDS = (
     "text",
     "start",
@@ -518,43 +519,14 @@ _CHUNK_FIELDS = (
 )
 
 
-# Each field's slot setter: a Chunk is built by setting its slots in turn, as the
-# dataclass's frozen __init__ does through object.__setattr__ and a name per field, at
-# about half the cost (the interpreted path makes one per chunk).
-_SETTERS = tuple(getattr(Chunk, name).__set__ for name in _CHUNK_FIELDS)
-assert _SETTERS and len(_SETTERS) == len(dataclasses.fields(Chunk))
-
-
-def _new_chunk(
-    text: str,
-    start: int,
-    end: int,
-    tokens: int,
-    kind: str,
-    language: str | None,
-    path: str | None,
-    oversize: bool,
-    byte_start: int,
-    byte_end: int,
-    partial: bool,
-    _new: Callable[[type[Chunk]], Chunk] = object.__new__,
-    _s: tuple[Callable[[Chunk, object], None], ...] = _SETTERS,
-) -> Chunk:
-    """``Chunk(...)`` with an empty ``context``, the same object."""
-    c = _new(Chunk)
-    _s[0](c, text)
-    _s[1](c, start)
-    _s[2](c, end)
-    _s[3](c, tokens)
-    _s[4](c, kind)
-    _s[5](c, language)
-    _s[6](c, path)
-    _s[7](c, oversize)
-    _s[8](c, byte_start)
-    _s[9](c, byte_end)
-    _s[10](c, partial)
-    _s[11](c, "")
-    return c
+# Chunks are built a block at a time, a field at a time (``_build``): no Python frame
+# per chunk or per field.
+_T = TypeVar("_T")
+_BLOCK = 1024  # chunks made at a time (with ``consume``, the raw chunks held beyond them)
+# a section's fields a chunk takes (by index: a named tuple's field is a property)
+_KIND, _LANGUAGE, _PATH = (
+    operator.itemgetter(Section._fields.index(f)) for f in ("kind", "language", "path")
+)
 
 
 def _finish(text: str, raw: list[RawChunk], max_tokens: int, consume: bool = False) -> list[Chunk]:
@@ -562,50 +534,78 @@ def _finish(text: str, raw: list[RawChunk], max_tokens: int, consume: bool = Fal
 
     The engine marks units over its own packing budget, which overlap and heading
     trails lower; a chunk is oversize only when it is over what the caller allowed.
-    With ``consume``, ``raw`` is emptied, each of its chunks let go once its public
-    chunk is made (at small budgets the chunks take several times the text: the peak
+    ``byte_start`` and ``byte_end`` are UTF-8 offsets, the chunks taken in order. With
+    ``consume``, ``raw`` is emptied, its chunks let go a block at a time as their public
+    chunks are made (at small budgets the chunks take several times the text: the peak
     holds one list of them, not both).
     """
-    native = _accel.native
-    if _accel.OFF and not _accel.on("make_chunks"):
-        native = None  # type: ignore[assignment]
-    if native is not None:
-        # Built in C: the dataclass's own __init__ sets each of 12 fields through
-        # object.__setattr__, and with the UTF-8 offsets it cost about 2 µs a chunk.
-        return native.make_chunks(text, raw, max_tokens, Chunk, _CHUNK_FIELDS, consume)
+    kernels = _accel.kernels if _accel.on("utf8_sizes") else None
+    build = _accel.kernels.build if _accel.kernels is not None and _accel.on("build") else _build
     ascii_text = text.isascii()
     out: list[Chunk] = []
     byte = 0
-    for r in _consumed(raw) if consume else raw:
-        piece = text[r.start : r.end]
-        size = len(piece) if ascii_text else len(piece.encode("utf-8"))
-        f = r.first
-        out.append(
-            _new_chunk(
-                piece,
-                r.start,
-                r.end,
-                r.tokens,
-                f.kind,
-                f.language,
-                f.path,
-                r.oversize and r.tokens > max_tokens,
-                byte,
-                byte + size,
-                r.partial,
+    for block in _blocks(raw, consume):
+        starts, ends, tokens, firsts, oversize, _, partial = zip(*block)
+        texts = list(map(text.__getitem__, map(slice, starts, ends)))
+        if ascii_text:
+            sizes: Iterable[int] = map(operator.sub, ends, starts)
+        elif kernels is not None:
+            sizes = kernels.utf8_sizes(text, starts, ends)
+        else:
+            sizes = [len(t.encode("utf-8", "surrogatepass")) for t in texts]
+        offsets = list(itertools.accumulate(sizes, initial=byte))
+        byte = offsets[-1]
+        n = len(block)
+        if any(oversize):
+            over: Sequence[bool] = list(
+                map(operator.and_, oversize, map(operator.gt, tokens, itertools.repeat(max_tokens)))
             )
+        else:
+            over = oversize
+        columns = (
+            texts,
+            starts,
+            ends,
+            tokens,
+            list(map(_KIND, firsts)),
+            list(map(_LANGUAGE, firsts)),
+            list(map(_PATH, firsts)),
+            over,
+            offsets[:-1],
+            offsets[1:],
+            partial,
+            ("",) * n,
         )
-        byte += size
+        chunks = build(Chunk, _CHUNK_FIELDS, columns, n)
+        out += chunks
     return out
 
 
-def _consumed(raw: list[RawChunk]) -> Iterator[RawChunk]:
-    """The items of ``raw``, in order, each let go once the next is asked for (``raw``
-    is emptied at once)."""
+def _build(cls: type[_T], names: tuple[str, ...], columns: tuple[Sequence[object], ...], n: int) -> list[_T]:
+    """``n`` instances of ``cls`` made without its ``__init__``, field ``names[f]`` of
+    instance k set to ``columns[f][k]`` as ``object.__setattr__`` sets it (the kernels'
+    ``build`` does the same in C)."""
+    out: list[_T] = list(map(object.__new__, itertools.repeat(cls, n)))
+    for name, column in zip(names, columns, strict=True):
+        collections.deque(map(getattr(cls, name).__set__, out, column), 0)
+    return out
+
+
+def _blocks(raw: list[RawChunk], consume: bool) -> Iterator[list[RawChunk]]:
+    """``raw`` a block of ``_BLOCK`` at a time, in order; with ``consume`` it is emptied
+    at once and each block let go once the next is asked for."""
+    if not consume:
+        for i in range(0, len(raw), _BLOCK):
+            yield raw[i : i + _BLOCK]
+        return
     pending = raw[::-1]
     raw.clear()
     while pending:
-        yield pending.pop()
+        block = pending[-_BLOCK:]
+        del pending[-_BLOCK:]
+        block.reverse()
+        yield block
+        del block
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -330,6 +330,140 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(utf8_sizes_doc,
+"utf8_sizes(text, starts, ends) -> list[int]\n\n"
+"The UTF-8 size of ``text[starts[k]:ends[k]]`` for each k (``starts`` and ``ends``: lists\n"
+"of ints or buffers of 4- or 8-byte integers, as long as each other), the str read a\n"
+"block at a time. Reference: ``len(text[s:e].encode('utf-8', 'surrogatepass'))``.");
+
+static PyObject *
+utf8_sizes(PyObject *self, PyObject *args)
+{
+    PyObject *text, *starts_obj, *ends_obj;
+    if (!PyArg_ParseTuple(args, "UOO:utf8_sizes", &text, &starts_obj, &ends_obj)) {
+        return NULL;
+    }
+    Ints starts, ends;
+    if (ints_open(&starts, starts_obj, "starts") < 0) {
+        return NULL;
+    }
+    if (ints_open(&ends, ends_obj, "ends") < 0) {
+        ints_close(&starts);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Units u;
+    if (starts.len != ends.len) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
+        goto done;
+    }
+    if (units_open_read(&u, text, STR_KIND, BLOCK) < 0) {
+        goto done;
+    }
+    result = PyList_New(starts.len);
+    for (Py_ssize_t k = 0; result != NULL && k < starts.len; k++) {
+        long long s = ints_at(&starts, k), e = ints_at(&ends, k);
+        if (PyErr_Occurred()) {
+            Py_CLEAR(result);
+            break;
+        }
+        if (s < 0 || e > u.n || s > e) {
+            PyErr_Format(PyExc_ValueError, "span [%lld, %lld) is outside the text", s, e);
+            Py_CLEAR(result);
+            break;
+        }
+        long long size = e - s;
+        Blocks *b = &u.blocks;
+        for (Py_ssize_t i = (Py_ssize_t)s; i < (Py_ssize_t)e && !b->failed;) {
+            if ((size_t)(i - b->lo) >= (size_t)b->len) {
+                b->from = i; /* a block from here on: the spans go forward */
+                blocks_fill(b, i);
+                continue;
+            }
+            /* the bytes past one a code point takes, over what the block holds of the span */
+            const Py_UCS4 *c = b->buf + (i - b->lo);
+            Py_ssize_t stop = b->lo + b->len < (Py_ssize_t)e ? b->lo + b->len : (Py_ssize_t)e;
+            for (Py_ssize_t j = 0, m = stop - i; j < m; j++) {
+                size += (c[j] >= 0x80) + (c[j] >= 0x800) + (c[j] >= 0x10000);
+            }
+            i = stop;
+        }
+        PyObject *n = u.blocks.failed ? NULL : PyLong_FromLongLong(size);
+        if (n == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SetItem(result, k, n); /* (steals n; cannot fail here) */
+    }
+    units_close(&u);
+done:
+    ints_close(&starts);
+    ints_close(&ends);
+    return result;
+}
+
+#define BUILD_FIELDS 32
+
+PyDoc_STRVAR(build_doc,
+"build(cls, names, columns, n) -> list\n\n"
+"``n`` instances of ``cls`` made without its __init__, each field ``names[f]`` set as\n"
+"``object.__setattr__`` sets it, to item k of ``columns[f]`` (a list or tuple of ``n``).\n"
+"Reference: ``_api._build`` (each field's slot setter mapped over the instances).");
+
+static PyObject *
+build(PyObject *self, PyObject *args)
+{
+    PyTypeObject *cls;
+    PyObject *names, *columns;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "O!O!O!n:build", &PyType_Type, &cls, &PyTuple_Type, &names, &PyTuple_Type,
+                          &columns, &n)) {
+        return NULL;
+    }
+    Py_ssize_t fields = PyTuple_Size(names);
+    if (fields != PyTuple_Size(columns) || fields > BUILD_FIELDS || n < 0) {
+        PyErr_SetString(PyExc_ValueError, "a column per name (at most 32), and n >= 0");
+        return NULL;
+    }
+    PyObject *name[BUILD_FIELDS], *column[BUILD_FIELDS]; /* (borrowed: the tuples hold them) */
+    int listed[BUILD_FIELDS];
+    for (Py_ssize_t f = 0; f < fields; f++) {
+        name[f] = PyTuple_GetItem(names, f);
+        column[f] = PyTuple_GetItem(columns, f);
+        listed[f] = PyList_Check(column[f]);
+        if (!PyUnicode_Check(name[f]) || !(listed[f] || PyTuple_Check(column[f])) ||
+            PyObject_Length(column[f]) != n) {
+            PyErr_SetString(PyExc_ValueError, "names are str, and each column a list or tuple of n items");
+            return NULL;
+        }
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(cls, Py_tp_alloc);
+    PyObject *out = alloc == NULL ? NULL : PyList_New(n);
+    if (out == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "cls has no allocator");
+        }
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *obj = alloc(cls, 0);
+        if (obj == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SetItem(out, k, obj); /* (steals obj; cannot fail here) */
+        for (Py_ssize_t f = 0; f < fields; f++) {
+            /* (a list's item is read each time: a setter could shorten it) */
+            PyObject *v = listed[f] ? PyList_GetItem(column[f], k) : PyTuple_GetItem(column[f], k);
+            if (v == NULL || PyObject_GenericSetAttr(obj, name[f], v) < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+    }
+    return out;
+}
+
 PyDoc_STRVAR(prefix_counts_doc,
 "prefix_counts(ends, edges, out) -> list[int] | None\n\n"
 "How many of ``ends`` (sorted token ends) are at or before each of ``edges`` (sorted):\n"
@@ -1862,6 +1996,8 @@ static PyMethodDef kernels_methods[] = {
     {"unfilled", unfilled, METH_VARARGS, unfilled_doc},
     {"char_ends", char_ends, METH_VARARGS, char_ends_doc},
     {"prefix_counts", prefix_counts, METH_VARARGS, prefix_counts_doc},
+    {"utf8_sizes", utf8_sizes, METH_VARARGS, utf8_sizes_doc},
+    {"build", build, METH_VARARGS, build_doc},
     {"first_found", first_found, METH_VARARGS, first_found_doc},
     {"json_value_end", json_value_end, METH_VARARGS, json_value_end_doc},
     {"json_front", json_front, METH_VARARGS, json_front_doc},

@@ -1,6 +1,6 @@
 /* The chunking engine's passes that still read Python objects (optional: sdk.chunking
  * falls back to Python when this module is not built, with the same results): the
- * packing loop (pack, make_chunks), the JSON and code splitters' walks. Being
+ * packing loop (pack) and the JSON splitter's walk. Being
  * retired into Python and the kernels (docs/design.md, "One engine, not two"); the scans
  * it shares with the kernels are one source, _scan.h and _prose.h.
  */
@@ -947,6 +947,19 @@ json_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 /* ---- Part prefixes ---- */
 
+/* The truth of an attribute (-1 with an exception set when it cannot be read). */
+static int
+get_truth(PyObject *obj, PyObject *name)
+{
+    PyObject *got = PyObject_GetAttr(obj, name);
+    if (got == NULL) {
+        return -1;
+    }
+    int truth = PyObject_IsTrue(got);
+    Py_DECREF(got);
+    return truth;
+}
+
 /* bisect_right over the values of a buffer at [lo, hi). */
 static Py_ssize_t
 bisect_buffer(const Ints *v, Py_ssize_t x, Py_ssize_t lo, Py_ssize_t hi)
@@ -964,187 +977,6 @@ bisect_buffer(const Ints *v, Py_ssize_t x, Py_ssize_t lo, Py_ssize_t hi)
 }
 
 
-/* ---- Public chunks ---- */
-
-static Py_ssize_t
-utf8_length(PyObject *text, Py_ssize_t start, Py_ssize_t end)
-{
-    if (PyUnicode_IS_ASCII(text)) {
-        return end - start;
-    }
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t n = 0;
-    for (Py_ssize_t i = start; i < end; i++) {
-        n += utf8_width(PyUnicode_READ(kind, data, i));
-    }
-    return n;
-}
-
-static int
-get_truth(PyObject *obj, PyObject *name)
-{
-    PyObject *got = PyObject_GetAttr(obj, name);
-    if (got == NULL) {
-        return -1;
-    }
-    int truth = PyObject_IsTrue(got);
-    Py_DECREF(got);
-    return truth;
-}
-
-PyDoc_STRVAR(make_chunks_doc,
-"make_chunks(text, raws, max_tokens, chunk_type, names) -> list\n\n"
-"The public chunks of the engine's ``raws`` (each with start, end, tokens, first,\n"
-"oversize and partial; ``first`` a Section whose items 4-6 are kind, language and path):\n"
-"``chunk_type`` instances made without calling its __init__, their fields set in the\n"
-"order of ``names``: text, start, end, tokens, kind, language, path, oversize (only\n"
-"past ``max_tokens``), byte_start, byte_end (UTF-8 offsets, the chunks taken in order),\n"
-"partial, context (empty). With ``consume``, ``raws`` (a list) is emptied and each raw\n"
-"chunk let go as soon as its chunk is made.");
-
-static PyObject *
-make_chunks(PyObject *self, PyObject *args)
-{
-    PyObject *text, *raws, *names;
-    Py_ssize_t max_tokens;
-    PyTypeObject *chunk_type;
-    int consume = 0;
-    if (!PyArg_ParseTuple(args, "UOnO!O!|p:make_chunks", &text, &raws, &max_tokens, &PyType_Type, &chunk_type,
-                          &PyTuple_Type, &names, &consume)) {
-        return NULL;
-    }
-    if (consume && !PyList_Check(raws)) {
-        PyErr_SetString(PyExc_TypeError, "make_chunks consumes only a list");
-        return NULL;
-    }
-    if (PyTuple_GET_SIZE(names) != 12) {
-        PyErr_SetString(PyExc_ValueError, "names must name the 12 fields of a chunk");
-        return NULL;
-    }
-    static PyObject *s_start, *s_end, *s_tokens, *s_first, *s_oversize, *s_partial;
-    if (s_partial == NULL) {
-        /* (set only when all six are made, so a failure is tried again next call) */
-        static const char *attrs[6] = {"start", "end", "tokens", "first", "oversize", "partial"};
-        PyObject *made[6];
-        for (int a = 0; a < 6; a++) {
-            made[a] = PyUnicode_InternFromString(attrs[a]);
-            if (made[a] == NULL) {
-                for (int b = 0; b < a; b++) {
-                    Py_DECREF(made[b]);
-                }
-                return NULL;
-            }
-        }
-        s_start = made[0];
-        s_end = made[1];
-        s_tokens = made[2];
-        s_first = made[3];
-        s_oversize = made[4];
-        s_partial = made[5];
-    }
-    /* The chunk type must be a plain class whose instances hold exactly the 12 fields as
-     * slots (objects are made by tp_alloc, without its __new__ or __init__). */
-    if (!(chunk_type->tp_flags & Py_TPFLAGS_HEAPTYPE) || chunk_type->tp_itemsize != 0 ||
-        chunk_type->tp_dictoffset != 0 || chunk_type->tp_weaklistoffset != 0 ||
-        chunk_type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + 12 * sizeof(PyObject *))) {
-        PyErr_SetString(PyExc_TypeError, "chunk_type must be a class of exactly 12 slots");
-        return NULL;
-    }
-    PyObject *fast = PySequence_Tuple(raws); /* a copy: reading a raw chunk may run Python code */
-    if (fast == NULL) {
-        return NULL;
-    }
-    /* Consumed: the list emptied, and each raw chunk let go once its chunk is made (the
-     * chunks of a small budget take several times the text: not both at once). The copy
-     * of a list is a new tuple, this function's own. */
-    if (consume && PyList_SetSlice(raws, 0, PyList_GET_SIZE(raws), NULL) < 0) {
-        Py_DECREF(fast);
-        return NULL;
-    }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
-    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
-    PyObject *out = PyList_New(count);
-    PyObject *empty = PyUnicode_New(0, 0);
-    if (out == NULL || empty == NULL) {
-        goto fail;
-    }
-    Py_ssize_t byte = 0;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *raw = PySequence_Fast_GET_ITEM(fast, k);
-        Py_ssize_t start, end, tokens;
-        if (get_ssize(raw, s_start, &start) < 0 || get_ssize(raw, s_end, &end) < 0 ||
-            get_ssize(raw, s_tokens, &tokens) < 0) {
-            goto fail;
-        }
-        if (start < 0 || end > length || start > end) {
-            PyErr_Format(PyExc_ValueError, "chunk span [%zd, %zd) is outside the text", start, end);
-            goto fail;
-        }
-        int oversize = get_truth(raw, s_oversize);
-        int partial = oversize < 0 ? -1 : get_truth(raw, s_partial);
-        if (partial < 0) {
-            goto fail;
-        }
-        PyObject *first = PyObject_GetAttr(raw, s_first);
-        if (first == NULL) {
-            goto fail;
-        }
-        if (!PyTuple_Check(first) || PyTuple_GET_SIZE(first) < 7) {
-            Py_DECREF(first);
-            PyErr_SetString(PyExc_TypeError, "a chunk's first section must be a Section");
-            goto fail;
-        }
-        Py_ssize_t size = utf8_length(text, start, end);
-        PyObject *values[12];
-        values[0] = PyUnicode_Substring(text, start, end);
-        values[1] = PyLong_FromSsize_t(start);
-        values[2] = PyLong_FromSsize_t(end);
-        values[3] = PyLong_FromSsize_t(tokens);
-        values[4] = Py_NewRef(PyTuple_GET_ITEM(first, 4));
-        values[5] = Py_NewRef(PyTuple_GET_ITEM(first, 5));
-        values[6] = Py_NewRef(PyTuple_GET_ITEM(first, 6));
-        values[7] = Py_NewRef(oversize && tokens > max_tokens ? Py_True : Py_False);
-        values[8] = PyLong_FromSsize_t(byte);
-        values[9] = PyLong_FromSsize_t(byte + size);
-        values[10] = Py_NewRef(partial ? Py_True : Py_False);
-        values[11] = Py_NewRef(empty);
-        Py_DECREF(first);
-        byte += size;
-        PyObject *chunk = chunk_type->tp_alloc(chunk_type, 0);
-        int failed = chunk == NULL;
-        for (int f = 0; f < 12; f++) {
-            if (values[f] == NULL) {
-                failed = 1;
-            }
-        }
-        /* object.__setattr__, as a frozen dataclass's own __init__ sets its fields */
-        for (int f = 0; f < 12 && !failed; f++) {
-            failed = PyObject_GenericSetAttr(chunk, PyTuple_GET_ITEM(names, f), values[f]) < 0;
-        }
-        for (int f = 0; f < 12; f++) {
-            Py_XDECREF(values[f]);
-        }
-        if (failed) {
-            Py_XDECREF(chunk);
-            goto fail;
-        }
-        PyList_SET_ITEM(out, k, chunk);
-        if (consume) {
-            PyObject *done = PyTuple_GET_ITEM(fast, k);
-            PyTuple_SET_ITEM(fast, k, Py_NewRef(Py_None));
-            Py_DECREF(done);
-        }
-    }
-    Py_DECREF(empty);
-    Py_DECREF(fast);
-    return out;
-fail:
-    Py_XDECREF(empty);
-    Py_XDECREF(out);
-    Py_DECREF(fast);
-    return NULL;
-}
 
 
 /* ---- Packing (Engine._pack, and Engine._place for prose, which this mirrors exactly) ---- */
@@ -2688,7 +2520,6 @@ static PyMethodDef native_methods[] = {
     {"json_setup", json_setup, METH_VARARGS, json_setup_doc},
     {"json_split", (PyCFunction)(void (*)(void))json_split, METH_FASTCALL, json_split_doc},
     {"flat_setup", flat_setup, METH_O, flat_setup_doc},
-    {"make_chunks", make_chunks, METH_VARARGS, make_chunks_doc},
     {NULL, NULL, 0, NULL},
 };
 

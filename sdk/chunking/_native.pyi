@@ -1,19 +1,8 @@
 from collections.abc import Callable, Sequence, Set
-from typing import Any, TypeVar
+from typing import Any
 
 from typing_extensions import Buffer
 
-_T = TypeVar("_T")
-
-def make_chunks(
-    text: str,
-    raws: Sequence[object],
-    max_tokens: int,
-    chunk_type: type[_T],
-    names: tuple[str, ...],
-    consume: bool = False,
-    /,
-) -> list[_T]: ...
 def json_setup(
     splitter_type: type,
     value_type: type,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
+import itertools
 import json
 from array import array
 from collections.abc import Iterator
@@ -555,7 +556,7 @@ def test_prefix_counts_take_unsorted_edges_and_reject_what_is_not_integers() -> 
         KERNELS.prefix_counts([1], [1], b"\0" * 8)  # not writable
 
 
-def test_make_chunks_builds_what_the_python_path_builds() -> None:
+def test_the_kernels_build_the_chunks_the_python_path_builds() -> None:
     from sdk.chunking._api import _CHUNK_FIELDS, _finish
     from sdk.chunking._types import Chunk
 
@@ -566,6 +567,7 @@ def test_make_chunks_builds_what_the_python_path_builds() -> None:
     text = "Zürich ist schön. 東京は大きい。 Plain words here.\n\nA second paragraph 🇯🇵."
     raw = Engine(text, 8, Sizer("o200k_base")).run(PROSE.root(text))
     raw[0] = RawChunk(raw[0].start, raw[0].end, 99, raw[0].first, oversize=True, partial=True)
+    assert KERNELS is not None
     for max_tokens in (8, 200):
         native = _finish(text, raw, max_tokens)
         with pure_python():
@@ -578,21 +580,85 @@ def test_make_chunks_builds_what_the_python_path_builds() -> None:
         assert hash(native[0]) == hash(pure[0])
 
 
-def test_make_chunks_rejects_spans_outside_the_text() -> None:
-    from sdk.chunking._api import _CHUNK_FIELDS, Chunk
-    from sdk.chunking._engine import RawChunk
-    from sdk.chunking._prose import PROSE
+@given(
+    text=st.lists(st.sampled_from(["a", "é", "字", "😀", "\ud800", "\x00", "ß\u0301"]), max_size=60).map(
+        "".join
+    ),
+    cuts=st.lists(st.integers(0, 60), max_size=12),
+)
+@settings(max_examples=300, deadline=None)
+def test_utf8_sizes_match_the_encoder(text: str, cuts: list[int]) -> None:
+    """Every span's UTF-8 size (a lone surrogate counted as "surrogatepass" encodes it),
+    spans in order, backwards, empty and overlapping."""
+    assert KERNELS is not None
+    points = sorted(min(c, len(text)) for c in cuts)
+    spans = [*itertools.pairwise(points), *((p, len(text)) for p in points), (0, 0)]
+    starts, ends = [s for s, _ in spans], [e for _, e in spans]
+    want = [len(text[s:e].encode("utf-8", "surrogatepass")) for s, e in spans]
+    assert KERNELS.utf8_sizes(text, starts, ends) == want
+    assert KERNELS.utf8_sizes(text, starts[::-1], ends[::-1]) == want[::-1]
+    assert KERNELS.utf8_sizes(text, array("q", starts), array("q", ends)) == want
 
-    assert NATIVE is not None
-    first = PROSE.root("abc")
-    with pytest.raises(ValueError, match="outside the text"):
-        NATIVE.make_chunks("abc", [RawChunk(0, 4, 1, first)], 8, Chunk, _CHUNK_FIELDS)
-    with pytest.raises(TypeError, match="Section"):
-        NATIVE.make_chunks("abc", [RawChunk(0, 3, 1, "first")], 8, Chunk, _CHUNK_FIELDS)  # type: ignore[arg-type]
+
+def test_utf8_sizes_read_a_long_text_in_blocks() -> None:
+    assert KERNELS is not None
+    text = ("ab字😀" * 30_000)[:100_003]
+    cuts = [*range(0, len(text), 7_919), len(text)]
+    starts, ends = cuts[:-1], cuts[1:]
+    assert KERNELS.utf8_sizes(text, starts, ends) == [len(text[s:e].encode()) for s, e in zip(starts, ends)]
+    assert KERNELS.utf8_sizes(text, [0], [len(text)]) == [len(text.encode())]
+
+
+def test_utf8_sizes_reject_spans_outside_the_text() -> None:
+    assert KERNELS is not None
+    for starts, ends in (([0], [4]), ([-1], [2]), ([2], [1])):
+        with pytest.raises(ValueError, match="outside the text"):
+            KERNELS.utf8_sizes("abé", starts, ends)
+    with pytest.raises(ValueError, match="differ in length"):
+        KERNELS.utf8_sizes("abc", [0, 1], [1])
+    with pytest.raises(TypeError):
+        KERNELS.utf8_sizes(b"abc", [0], [1])  # type: ignore[arg-type]
+
+
+def test_build_sets_what_object_setattr_sets() -> None:
+    """The kernel and its reference (``_api._build``) make equal chunks, frozen and
+    hashable as ``Chunk(...)`` makes them, from lists and tuples."""
+    from sdk.chunking._api import _CHUNK_FIELDS, _build
+    from sdk.chunking._types import Chunk
+
+    assert KERNELS is not None
+    assert tuple(f.name for f in dataclasses.fields(Chunk)) == _CHUNK_FIELDS
+    rows = [
+        ("ab", 0, 2, 1, "text", None, "/a", False, 0, 2, False, ""),
+        ("cé", 2, 4, 2, "json", "x", None, True, 2, 5, True, ""),
+    ]
+    columns = tuple(list(c) if i % 2 else tuple(c) for i, c in enumerate(zip(*rows)))
+    made = KERNELS.build(Chunk, _CHUNK_FIELDS, columns, 2)
+    assert made == _build(Chunk, _CHUNK_FIELDS, columns, 2) == [Chunk(*r) for r in rows]
+    assert [hash(c) for c in made] == [hash(Chunk(*r)) for r in rows]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made[0].start = 1  # type: ignore[misc]
+    assert KERNELS.build(Chunk, _CHUNK_FIELDS, tuple(() for _ in _CHUNK_FIELDS), 0) == []
+
+
+def test_build_rejects_what_it_cannot_set() -> None:
+    from sdk.chunking._api import _CHUNK_FIELDS
+    from sdk.chunking._types import Chunk
+
+    assert KERNELS is not None
+    one = tuple([0] for _ in _CHUNK_FIELDS)
+    with pytest.raises(ValueError, match="column per name"):
+        KERNELS.build(Chunk, _CHUNK_FIELDS, one[:-1], 1)
+    with pytest.raises(ValueError, match="n items"):
+        KERNELS.build(Chunk, _CHUNK_FIELDS, one, 2)
+    with pytest.raises(ValueError, match="names are str"):
+        KERNELS.build(Chunk, (1,) * 12, one, 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="names are str"):
+        KERNELS.build(Chunk, _CHUNK_FIELDS, ({0}, *one[1:]), 1)  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
-        NATIVE.make_chunks("abc", [object()], 8, Chunk, _CHUNK_FIELDS)
-    with pytest.raises(ValueError, match="12 fields"):
-        NATIVE.make_chunks("abc", [], 8, Chunk, ("text",))
+        KERNELS.build(Chunk, ("nope",), ([1],), 1)  # no such slot: nothing half made escapes
+    with pytest.raises(AttributeError, match="not writable"):
+        KERNELS.build(int, ("real",), ([1],), 1)
 
 
 SCALARS = st.sampled_from(
@@ -670,9 +736,6 @@ def test_both_paths_chunk_any_text_alike(text: str, budget: int, kind: str) -> N
 
 
 def test_sequences_changed_by_the_code_their_items_run_are_read_from_a_copy() -> None:
-    from sdk.chunking._engine import RawChunk
-    from sdk.chunking._prose import PROSE
-
     assert NATIVE is not None
     ends: list[object] = list(range(100))
 
@@ -683,34 +746,6 @@ def test_sequences_changed_by_the_code_their_items_run_are_read_from_a_copy() ->
 
     ends[50] = Shrinking(50)
     assert KERNELS.prefix_counts(ends, [10, 60, 70], None) == [11, 61, 71]
-
-    raws: list[object] = []
-
-    class Clearing(RawChunk):
-        @property  # type: ignore[override]
-        def start(self) -> int:
-            raws.clear()
-            return 0
-
-        @start.setter
-        def start(self, value: int) -> None:
-            pass
-
-    first = PROSE.root("abc")
-    raws.extend([Clearing(0, 3, 1, first), RawChunk(0, 3, 1, first)])
-    from sdk.chunking._api import _CHUNK_FIELDS
-    from sdk.chunking._types import Chunk
-
-    assert len(NATIVE.make_chunks("abc", raws, 8, Chunk, _CHUNK_FIELDS)) == 2
-
-
-def test_make_chunks_takes_only_a_class_of_twelve_slots() -> None:
-    from sdk.chunking._api import _CHUNK_FIELDS
-
-    assert NATIVE is not None
-    for wrong in (type, tuple, int, dict):
-        with pytest.raises(TypeError, match="12 slots"):
-            NATIVE.make_chunks("abc", [], 8, wrong, _CHUNK_FIELDS)
 
 
 def test_char_ends_rejects_ends_out_of_range_and_negative_lengths() -> None:
@@ -1321,9 +1356,6 @@ def test_finishing_chunks_may_consume_the_engines_list(native: bool) -> None:
         ("héllo ", 0, 7, "/a", False),
         ("wörld, and more", 7, 23, "/b", True),
     ]
-    if native:
-        with pytest.raises(TypeError):
-            NATIVE.make_chunks(text, tuple(raw), 8, type(kept[0]), ("text",) * 12, True)
 
 
 def test_the_pure_python_scan_slices_a_line_once_for_all_its_values() -> None:
