@@ -772,6 +772,10 @@ def test_the_counts_hold_after_every_event(
             elif kind == "requeue":
                 s.requeue(t, now)
         s.check()
+        for t in tickets:  # no request is older than its own wait (turns trade waits, never add)
+            if aging is not None and t.state is TicketState.WAITING and t.first_admitted_at is None:
+                risen = s._queues[t.tier.name].level - t.level
+                assert risen <= (now - t.submitted_at) / aging + 1e-9, (t, risen, now)
         stats = s.stats()
         assert all(n >= 0 for n in (*stats.waiting.values(), *stats.running.values()))
         assert s.running <= slots
