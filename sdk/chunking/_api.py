@@ -576,8 +576,7 @@ def _finish(text: str, raw: list[RawChunk], max_tokens: int, consume: bool = Fal
             partial,
             ("",) * n,
         )
-        chunks = build(Chunk, _CHUNK_FIELDS, columns, n)
-        out += chunks
+        out += build(Chunk, _CHUNK_FIELDS, columns, n)
     return out
 
 
@@ -605,7 +604,6 @@ def _blocks(raw: list[RawChunk], consume: bool) -> Iterator[list[RawChunk]]:
         del pending[-_BLOCK:]
         block.reverse()
         yield block
-        del block
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

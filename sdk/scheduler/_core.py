@@ -981,7 +981,6 @@ class Scheduler:
     def _admit(self, t: Ticket, now: float, earner: Ticket | None = None) -> None:
         if earner is not None:
             self._trade(earner, t)
-        popped = 1
         if t._lane == "resumed":
             if t._entry:
                 self._ordered[t._level].aged.popleft()  # a paused request's own turn
@@ -1000,7 +999,7 @@ class Scheduler:
                 del q.tenants[t.tenant]
                 del q.deficit[t.tenant]
                 q.credited = False
-        self._dequeue(t, popped=popped)
+        self._dequeue(t, popped=1)
         t.state = TicketState.RUNNING
         t.admitted_at = now
         t.first_token_at = None
