@@ -72,7 +72,7 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ._limits import Cost, Dimension, RateLimitInfo, TokenBucket, parse_rate_limit_headers
@@ -113,6 +113,7 @@ class Ticket:
         "first_admitted_at",
         "first_token_at",
         "id",
+        "level_since",
         "preemptible",
         "preemptions",
         "reason",
@@ -132,6 +133,7 @@ class Ticket:
         self.state = TicketState.WAITING
         self.submitted_at = now
         self.waiting_since = now
+        self.level_since = now  # since when it waits at its level (it entered or aged into it)
         self.admitted_at: float | None = None
         self.first_admitted_at: float | None = None
         self.first_token_at: float | None = None
@@ -407,6 +409,26 @@ class Scheduler:
         rose to)."""
         return tuple(q.waiting for q in self._ordered)
 
+    def waiting_at(self, level: int) -> Iterator[Ticket]:
+        """The requests waiting at ``level`` (aged ones at the level they rose to), in no
+        particular order: a scan of that level's lanes (a fleet member asks it for its
+        longest wait there while it wants a lease)."""
+        if not 0 <= level < len(self._ordered):
+            return
+        q = self._ordered[level]
+        if q.waiting == 0:
+            return
+        for t in q.resumed:
+            if _resumed(t, q):
+                yield t
+        for entry in q.aged:
+            if _aged(entry):
+                yield entry[1]
+        for dq in q.tenants.values():
+            for t in dq:
+                if _queued(t) and t._level == level:
+                    yield t
+
     def stats(self) -> SchedulerStats:
         return SchedulerStats(
             waiting={q.tier.name: q.own_waiting for q in self._ordered},
@@ -652,7 +674,7 @@ class Scheduler:
             t._level = self._queues[t.tier.name].level
         q = self._ordered[t._level]  # a paused request comes back at the level it ran at
         t.state = TicketState.WAITING
-        t.waiting_since = now
+        t.waiting_since = t.level_since = now
         t._entry = 0
         if resumed:
             t._lane = "resumed"
@@ -782,6 +804,10 @@ class Scheduler:
             for t in here:
                 by_tier[t.tier.name] = by_tier.get(t.tier.name, 0) + 1
             assert by_tier == q.by_tier, f"level {q.level}: {by_tier} by tier, counted {q.by_tier}"
+            listed = sorted(t.id for t in self.waiting_at(q.level))
+            assert listed == sorted(t.id for t in here), f"level {q.level}: waiting_at lists {listed}"
+            for t in here:
+                assert t.waiting_since <= t.level_since <= self._now, f"{t!r} waits at its level since"
         assert len(live) == self._waiting >= 0, f"{len(live)} waiting, counted {self._waiting}"
         assert entries - current == self._stale, f"{entries - current} stale, counted {self._stale}"
         for q in self._ordered:
@@ -935,6 +961,7 @@ class Scheduler:
             left = bool(t._entry) or t._lane == "resumed"  # an entry at the level it leaves
             self._count(t, -1)
             t._level -= 1
+            t.level_since = deadline
             self._count(t, 1)
             t._entry = next(self._ids)
             self._ordered[t._level].aged.append((t._entry, t))
@@ -953,6 +980,9 @@ class Scheduler:
         old = taker._entry
         earner._level, taker._level = taker._level, earner._level
         earner._aging_at, taker._aging_at = taker._aging_at, earner._aging_at
+        since = earner.level_since  # the age at a level is traded too, never past a wait
+        earner.level_since = max(earner.waiting_since, taker.level_since)
+        taker.level_since = max(taker.waiting_since, since)
         taker._seq = next(self._ids)  # both heap entries go stale
         taker._entry = 0  # (the popped entry: it leaves at once)
         earner._entry = 0

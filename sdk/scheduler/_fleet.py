@@ -15,9 +15,12 @@ How the member behaves:
 - The scheduler may run as many requests as the member holds **leases**
   (:meth:`Scheduler.set_share`).
 - When a request of its own waits only for a slot, the member asks for a lease at that
-  request's level (``acquire``): the shared state grants it if one is free and no other
-  member wants one more urgently (a better level, or the same level asked earlier), else
-  records the **want** and tells the members holding leases.
+  request's level (``acquire``), with the want's **age**: how long its oldest request
+  there has waited at that level. The shared state grants it if one is free and no other
+  member wants one more urgently (a better level, or an older want at the same level),
+  else records the want and tells the members holding leases. The member records the
+  want again whenever its age changes (its oldest request there was admitted), so at one
+  level the fleet admits the longest wait first, whichever member it waits at.
 - A member told of a want puts a **ghost** in its scheduler: a request of the want's
   level, of the tenant :data:`GHOST_TENANT`, that never runs. Its scheduler preempts a
   worse stream for it, or gives it its fair turn at the same level; once it is admitted
@@ -62,6 +65,11 @@ class Call:
     ghost: Ticket | None = None
     worst: int = -1  # the worst level among the member's preemptible running streams
     depth: tuple[int, ...] = ()  # a beat's: the member's own requests waiting per level
+    # The want's age: since when (the member's clock) its oldest request of its own has
+    # waited at the want's level, and for how long when the call was made (the shared
+    # state keeps ``its clock - waited``, so members' clocks need not agree)
+    since: float | None = None
+    waited: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +111,7 @@ class FleetMember:
         self.handoffs = 0  # leases given to other members' requests
         self.grants = 0  # leases received from other members
         self._asked: int | None = None  # the want last recorded in the shared state
+        self._asked_since: float | None = None  # and its age (see :class:`Call`)
         self._ghosts: dict[int, Ticket] = {}
         self._handoffs: list[Ticket] = []
         self._pending: Call | None = None
@@ -180,8 +189,9 @@ class FleetMember:
                 # the join tells the shared state ``running``: nothing more is admitted
                 # until it answers (or fails, giving the degraded share back)
                 self.scheduler.set_share(min(running, self.degraded_slots()))
+                want = self.want()
                 return self._issue(
-                    Call("beat", running, (running, self._code(self.want()), flag), depth=self.waiting())
+                    Call("beat", running, (running, self._code(want), flag), depth=self.waiting()), want, now
                 )
             return None
         while self._handoffs:
@@ -196,12 +206,16 @@ class FleetMember:
             idle = max(0, idle)
             self.held -= idle  # before the call: the scheduler must not use them meanwhile
             sched.set_share(self.held)
-            return self._issue(Call("release", self.held + idle, (idle, self._code(want))))
-        if want is not None and want != self._asked:  # else it waits for a grant
-            return self._issue(Call("acquire", self.held, (want,)))
+            return self._issue(Call("release", self.held + idle, (idle, self._code(want))), want, now)
+        # A want is recorded again when its level or its age changes (its oldest request
+        # was admitted): across members, one level's leases go to the longest wait
+        if want is not None and (want != self._asked or self._since(want) != self._asked_since):
+            return self._issue(Call("acquire", self.held, (want,)), want, now)
         if now >= self.wake_at():
             return self._issue(
-                Call("beat", self.held, (self.holding(), self._code(want), 0), depth=self.waiting())
+                Call("beat", self.held, (self.holding(), self._code(want), 0), depth=self.waiting()),
+                want,
+                now,
             )
         return None
 
@@ -217,11 +231,12 @@ class FleetMember:
             return  # it went down meanwhile: the re-join recounts
         if call.script == "acquire":
             got = int(result) > 0
-            self._asked = None if got else call.args[0]
+            self._asked, self._asked_since = (None, None) if got else (call.args[0], call.since)
             if got:
                 self.held += 1
         elif call.script == "release":
             self._asked = None if call.args[1] < 0 else call.args[1]
+            self._asked_since = None if call.args[1] < 0 else call.since
             self.held += int(result)
         elif call.script == "handoff":
             if int(result):
@@ -254,7 +269,7 @@ class FleetMember:
             self.joined = True
             self.held = call.args[0]
         want = call.args[1]
-        self._asked = None if want < 0 else want
+        self._asked, self._asked_since = (None, None) if want < 0 else (want, call.since)
         self.held += mine
         if other < 0:
             self._drop_ghosts(None, now)
@@ -278,17 +293,26 @@ class FleetMember:
         for g in list(self._ghosts.values()):
             self._end_ghost(g, now)
         self._handoffs.clear()
-        self._asked = None
+        self._asked = self._asked_since = None
         self.held = self.degraded_slots()
         self.scheduler.set_share(self.held)  # what runs beyond the share is preempted
         return True
 
     # ---- ghosts ----------------------------------------------------------------------
 
-    def _issue(self, call: Call) -> Call:
+    def _issue(self, call: Call, want: int | None = None, now: float = 0.0) -> Call:
         worst = self.scheduler.worst_preemptible()
-        self._pending = call = replace(call, worst=-1 if worst is None else worst)
+        since = None if want is None else self._since(want)
+        waited = 0.0 if since is None else max(0.0, now - since)
+        self._pending = call = replace(call, worst=-1 if worst is None else worst, since=since, waited=waited)
         return call
+
+    def _since(self, level: int) -> float | None:
+        """Since when the oldest request of the member's own has waited at ``level``."""
+        return min(
+            (t.level_since for t in self.scheduler.waiting_at(level) if t.tenant != GHOST_TENANT),
+            default=None,
+        )
 
     @staticmethod
     def _code(level: int | None) -> int:

@@ -7,10 +7,12 @@ may run as many requests as it holds leases (the scheduler's
 one Lua script, run atomically by the server, with the server's clock (``TIME``):
 
 - ``acquire``: a replica whose best waiting request waits only for a slot records its
-  **want** (that request's level, and since when) and takes a lease if one is free and
-  no other replica wants one more urgently: a better level, or the same level wanted
-  earlier. Free leases always go to the best want first, so the order of admission
-  across replicas follows the tiers (and aging, which raises a waiting request's level).
+  **want** (that request's level, and since when its oldest request there has waited:
+  the replica sends the wait, the script subtracts it from the server's clock) and takes
+  a lease if one is free and no other replica wants one more urgently: a better level,
+  or an older want at the same level. Free leases always go to the best want first, so
+  the order of admission across replicas follows the tiers (and aging, which raises a
+  waiting request's level), and inside a level the longest wait.
 - a want that gets no lease is told to the replicas that hold leases (a message in each
   one's **inbox**, a list it waits on with ``BLPOP``). Each holder puts a **ghost** in
   its own scheduler: a request of the want's level, of the tenant :data:`GHOST_TENANT`,
@@ -63,7 +65,8 @@ log = logging.getLogger("sdk.server")
 # ARGV[2] the engines' slots, ARGV[3] the lease time-to-live (ms), ARGV[4] the leases the
 # caller holds by its own count, ARGV[5] the time in ms (empty: the server's clock, as
 # replicas use it; a simulation passes its own), ARGV[6] the worst level among the
-# caller's running streams that may be preempted (-1: none). Every script first drops
+# caller's running streams that may be preempted (-1: none), ARGV[7] how long (ms) the
+# oldest request of the caller's want has waited at its level. Every script first drops
 # the replicas that missed their beats, then renews the caller's; a caller found dropped
 # (its beat came late) is taken back with its own count, since its requests still run.
 _COMMON = """
@@ -72,6 +75,7 @@ local me = ARGV[1]
 local slots = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
 local now = tonumber(ARGV[5])
+local waited = math.max(0, tonumber(ARGV[7]) or 0)
 if now == nil then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -112,13 +116,11 @@ local function unwant(r)
   redis.call('HDEL', P..'since', r)
   redis.call('HDEL', P..'told', r)
 end
--- A want's age counts at its level: one that rises (a better request, or aging) is new there.
+-- The caller's want: its level, and since when its oldest request there has waited at
+-- that level (an aged request since it rose), on this server's clock.
 local function want(r, level)
-  local old = redis.call('HGET', P..'want', r)
-  if old == false or tonumber(old) ~= level then
-    redis.call('HSET', P..'want', r, level)
-    if old == false or tonumber(old) > level then redis.call('HSET', P..'since', r, now) end
-  end
+  redis.call('HSET', P..'want', r, level)
+  redis.call('HSET', P..'since', r, now - waited)
 end
 -- Free leases to the best wants, one each; a grant to another replica goes to its inbox.
 local function distribute()
@@ -167,12 +169,12 @@ local function tell(r, level)
 end
 """
 
-# ARGV[7]: the level of the caller's best waiting request. Returns 1: a lease is the
+# ARGV[8]: the level of the caller's best waiting request. Returns 1: a lease is the
 # caller's; 0: its want is recorded and told.
 _ACQUIRE = (
     _COMMON
     + """
-local level = tonumber(ARGV[7])
+local level = tonumber(ARGV[8])
 want(me, level)
 if distribute() > 0 then return 1 end
 tell(me, level)
@@ -180,13 +182,13 @@ return 0
 """
 )
 
-# ARGV[7]: leases given back; ARGV[8]: the caller's want now (-1: none). Returns the
+# ARGV[8]: leases given back; ARGV[9]: the caller's want now (-1: none). Returns the
 # leases granted back to the caller (its own want may be the best).
 _RELEASE = (
     _COMMON
     + """
-local n = tonumber(ARGV[7])
-local level = tonumber(ARGV[8])
+local n = tonumber(ARGV[8])
+local level = tonumber(ARGV[9])
 if n > 0 then redis.call('HSET', P..'held', me, math.max(0, held(me) - n)) end
 if level < 0 then unwant(me) else want(me, level) end
 local mine = distribute()
@@ -195,12 +197,13 @@ return mine
 """
 )
 
-# ARGV[7]: the level of the caller's admitted ghost. Returns 1 when another replica
-# wanted a lease at that level or better and the caller's is given back for it.
+# ARGV[8]: the level of the caller's admitted ghost. Returns 1 when another replica
+# wanted a lease at that level or better and the caller's is given back for it (0 also
+# when the caller's own want is the best: it keeps the lease).
 _HANDOFF = (
     _COMMON
     + """
-local level = tonumber(ARGV[7])
+local level = tonumber(ARGV[8])
 local who, lvl = best()
 if who == nil or who == me or lvl > level then return 0 end
 redis.call('HSET', P..'held', me, math.max(0, held(me) - 1))
@@ -209,30 +212,30 @@ return 1
 """
 )
 
-# ARGV[7]: the caller's count of running requests, written over the stored one when
-# ARGV[9] is 1 (a join) or 2 (a re-join after running alone, which settles a fleet whose
-# server lost its data); the inbox's old messages are dropped with it. ARGV[8]: its
-# want (-1: none); ARGV[10]: its requests waiting per level, comma-separated. Returns
+# ARGV[8]: the caller's count of running requests, written over the stored one when
+# ARGV[10] is 1 (a join) or 2 (a re-join after running alone, which settles a fleet whose
+# server lost its data); the inbox's old messages are dropped with it. ARGV[9]: its
+# want (-1: none); ARGV[11]: its requests waiting per level, comma-separated. Returns
 # {leases granted to the caller, the best level another replica wants if the caller is
 # the holder to serve it (-1: none), leases held in the fleet, replicas alive, wants per
 # level (a flat list of level, count), requests waiting per level in the fleet}.
 _BEAT = (
     _COMMON
     + """
-local running = tonumber(ARGV[7])
-local level = tonumber(ARGV[8])
-if ARGV[9] ~= '0' then
+local running = tonumber(ARGV[8])
+local level = tonumber(ARGV[9])
+if ARGV[10] ~= '0' then
   redis.call('HSET', P..'held', me, running)
   redis.call('DEL', P..'inbox:'..me)
   redis.call('HDEL', P..'told', me)
-  if redis.call('SET', P..'epoch', now, 'NX') and ARGV[9] == '2' then
+  if redis.call('SET', P..'epoch', now, 'NX') and ARGV[10] == '2' then
     -- A re-join finds no epoch: the server lost its data. The replicas that ran alone
     -- meanwhile re-join within a lease's time; until then no lease is handed out.
     redis.call('SET', P..'settling', 1, 'PX', ttl)
   end
 end
 if level < 0 then unwant(me) else want(me, level) end
-redis.call('HSET', P..'depth', me, ARGV[10] or '')
+redis.call('HSET', P..'depth', me, ARGV[11] or '')
 local mine = distribute()
 local other, by = -1, nil
 local per = {}
@@ -357,6 +360,7 @@ class FleetLink:
             call.held,
             ms,
             call.worst,
+            max(0, int(call.waited * 1000)),
             *call.args,
         ]
         if call.depth:

@@ -7,7 +7,10 @@ each result (text, output tokens, end time) to ``OUT`` as JSON.
 
 ``python -m tests.fleet.worker interactive URL KEY OUT --n 8 --interval 1``
 sends ``--n`` short ``priority="interactive"`` streams, one every ``--interval``
-seconds, and writes each one's time to first text (submission to the first delta).
+seconds, and writes each one's time to first text (submission to the first delta), in
+the order they end. ``--warmup``: the first runs alone to its end (it also loads the
+tokenizer and learns the engine), the others from ``--at`` (a wall-clock time, so that
+processes interleave as planned).
 
 ``both`` does the two in one process with one client, the interactive streams starting
 ``--delay`` seconds after the batch job (``--batch-n`` requests).
@@ -110,8 +113,14 @@ async def interactive(args: argparse.Namespace, client: Client | None = None) ->
                 errors.append(f"{type(e).__name__}: {e}")
             ttft.append(first)
 
+        first = 0
+        if args.warmup:  # the first loads the tokenizer and learns the engine, alone
+            await one(args.offset)
+            first = 1
+        if args.at is not None:
+            await anyio.sleep(max(0.0, args.at - time.time()))
         async with anyio.create_task_group() as tg:
-            for k in range(args.n):
+            for k in range(first, args.n):
                 tg.start_soon(one, k + args.offset)
                 if k + 1 < args.n:
                     await anyio.sleep(args.interval)
@@ -197,8 +206,10 @@ def collect(proc: subprocess.Popen[bytes], out: Path, timeout: float | None = No
 
 def idle_ttft(url: str, key: str, d: Path) -> float:
     """The median interactive TTFT through ``url`` with nothing else running (5 streams,
-    the first left out: it also loads the tokenizer and asks ``GET /v1/seam``)."""
-    run = spawn("interactive", url, key, d / "idle.json", "--n", "5", "--interval", "1", "--offset", "50")
+    the first, a warm-up, left out: it also loads the tokenizer and asks ``GET /v1/seam``)."""
+    run = spawn(
+        "interactive", url, key, d / "idle.json", "--n", "5", "--interval", "1", "--offset", "50", "--warmup"
+    )
     idle = collect(run, d / "idle.json", 120)
     if idle["errors"] or idle["engine"] != "seam":
         raise RuntimeError(f"the idle run failed: {idle}")
@@ -234,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--delay", type=float, default=4.0)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--interval", type=float, default=1.0)
-    ap.add_argument("--offset", type=int, default=0)
+    ap.add_argument("--offset", type=int, default=0, help="the first prompt's number")
+    ap.add_argument("--warmup", action="store_true", help="the first interactive stream runs alone, first")
+    ap.add_argument("--at", type=float, default=None, help="the wall-clock time of the next stream")
     ap.add_argument("--tenant", default=None)
     ap.add_argument("--unordered", action="store_true", help="map results as they finish")
     args = ap.parse_args(argv)

@@ -46,6 +46,42 @@ def test_a_request_waiting_for_a_slot_asks_for_a_lease_and_runs_when_granted() -
     assert m.held == 0
 
 
+def test_a_want_is_recorded_again_with_its_age_when_its_oldest_request_is_admitted() -> None:
+    sched, m = joined()
+    first = sched.submit(1.0, tier="interactive")
+    second = sched.submit(2.0, tier="interactive")
+    sched.poll(3.0)
+    call = m.next_call(3.0)
+    assert call is not None and call.script == "acquire" and call.args == (0,)
+    assert (call.since, call.waited) == (1.0, 2.0)  # the oldest's wait at its level
+    m.answered(call, 0, 3.0)
+    assert m.next_call(3.5) is None  # the same want, the same age: not asked again
+    m.message("want:0", 3.6)  # (no lease held: no ghost, so nothing else changes)
+    m.message("grant", 4.0)
+    assert sched.poll(4.0).admit == (first,)
+    call = m.next_call(4.0)  # still wanting at level 0, for a younger request
+    assert call is not None and call.script == "acquire" and (call.since, call.waited) == (2.0, 2.0)
+    m.answered(call, 0, 4.0)
+    # a ghost (another member's want) at the level does not make the member's want older
+    m.message("want:0", 4.5)
+    assert any(g.tenant == GHOST_TENANT for g in sched.waiting_at(0))
+    assert m.next_call(4.6) is None
+    assert second.state is TicketState.WAITING
+
+
+def test_an_aged_request_wants_with_its_age_at_the_level_it_rose_to() -> None:
+    sched = Scheduler(slots=SLOTS, aging=10.0)
+    m = FleetMember(sched, SLOTS, ttl=30.0)
+    call = m.next_call(0.0)
+    assert call is not None
+    m.answered(call, [0, -1, 0, 1, []], 0.0)
+    t = sched.submit(1.0, tier="batch")
+    sched.poll(12.0)  # waited 11 s: one level up (batch -> default) at 11.0
+    assert t.level == 1 and t.level_since == 11.0
+    call = m.next_call(12.0)
+    assert call is not None and call.args == (1,) and (call.since, call.waited) == (11.0, 1.0)
+
+
 def test_a_refused_want_is_asked_once_and_waits_for_a_grant() -> None:
     sched, m = joined()
     t = sched.submit(1.0, tier="interactive")

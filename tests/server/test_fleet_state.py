@@ -1,8 +1,9 @@
 """The fleet's shared state, script by script, against a real Valkey/Redis server: the
-leases' count never passes the slots, free leases go to the best want (level, then
-age), a want is told to the holders, a handoff moves a lease to the wanter, a replica
-that stops beating loses its leases, a re-join writes the true count; and the shared
-quota lets exactly its allowance through however many take at once."""
+leases' count never passes the slots, free leases go to the best want (level, then the
+age of its oldest request), a want is told to the holders, a handoff moves a lease to
+the wanter, a replica that stops beating loses its leases, a re-join writes the true
+count; and the shared quota lets exactly its allowance through however many take at
+once."""
 
 from __future__ import annotations
 
@@ -61,11 +62,13 @@ async def run(
     worst: int = -1,
     depth: tuple[int, ...] = (),
     now: float | None = None,
+    waited: float = 0.0,
 ) -> Any:
     """One script for ``lk``'s replica, which holds ``held`` leases, runs a preemptible
-    stream of level ``worst`` at worst and has ``depth`` requests waiting per level; at
-    ``now`` (seconds) instead of the server's clock where given."""
-    call = Call(name, held, args, worst=worst, depth=depth)
+    stream of level ``worst`` at worst, has ``depth`` requests waiting per level and the
+    oldest request of its want waiting ``waited`` seconds; at ``now`` (seconds) instead
+    of the server's clock where given."""
+    call = Call(name, held, args, worst=worst, depth=depth, waited=waited)
     if now is None:
         return await lk.script(call, SLOTS, ttl)
     return await anyio.to_thread.run_sync(lambda: lk.script_now(call, SLOTS, ttl, now=now))
@@ -155,6 +158,29 @@ async def test_free_leases_go_to_the_best_level_then_the_oldest_want(redis_url: 
     assert await run(c, "release", 0, 1, -1) == 0
     assert (await inbox(a))[-1] == "grant"  # after what it was told as a holder
     assert await inbox(d) == []
+
+
+@pytest.mark.anyio
+async def test_at_one_level_the_longest_wait_goes_first_whenever_its_replica_asked(
+    redis_url: str, fleet: str
+) -> None:
+    a, b, c = (link(redis_url, fleet, x) for x in "abc")
+    for _ in range(SLOTS):
+        assert await run(a, "acquire", 0, 0, now=100.0) == 1
+    assert await run(b, "acquire", 0, 0, now=100.0) == 0  # b asks first: a request since 100
+    assert await run(c, "acquire", 0, 0, now=101.0, waited=3.0) == 0  # c's waits since 98
+    # b's oldest was admitted meanwhile (by a grant not shown); its next waits since 102
+    assert await run(b, "acquire", 0, 0, now=102.5, waited=0.5) == 0
+    # a frees a lease: c's want is the older, though b asked first and wanted since
+    assert await run(a, "release", 2, 1, -1, now=103.0) == 0
+    assert await inbox(c) == ["grant"]
+    assert await inbox(b) == []
+    # a wants again for a request waiting since 101; its ghost for b's want (since 102)
+    # is admitted: a's own want is the older, so a keeps the lease
+    assert await run(a, "acquire", 1, 0, now=103.0, waited=2.0) == 0
+    assert await run(a, "handoff", 1, 0, now=103.5) == 0
+    assert held(redis_url, fleet) == {"a": 1, "c": 1}
+    assert await inbox(b) == []
 
 
 @pytest.mark.anyio
