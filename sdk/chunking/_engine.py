@@ -637,6 +637,17 @@ class Engine:
             return
         self._pack(edges, parts, template, view, lead)
 
+    def tokens_inside(self, a: int, b: int) -> int:
+        """How many tokens of an encoding that covers ``text[a:b]`` lie inside it: its
+        count but for the tokens next to its edges. The encoding is the first one made
+        around it (a caller that sizes nested ranges, the outermost first, encodes the
+        outermost once, not each level again)."""
+        view = self._covering(a, b)
+        if view is None:
+            view = self._encode(a, b)
+        ends = view.ends
+        return max(0, bisect_right(ends, b) - bisect_right(ends, a) - 1)
+
     def _joined_count(self, head: RawChunk, start: int, end: int, tokens: int) -> int:
         """Exact count of ``head`` joined with the ``tokens``-long stretch ``[start, end)`` after it."""
         if self._forward(start) == start:

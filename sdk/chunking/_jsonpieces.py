@@ -71,8 +71,13 @@ class _Where:
 _Job = Iterator["_Job"]
 
 
+# A value longer than this (characters) is sized from one encoding of its document
+# (``_estimate``); a shorter one is encoded by itself.
+_LONG = 2048
+
+
 class _PieceMaker:
-    __slots__ = ("budget", "expand", "out", "sizer", "surely_over")
+    __slots__ = ("_engines", "budget", "expand", "out", "sizer", "surely_over")
 
     def __init__(self, sizer: Sizer, budget: int, expand: bool) -> None:
         self.sizer = sizer
@@ -81,11 +86,34 @@ class _PieceMaker:
         self.out: list[JSONPiece] = []
         # A text with more UTF-8 bytes than this cannot fit: skip encoding it.
         self.surely_over = budget * sizer.max_token_bytes
+        self._engines: dict[int, tuple[Structure, Engine]] = {}
 
     def _count(self, text: str) -> int:
         if len(text) > self.surely_over:
             return self.budget + 1
         return self.sizer.count(text)
+
+    def _estimate(self, st: Structure, a: int, b: int) -> int:
+        """The count of ``st.text[a:b]``: exact for a short range; for a long one, the
+        tokens of one encoding of the whole document that lie inside it (off by the few
+        next to its edges), so that a value nested N deep is not encoded again at each of
+        its N levels (that cost its size times its depth)."""
+        if b - a <= _LONG:
+            return self._count(st.text[a:b])
+        if b - a > self.surely_over:
+            return self.budget + 1
+        got = self._engines.get(id(st))
+        if got is None:
+            got = self._engines[id(st)] = (st, Engine(st.text, self.budget, self.sizer))
+        return got[1].tokens_inside(a, b)
+
+    def _hopeless(self, tokens: int) -> bool:
+        """A wrapped value estimated at ``tokens`` cannot fit: it is over the budget by a
+        sixteenth and 16 more (an estimate's edges and a wrapper's junctions change a
+        few tokens, not that many), so the wrapped text is neither built nor encoded.
+        Wrong, it would only cut a value that might have fitted: every piece is still
+        counted exactly."""
+        return tokens > self.budget + self.budget // 16 + 16
 
     def run(self, job: _Job) -> None:
         """Run jobs depth first with an explicit stack (no recursion in depth)."""
@@ -108,6 +136,9 @@ class _PieceMaker:
 
     def value(self, st: Structure, start: int, end: int, where: _Where) -> _Job:
         text = st.text
+        if end - start > _LONG and self._hopeless(self._estimate(st, start, end)):
+            yield from self.descend(st, start, end, where)
+            return
         piece = '{"path":' + where.path() + ',"value":' + text[start:end] + "}"
         n = self._count(piece)
         if n <= self.budget:
@@ -119,7 +150,7 @@ class _PieceMaker:
         """Pieces for a value that does not fit whole."""
         c = st.text[start]
         if c == "{" or c == "[":
-            kids, _ = st.children(start)
+            kids, _ = st.children(start, end - 1)
             if kids:
                 yield self.group(st, kids, c == "[", where)
                 return
@@ -148,16 +179,26 @@ class _PieceMaker:
         text = st.text
         count = self._count
         budget = self.budget
-        raws = [text[k.begin : k.end] for k in kids]
         costs: list[int] = []
         head_path = '{"path":' + where.path()
         i, n = 0, len(kids)
         while i < n:
+            while len(costs) <= i:
+                kid = kids[len(costs)]
+                costs.append(self._estimate(st, kid.begin, kid.end))
             if is_array:
                 head, tail = head_path + ',"index":' + str(i) + ',"elements":[', "]}"
             else:
                 head, tail = head_path + ',"members":{', "}}"
-            est = count(head + tail)
+            # A wrapper shorter than the budget in characters leaves room; only a longer
+            # one is counted before a member that cannot fit anyway is descended into.
+            hopeless = self._hopeless(costs[i])
+            est = 0 if hopeless and len(head) + len(tail) < budget else count(head + tail)
+            if hopeless and est < budget:
+                k = kids[i]
+                yield self.descend(st, k.start, k.end, self._kid_where(text, k, i, is_array, where))
+                i += 1
+                continue
             if est >= budget:
                 # The wrapper alone leaves no room: each member goes alone with its own
                 # path ({"path": [..., key], "value": ...} is shorter than the wrapper
@@ -174,15 +215,17 @@ class _PieceMaker:
             j = i
             while j < n:
                 while len(costs) <= j:
-                    costs.append(count(raws[len(costs)]))
+                    kid = kids[len(costs)]
+                    costs.append(self._estimate(st, kid.begin, kid.end))
                 add = costs[j] + (j > i)
                 if est + add > budget:
                     break
                 est += add
                 j += 1
-            j = max(j, i + 1)
+            if j > i or kids[i].end - kids[i].begin <= _LONG or not self._hopeless(est + costs[i]):
+                j = max(j, i + 1)  # a lone member is tried exactly, unless surely over
             while j > i:
-                piece = head + ",".join(raws[i:j]) + tail
+                piece = head + ",".join(text[k.begin : k.end] for k in kids[i:j]) + tail
                 tokens = count(piece)
                 if tokens <= budget:
                     break

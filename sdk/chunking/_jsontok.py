@@ -630,10 +630,12 @@ class Structure:
             raise ValueError(f"no JSON value at offset {start}")
         return m.end()
 
-    def children(self, start: int) -> tuple[list[Child], int]:
-        """The members or elements of the container at ``start``, and its closing offset."""
+    def children(self, start: int, close: int | None = None) -> tuple[list[Child], int]:
+        """The members or elements of the container at ``start``, and its closing offset
+        (``close``: already known, not scanned for again)."""
         text = self.text
-        close = self.close_of(start)
+        if close is None:
+            close = self.close_of(start)
         is_object = text[start] == "{"
         pos = _SKIP_WS.match(text, start + 1).end()  # type: ignore[union-attr]
         return self.children_at(pos, is_object, close, close - pos), close

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from sdk import count_tokens
 from sdk.chunking import JSONChunkError, JSONPiece, json_pieces, merge_pieces
+from sdk.chunking._engine import Sizer
 from tests.chunking import examples
 from tests.corpus import corpus_files
 
@@ -278,6 +279,31 @@ def test_deep_document_round_trips_without_recursion() -> None:
         assert isinstance(value, list) and len(value) == 1
         value = value[0]
     assert value == {"k": [1, "x"]}
+
+
+def test_a_deep_value_is_not_encoded_again_at_every_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each level of a value nested N deep used to count the whole value again (N times
+    its size encoded); now it is sized from one encoding: the characters encoded stay a
+    small multiple of the text's, whatever the depth."""
+    encoded = [0]
+    count, char_ends = Sizer.count, Sizer.char_ends
+
+    def counting(self: Sizer, text: str) -> int:
+        encoded[0] += len(text)
+        return count(self, text)
+
+    def counting_ends(self: Sizer, text: str, start: int = 0, code: str = "q") -> Any:
+        encoded[0] += len(text)
+        return char_ends(self, text, start, code)
+
+    monkeypatch.setattr(Sizer, "count", counting)
+    monkeypatch.setattr(Sizer, "char_ends", counting_ends)
+    for depth in (50, 400):
+        text = '{"a":' * depth + "[" + ",".join(['"' + "word " * 20 + '"'] * 200) + "]" + "}" * depth
+        encoded[0] = 0
+        pieces = json_pieces(text, 6 * depth)
+        assert encoded[0] <= 5 * len(text), (depth, encoded[0] / len(text))
+        check_pieces(text, pieces, 6 * depth)
 
 
 def test_merge_refuses_a_negative_index() -> None:
