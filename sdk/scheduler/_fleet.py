@@ -44,7 +44,7 @@ from ._limits import Cost
 
 __all__ = ["GHOST_TENANT", "Call", "FleetMember", "FleetStanding"]
 
-GHOST_TENANT = "(fleet)"  # no configured tenant's name: those have no parentheses
+GHOST_TENANT = "(fleet)"  # ghosts are told apart by identity, whatever a tenant is named
 
 _HOLDING = (TicketState.RUNNING, TicketState.PREEMPTING)
 
@@ -174,6 +174,7 @@ class FleetMember:
         if msg == "grant":
             self.held += 1
             self.grants += 1
+            self._asked = self._asked_since = None  # a grant ends the want: asked again if need be
             self.scheduler.set_share(self.held)
         elif msg.startswith("want:") and msg[5:].isdigit():
             self._ghost(int(msg[5:]), now)
@@ -235,9 +236,10 @@ class FleetMember:
             if got:
                 self.held += 1
         elif call.script == "release":
-            self._asked = None if call.args[1] < 0 else call.args[1]
-            self._asked_since = None if call.args[1] < 0 else call.since
-            self.held += int(result)
+            granted = int(result)  # (a lease granted back ended the want)
+            self._asked = None if call.args[1] < 0 or granted else call.args[1]
+            self._asked_since = None if self._asked is None else call.since
+            self.held += granted
         elif call.script == "handoff":
             if int(result):
                 self.held = max(0, self.held - 1)
@@ -269,7 +271,8 @@ class FleetMember:
             self.joined = True
             self.held = call.args[0]
         want = call.args[1]
-        self._asked, self._asked_since = (None, None) if want < 0 else (want, call.since)
+        # (a lease granted here ended the want: it is asked again if need be)
+        self._asked, self._asked_since = (None, None) if want < 0 or mine else (want, call.since)
         self.held += mine
         if other < 0:
             self._drop_ghosts(None, now)
@@ -310,7 +313,7 @@ class FleetMember:
     def _since(self, level: int) -> float | None:
         """Since when the oldest request of the member's own has waited at ``level``."""
         return min(
-            (t.level_since for t in self.scheduler.waiting_at(level) if t.tenant != GHOST_TENANT),
+            (t.level_since for t in self.scheduler.waiting_at(level) if t.id not in self._ghosts),
             default=None,
         )
 

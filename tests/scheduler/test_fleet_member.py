@@ -69,6 +69,38 @@ def test_a_want_is_recorded_again_with_its_age_when_its_oldest_request_is_admitt
     assert second.state is TicketState.WAITING
 
 
+def test_a_grant_ends_the_recorded_want_so_a_request_still_waiting_asks_again() -> None:
+    """The shared state drops a member's want when it grants it a lease; the member
+    must record it again for what still waits, not wait for its next beat."""
+    sched, m = joined()
+    for at in (1.0, 2.0):
+        sched.submit(at, tier="interactive")
+    sched.poll(2.0)
+    call = m.next_call(2.0)
+    assert call is not None and call.script == "acquire"
+    m.answered(call, 0, 2.0)
+    assert m.next_call(2.1) is None
+    m.message("grant", 3.0)
+    sched.poll(3.0)  # the oldest runs; the other still waits
+    call = m.next_call(3.0)
+    assert call is not None and call.script == "acquire" and call.since == 2.0
+    # a beat that is granted a lease ends the want the same way
+    m.answered(call, 0, 3.0)
+    beat = m.next_call(10.0)
+    assert beat is not None and beat.script == "beat"
+    m.answered(beat, [1, -1, 2, 1, []], 10.0)
+    assert m.next_call(10.0) is None  # the lease took the last request: nothing to ask
+
+
+def test_a_tenant_named_like_the_ghosts_is_still_the_members_own() -> None:
+    sched, m = joined()
+    t = sched.submit(1.0, tier="interactive", tenant=GHOST_TENANT)
+    sched.poll(2.0)
+    call = m.next_call(2.0)
+    assert call is not None and call.script == "acquire" and (call.since, call.waited) == (1.0, 1.0)
+    assert t.state is TicketState.WAITING
+
+
 def test_an_aged_request_wants_with_its_age_at_the_level_it_rose_to() -> None:
     sched = Scheduler(slots=SLOTS, aging=10.0)
     m = FleetMember(sched, SLOTS, ttl=30.0)
