@@ -210,13 +210,15 @@ class FleetMember:
             return self._issue(Call("release", self.held + idle, (idle, self._code(want))), want, now)
         # A want is recorded again when its level or its age changes (its oldest request
         # was admitted): across members, one level's leases go to the longest wait
-        if want is not None and (want != self._asked or self._since(want) != self._asked_since):
-            return self._issue(Call("acquire", self.held, (want,)), want, now)
+        since = None if want is None else self._since(want)
+        if want is not None and (want != self._asked or since != self._asked_since):
+            return self._issue(Call("acquire", self.held, (want,)), want, now, since)
         if now >= self.wake_at():
             return self._issue(
                 Call("beat", self.held, (self.holding(), self._code(want), 0), depth=self.waiting()),
                 want,
                 now,
+                since,
             )
         return None
 
@@ -303,9 +305,14 @@ class FleetMember:
 
     # ---- ghosts ----------------------------------------------------------------------
 
-    def _issue(self, call: Call, want: int | None = None, now: float = 0.0) -> Call:
+    def _issue(
+        self, call: Call, want: int | None = None, now: float = 0.0, since: float | None = None
+    ) -> Call:
+        """``call`` with what every call carries; ``since``: the want's age if the caller
+        has it already (one scan of the level, not two)."""
         worst = self.scheduler.worst_preemptible()
-        since = None if want is None else self._since(want)
+        if since is None and want is not None:
+            since = self._since(want)
         waited = 0.0 if since is None else max(0.0, now - since)
         self._pending = call = replace(call, worst=-1 if worst is None else worst, since=since, waited=waited)
         return call
