@@ -28,6 +28,8 @@ round trips to Valkey per request: for admission (lease scripts, inbox messages,
 the quota check) and for storing the stream's events (one pipeline per batch of events).
 
 Run: ``python bench/fleet.py`` (about 15 minutes on 2 cores). Prints a Markdown table.
+``--ways replicas --repeat 2`` runs only the 2-replica way, twice (for comparing two
+builds of the fleet scheduler on the same machine).
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ from tests.server.conftest import launch, serving  # noqa: E402
 from tests.valkey import running_valkey  # noqa: E402
 
 BATCH_KEY, INTERACTIVE_KEY = "fleet-batch-key-0b1d", "fleet-interactive-key-77a2"
+
+
+WAYS = ("one", "server", "direct", "replica", "replicas")
 
 
 def batch_args(a: argparse.Namespace) -> list[str]:
@@ -136,7 +141,16 @@ def main() -> None:
     ap.add_argument("--interactive-tokens", type=int, default=16)
     ap.add_argument("--interval", type=float, default=1.0)
     ap.add_argument("--delay", type=float, default=4.0)
+    ap.add_argument(
+        "--ways",
+        nargs="+",
+        choices=WAYS,
+        default=list(WAYS),
+        help="only these ways (one, server, direct, replica, replicas)",
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="run each way this many times")
     a = ap.parse_args()
+    ways = set(a.ways)
     d = Path(tempfile.mkdtemp(prefix="seam-fleet-"))
     rows: list[tuple[str, dict[str, Any]]] = []
     with (
@@ -147,32 +161,37 @@ def main() -> None:
                           "--tokens", str(a.interactive_tokens), "--offset", "1000")  # fmt: skip
         idle_ttft = [t for t in collect(idle_run, d / "idle.json")["ttft"][1:] if t is not None]
         idle = statistics.median(idle_ttft)
-        rows.append(("one process, direct to llama-server", one_process(llama.url, a, d, 0)))
-        rows.append(
-            (
-                "two processes through sdk.server",
-                two_processes(seam_url, (BATCH_KEY, INTERACTIVE_KEY), a, d, 100, servers=(seam_url,)),
-            )
-        )
-        rows.append(
-            ("two processes, direct to llama-server", two_processes(llama.url, ("none", "none"), a, d, 200))
-        )
-        cfg = config(BATCH_KEY, INTERACTIVE_KEY)
-        with running_valkey(d) as valkey, ExitStack() as stack:
-            urls = []
-            for i in range(2):
-                sub = d / f"replica-{i + 1}"
-                sub.mkdir()
-                url, _p, _log = stack.enter_context(
-                    launch([llama.url], cfg, sub, first=["--state", valkey.url])
-                )
-                urls.append(url)
-                keys = (BATCH_KEY, INTERACTIVE_KEY)
-                if i == 0:
-                    got = two_processes(url, keys, a, d, 300, servers=(url,))
-                    rows.append(("two processes through 1 replica with shared state", got))
-            got = two_processes(urls[0], keys, a, d, 400, interactive_url=urls[1], servers=tuple(urls))
-            rows.append(("two processes through 2 replicas (batch on 1, interactive on 2)", got))
+        keys = (BATCH_KEY, INTERACTIVE_KEY)
+        for n in range(a.repeat):
+            # (each repeat's prompts are others, so no answer comes from a cache)
+            o = 1000 * n
+            if "one" in ways:
+                rows.append(("one process, direct to llama-server", one_process(llama.url, a, d, o)))
+            if "server" in ways:
+                got = two_processes(seam_url, keys, a, d, o + 100, servers=(seam_url,))
+                rows.append(("two processes through sdk.server", got))
+            if "direct" in ways:
+                got = two_processes(llama.url, ("none", "none"), a, d, o + 200)
+                rows.append(("two processes, direct to llama-server", got))
+        if ways & {"replica", "replicas"}:
+            cfg = config(BATCH_KEY, INTERACTIVE_KEY)
+            with running_valkey(d) as valkey, ExitStack() as stack:
+                urls = []
+                for i in range(2):
+                    sub = d / f"replica-{i + 1}"
+                    sub.mkdir()
+                    url, _p, _log = stack.enter_context(
+                        launch([llama.url], cfg, sub, first=["--state", valkey.url])
+                    )
+                    urls.append(url)
+                    for n in range(a.repeat if i == 0 and "replica" in ways else 0):
+                        got = two_processes(url, keys, a, d, 1000 * n + 300, servers=(url,))
+                        rows.append(("two processes through 1 replica with shared state", got))
+                for n in range(a.repeat if "replicas" in ways else 0):
+                    got = two_processes(
+                        urls[0], keys, a, d, 1000 * n + 400, interactive_url=urls[1], servers=tuple(urls)
+                    )
+                    rows.append(("two processes through 2 replicas (batch on 1, interactive on 2)", got))
     print(
         f"Workload: {a.batch} batch requests of {a.batch_tokens} tokens (map, concurrency {a.concurrency}), "
         f"{a.interactive} interactive streams of {a.interactive_tokens} tokens one every {a.interval:g} s from "
