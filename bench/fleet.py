@@ -163,8 +163,9 @@ def main() -> None:
         idle = statistics.median(idle_ttft)
         keys = (BATCH_KEY, INTERACTIVE_KEY)
         for n in range(a.repeat):
-            # (each repeat's prompts are others, so no answer comes from a cache)
-            o = 1000 * n
+            # (each repeat's interactive prompts are others: none is answered from a cache;
+            # the idle run takes 1000 on)
+            o = 2000 * n
             if "one" in ways:
                 rows.append(("one process, direct to llama-server", one_process(llama.url, a, d, o)))
             if "server" in ways:
@@ -185,11 +186,11 @@ def main() -> None:
                     )
                     urls.append(url)
                     for n in range(a.repeat if i == 0 and "replica" in ways else 0):
-                        got = two_processes(url, keys, a, d, 1000 * n + 300, servers=(url,))
+                        got = two_processes(url, keys, a, d, 2000 * n + 300, servers=(url,))
                         rows.append(("two processes through 1 replica with shared state", got))
                 for n in range(a.repeat if "replicas" in ways else 0):
                     got = two_processes(
-                        urls[0], keys, a, d, 1000 * n + 400, interactive_url=urls[1], servers=tuple(urls)
+                        urls[0], keys, a, d, 2000 * n + 400, interactive_url=urls[1], servers=tuple(urls)
                     )
                     rows.append(("two processes through 2 replicas (batch on 1, interactive on 2)", got))
     print(
