@@ -33,10 +33,14 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
+# The chunking suite interpreted and under the sanitizers runs two at a time (neither is
+# timed, and the sanitized one works in its own copy of the tree), each one's output kept
+# apart where make can (GNU make 4).
+SYNC := $(if $(filter output-sync,$(.FEATURES)),--output-sync=target)
+
 test: lint typecheck docs $(CHROMIUM) $(REDIS_SERVER)
 	$(VENV)/bin/pytest -q
-	$(MAKE) test-interpreted
-	$(MAKE) sanitize
+	$(MAKE) -j2 $(SYNC) test-interpreted sanitize
 	$(PY) tests/package/check.py  # the built wheel and sdist in bare virtual environments
 
 # Everything but the tests that need a real llama-server: minutes, for a quick check
