@@ -146,7 +146,7 @@ def main() -> None:
         nargs="+",
         choices=WAYS,
         default=list(WAYS),
-        help="only these ways (one, server, direct, replica, replicas)",
+        help="only these ways",
     )
     ap.add_argument("--repeat", type=int, default=1, help="run each way this many times")
     a = ap.parse_args()
@@ -185,14 +185,16 @@ def main() -> None:
                         launch([llama.url], cfg, sub, first=["--state", valkey.url])
                     )
                     urls.append(url)
-                    for n in range(a.repeat if i == 0 and "replica" in ways else 0):
-                        got = two_processes(url, keys, a, d, 2000 * n + 300, servers=(url,))
-                        rows.append(("two processes through 1 replica with shared state", got))
-                for n in range(a.repeat if "replicas" in ways else 0):
-                    got = two_processes(
-                        urls[0], keys, a, d, 2000 * n + 400, interactive_url=urls[1], servers=tuple(urls)
-                    )
-                    rows.append(("two processes through 2 replicas (batch on 1, interactive on 2)", got))
+                    if i == 0 and "replica" in ways:
+                        for n in range(a.repeat):
+                            got = two_processes(url, keys, a, d, 2000 * n + 300, servers=(url,))
+                            rows.append(("two processes through 1 replica with shared state", got))
+                if "replicas" in ways:
+                    for n in range(a.repeat):
+                        got = two_processes(
+                            urls[0], keys, a, d, 2000 * n + 400, interactive_url=urls[1], servers=tuple(urls)
+                        )
+                        rows.append(("two processes through 2 replicas (batch on 1, interactive on 2)", got))
     print(
         f"Workload: {a.batch} batch requests of {a.batch_tokens} tokens (map, concurrency {a.concurrency}), "
         f"{a.interactive} interactive streams of {a.interactive_tokens} tokens one every {a.interval:g} s from "
