@@ -62,11 +62,12 @@ anything shaped like an API key or an authorization value.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 from urllib.parse import quote, quote_plus
 
 if TYPE_CHECKING:
@@ -256,15 +257,75 @@ def redact(text: str) -> str:
 
 
 def _redact_value(value: object) -> object:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, bytes):
-        return redact(value.decode("utf-8", "replace"))
-    if isinstance(value, Mapping):
-        return {redact(k) if isinstance(k, str) else k: _redact_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redact_value(v) for v in value]
-    return value
+    """A copy of a decoded body with every string redacted.
+
+    Walked with a stack of its own, not by recursion: a body nested as deep as the JSON
+    parser allows (a server's choice) must not exhaust Python's stack.
+    """
+
+    def leaf(v: object) -> object:
+        if isinstance(v, str):
+            return redact(v)
+        if isinstance(v, bytes):
+            return redact(v.decode("utf-8", "replace"))
+        return v
+
+    def copy(v: object) -> object:
+        if isinstance(v, Mapping):
+            out: dict[object, object] = {}
+            stack.append((v, out))
+            return out
+        if isinstance(v, list | tuple):
+            items: list[object] = []
+            stack.append((v, items))
+            return items
+        return leaf(v)
+
+    stack: list[tuple[object, dict[object, object] | list[object]]] = []
+    root = copy(value)
+    while stack:
+        src, dst = stack.pop()
+        if isinstance(dst, dict):
+            for k, v in cast("Mapping[object, object]", src).items():
+                dst[redact(k) if isinstance(k, str) else k] = copy(v)
+        else:
+            dst.extend(copy(v) for v in cast("list[object] | tuple[object, ...]", src))
+    return root
+
+
+def _redact_event(event: object) -> object:
+    """What a server sent, kept on an error, with secrets redacted by value: raw text and
+    decoded JSON as :func:`_redact_value` copies them, a parsed event (a dataclass) with
+    its text and mapping fields redacted, anything else as it is."""
+    if event is None:
+        return None
+    if isinstance(event, str | bytes | Mapping | list | tuple):
+        return _redact_value(event)
+    if dataclasses.is_dataclass(event) and not isinstance(event, type):
+        changes: dict[str, object] = {}
+        for f in dataclasses.fields(event):
+            v = getattr(event, f.name, None)
+            if isinstance(v, str):
+                masked = redact(v)
+                if masked != v:
+                    changes[f.name] = masked
+            elif isinstance(v, Mapping):
+                changes[f.name] = _redact_value(v)
+        if changes:
+            try:
+                return dataclasses.replace(event, **changes)
+            except (TypeError, ValueError):  # a field outside __init__: its text instead
+                return redact(_safe_repr(event))
+    return event
+
+
+def _safe_repr(value: object, limit: int = 500) -> str:
+    """``repr(value)`` cut to ``limit`` characters, or its type's name where the repr
+    fails (a value nested deeper than the interpreter's recursion limit)."""
+    try:
+        return repr(value)[:limit]
+    except (RecursionError, MemoryError, ValueError):
+        return f"<{type(value).__name__}>"
 
 
 class SDKError(Exception):
@@ -473,7 +534,7 @@ class StreamProtocolError(SDKError):
 
     def __init__(self, message: str, *, event: object = None, partial: Message | None = None) -> None:
         super().__init__(message, partial=partial)
-        self.event = event
+        self.event = _redact_event(event)
 
 
 class SSEError(StreamProtocolError):
@@ -747,8 +808,30 @@ def error_from_transport(exc: BaseException, *, partial: Message | None = None) 
         err = APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}", partial=partial)
     else:
         return None
+    _mask_chain(exc)
     err.__cause__ = exc
     return err
+
+
+def _mask_chain(exc: BaseException) -> None:
+    """Redact, in place, the messages of ``exc`` and of the exceptions chained to it.
+
+    A transport error quotes what the server sent (an illegal header line, a status line)
+    and is kept as the typed error's cause, which a traceback prints: a server echoing the
+    key there must not put it in a log.
+    """
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen and len(seen) < 32:
+        seen.add(id(link))
+        try:
+            text = str(link)
+        except Exception:  # a third party's __str__ that fails: nothing to quote
+            text = ""
+        masked = redact(text)
+        if masked != text:
+            link.args = (masked,)
+        link = link.__cause__ or link.__context__
 
 
 # Tracebacks and reprs name the public path, as httpx and anthropic-sdk do: every class

@@ -122,16 +122,24 @@ class Usage:
         if not isinstance(raw, Mapping):
             return Usage()
 
-        def num(key: str) -> int | None:
-            v = raw.get(key)
-            return v if isinstance(v, int) and not isinstance(v, bool) else None
-
         return Usage(
-            num("input_tokens"),
-            num("output_tokens"),
-            num("cache_creation_input_tokens"),
-            num("cache_read_input_tokens"),
+            wire_count(raw.get("input_tokens")),
+            wire_count(raw.get("output_tokens")),
+            wire_count(raw.get("cache_creation_input_tokens")),
+            wire_count(raw.get("cache_read_input_tokens")),
         )
+
+
+MAX_WIRE_COUNT = (1 << 31) - 1
+
+
+def wire_count(v: object) -> int | None:
+    """A token count as a server reported it, or ``None`` where it is not one: not an
+    integer (a bool is not), negative, or past ``2**31 - 1`` (no request holds that many;
+    a count like that would stall the rate limits it is charged to)."""
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_WIRE_COUNT:
+        return v
+    return None
 
 
 # ---- content blocks (as they start; the accumulator fills them) -------------------

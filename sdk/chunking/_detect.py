@@ -281,6 +281,10 @@ def decide(text: str, language: str | None, filename: str | None) -> tuple[str, 
         name, why = detect_language(stripped)
         if name == "json":
             return "json", why, None
+    if stripped[:5].lower() == "<?php":
+        # (Its first line is PHP's own tag: no other language opens that way, and the
+        # classifier, which has no PHP, would name the closest one it has.)
+        return "code", "content: a PHP open tag", "php"
     # Content features alone also fire on prose that talks about code; code also
     # looks like code line by line (a cheap test, so the classifier runs only on
     # what passes it). A fence says Markdown with code in it.

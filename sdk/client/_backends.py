@@ -43,7 +43,7 @@ from ..stream import (
     Usage,
 )
 from ..stream._events import parse_block
-from ..stream._openai import FINISH_REASONS, openai_usage
+from ..stream._openai import FINISH_REASONS, arguments_text, content_text, openai_usage
 from ..stream._stream import EventDecoder
 
 __all__ = [
@@ -224,21 +224,27 @@ class OpenAIBackend(Backend):
             raise StreamProtocolError(
                 "the answer is not a completion: it has no choices", event=_excerpt(body)
             )
-        choice = choices[0] if isinstance(choices[0], Mapping) else {}
+        choice = choices[0]
+        if not isinstance(choice, Mapping):
+            raise StreamProtocolError("the completion's choice is not an object", event=_excerpt(body))
         msg = choice.get("message")
-        msg = msg if isinstance(msg, Mapping) else {}
+        if not isinstance(msg, Mapping):
+            raise StreamProtocolError("the completion's message is not an object", event=_excerpt(body))
         blocks: list[ContentBlock] = []
         reasoning = msg.get("reasoning_content") or msg.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             blocks.append(ThinkingBlock(reasoning))
-        content = msg.get("content")
-        if isinstance(content, str) and content:
+        content = content_text(msg.get("content"), body)
+        if content:
             blocks.append(TextBlock(content))
-        for call in msg.get("tool_calls") or ():
+        calls = msg.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise StreamProtocolError("the completion's tool calls are not a list", event=_excerpt(body))
+        for call in calls or ():
             fn = call.get("function") if isinstance(call, Mapping) else None
             if not isinstance(fn, Mapping):
-                continue
-            raw = _s(fn.get("arguments"))
+                raise StreamProtocolError("a tool call is not an object with a function", event=body)
+            raw = arguments_text(fn.get("arguments"), body)
             try:
                 parsed, err = (loads_exact(raw) if raw else {}), None
             except orjson.JSONDecodeError as e:

@@ -156,7 +156,7 @@ class Resumer:
             trace.queued(again=True)
         await flight.admit()  # after a stall or a preemption: wait for a slot again
         model = self.request.get("model")
-        seam = self.kept is not None and rr.last_event_id.startswith(self.kept + ":")
+        seam = self.kept is not None and _kept_event_id(self.kept, rr.last_event_id)
         plan = plan_resume(
             rr.cause,
             replay=seam or self.conv is not None,
@@ -236,6 +236,13 @@ def prefill_refusals() -> PrefillRefusals:
 
 def _valid_stream_id(sid: str) -> bool:
     return 0 < len(sid) <= 128 and sid.isascii() and sid.isprintable() and ":" not in sid
+
+
+def _kept_event_id(sid: str, last: str) -> bool:
+    """Whether ``last`` is an event id of the kept stream ``sid`` (``<sid>:<n>``), one a
+    ``Last-Event-ID`` header can carry: a server's other ids are not sent back to it."""
+    n = last[len(sid) + 1 :]
+    return last.startswith(sid + ":") and 0 < len(n) <= 20 and n.isascii() and n.isdigit()
 
 
 class FlightObserver:

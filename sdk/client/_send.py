@@ -394,7 +394,9 @@ def _not_found_hint(message: str, url: str, backend: str) -> str:
 
 
 def _request_id(response: httpx2.Response) -> str | None:
-    return response.headers.get("request-id") or response.headers.get("x-request-id")
+    """The server's request id, redacted (a server may put anything there, the key too)."""
+    found = response.headers.get("request-id") or response.headers.get("x-request-id")
+    return None if found is None else redact(found)
 
 
 def _deadline(t: httpx2.Timeout) -> float | None:

@@ -105,10 +105,14 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     try:
         value = float(raw)
     except ValueError:
-        parsed = email.utils.parsedate_tz(raw)
-        if parsed is None:
+        try:
+            parsed = email.utils.parsedate_tz(raw)
+            if parsed is None:
+                return None
+            at = email.utils.mktime_tz(parsed)
+        except (ValueError, OverflowError, TypeError):  # a year past 9999, and friends
             return None
-        value = email.utils.mktime_tz(parsed) - (time.time() if now is None else now)
+        value = at - (time.time() if now is None else now)
         value = max(value, 0.0)
     if 0 <= value <= _MAX_SERVER_DELAY:
         return value

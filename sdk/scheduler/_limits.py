@@ -258,8 +258,12 @@ class TokenBucket:
         self.taken += cost
 
     def give_back(self, amount: float) -> None:
-        """Return (or, negative, charge more of) a reservation once the real use is known."""
-        self.tokens = min(self.capacity, self.tokens + amount)
+        """Return (or, negative, charge more of) a reservation once the real use is known.
+
+        A charge leaves at most one bucket's worth of debt: a count a server got wrong (or
+        made up) delays the next admissions by one refill of the bucket at most, never
+        for as long as the count says."""
+        self.tokens = max(-self.capacity, min(self.capacity, self.tokens + amount))
         self.taken -= amount
 
     def observe(self, reading: LimitReading, now: float, unseen: float) -> None:
@@ -269,7 +273,7 @@ class TokenBucket:
         if reading.limit is not None and reading.limit > 0:
             self.capacity = reading.limit
         if reading.remaining is not None:
-            self.tokens = min(self.capacity, reading.remaining - unseen)
+            self.tokens = max(-self.capacity, min(self.capacity, reading.remaining - unseen))
         if reading.reset_after is not None and reading.reset_after > 0:
             missing = self.capacity - (reading.remaining if reading.remaining is not None else self.tokens)
             if missing > 0:  # the missing tokens are back by the reset time

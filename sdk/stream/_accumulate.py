@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .._errors import APIError, StreamProtocolError, api_error_from_body
+from .._errors import APIError, StreamProtocolError, _safe_repr, api_error_from_body
 from .._models import Message, blocks_to_param
 from ..http import loads_exact
 from ._events import (
@@ -65,6 +65,16 @@ class _Part:
         self.text = text
 
 
+class _Cited:
+    """One cell of a persistent list of citations (newest first)."""
+
+    __slots__ = ("item", "prev")
+
+    def __init__(self, prev: _Cited | None, item: Mapping[str, Any]) -> None:
+        self.prev = prev
+        self.item = item
+
+
 def _join(part: _Part | None) -> str:
     parts: list[str] = []
     while part is not None:
@@ -78,23 +88,30 @@ def _join(part: _Part | None) -> str:
 class OpenBlock:
     """The block being streamed: its start, its parts so far and one kind-specific extra.
 
-    ``aux`` is the citations tuple of a text block, the signature of a thinking block or
-    the :class:`JSONPrefix` scan state of a tool input (kept in one field so that a delta
-    builds one small object).
+    ``aux`` is the citations of a text block, the signature parts of a thinking block
+    (each a persistent list, newest first, so that a delta adds one cell however many
+    came before) or the :class:`JSONPrefix` scan state of a tool input (kept in one field
+    so that a delta builds one small object).
     """
 
     index: int
     start: ContentBlock
     parts: _Part | None = None
-    aux: tuple[Mapping[str, Any], ...] | str | JSONPrefix | None = None
+    aux: _Cited | _Part | JSONPrefix | None = None
 
     @property
     def citations(self) -> tuple[Mapping[str, Any], ...]:
-        return self.aux if isinstance(self.aux, tuple) else ()
+        cell = self.aux if isinstance(self.aux, _Cited) else None
+        found: list[Mapping[str, Any]] = []
+        while cell is not None:
+            found.append(cell.item)
+            cell = cell.prev
+        found.reverse()
+        return tuple(found)
 
     @property
     def signature(self) -> str:
-        return self.aux if isinstance(self.aux, str) else ""
+        return _join(self.aux) if isinstance(self.aux, _Part) else ""
 
     @property
     def json(self) -> JSONPrefix | None:
@@ -206,7 +223,7 @@ _block = fast_new(OpenBlock)
 
 
 def _fail(state: MessageState, event: Event, why: str) -> StreamProtocolError:
-    return StreamProtocolError(f"{why}: {event!r}"[:500], event=event, partial=state.message())
+    return StreamProtocolError(f"{why}: {_safe_repr(event)}"[:500], event=event, partial=state.message())
 
 
 def _delta(state: MessageState, event: ContentBlockDeltaEvent) -> MessageState:
@@ -231,11 +248,13 @@ def _delta(state: MessageState, event: ContentBlockDeltaEvent) -> MessageState:
     elif isinstance(d, SignatureDelta):
         if not isinstance(start, ThinkingBlock):
             raise _fail(state, event, "signature delta on a non-thinking block")
-        new = _block(blk.index, start, blk.parts, blk.signature + d.signature)
+        signed = blk.aux if isinstance(blk.aux, _Part) else None
+        new = _block(blk.index, start, blk.parts, _Part(signed, d.signature))
     elif isinstance(d, CitationsDelta):
         if not isinstance(start, TextBlock):
             raise _fail(state, event, "citation on a non-text block")
-        new = _block(blk.index, start, blk.parts, (*blk.citations, d.citation))
+        cited = blk.aux if isinstance(blk.aux, _Cited) else None
+        new = _block(blk.index, start, blk.parts, _Cited(cited, d.citation))
     else:
         assert isinstance(d, UnknownDelta)
         new = blk  # passed through to the consumer, not accumulated

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from .._errors import StreamProtocolError
+from .._models import wire_count
 from ..http import loads_exact
 from ._events import (
     ContentBlockDeltaEvent,
@@ -64,15 +65,44 @@ FINISH_REASONS = {
 def openai_usage(raw: object) -> Usage:
     if not isinstance(raw, Mapping):
         return Usage()
-    prompt = raw.get("prompt_tokens")
-    completion = raw.get("completion_tokens")
     details = raw.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
-    cached = cached if isinstance(cached, int) else None
-    inp = prompt if isinstance(prompt, int) else None
+    cached = wire_count(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+    inp = wire_count(raw.get("prompt_tokens"))
     if inp is not None and cached:
         inp = max(inp - cached, 0)
-    return Usage(inp, completion if isinstance(completion, int) else None, None, cached)
+    return Usage(inp, wire_count(raw.get("completion_tokens")), None, cached)
+
+
+def content_text(content: object, chunk: object) -> str:
+    """A message's or a delta's ``content``: text, or a list of parts whose ``text`` is
+    joined (as some servers send it); anything else is a protocol error."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif not isinstance(part, Mapping):
+                raise StreamProtocolError("a content part is neither text nor an object", event=chunk)
+        return "".join(parts)
+    raise StreamProtocolError("content is neither text nor a list of parts", event=chunk)
+
+
+def arguments_text(args: object, chunk: object) -> str:
+    """A tool call's ``arguments``: the JSON text, or an object some servers send as it
+    is (written back as JSON text); anything else is a protocol error."""
+    if args is None or isinstance(args, str):
+        return args or ""
+    if isinstance(args, Mapping | list):
+        try:
+            return orjson.dumps(args).decode()
+        except TypeError as e:  # (orjson's refusal of what it cannot write)
+            why = f"tool call arguments cannot be written as JSON: {e}"
+            raise StreamProtocolError(why, event=chunk) from None
+    raise StreamProtocolError("tool call arguments are neither JSON text nor an object", event=chunk)
 
 
 class OpenAIChunkTranslator:
@@ -161,8 +191,8 @@ class OpenAIChunkTranslator:
             if self._kind != "thinking":
                 self._open(out, "thinking", ThinkingBlock())
             out.append(ContentBlockDeltaEvent(self._index, ThinkingDelta(reasoning)))
-        content = delta.get("content")
-        if isinstance(content, str) and content:
+        content = content_text(delta.get("content"), chunk)
+        if content:
             if self._kind != "text":
                 self._open(out, "text", TextBlock())
             out.append(ContentBlockDeltaEvent(self._index, TextDelta(content)))
@@ -179,7 +209,9 @@ class OpenAIChunkTranslator:
             if not isinstance(idx, int):
                 idx = self._tool if self._tool is not None else len(self._closed_tools)
             fn = call.get("function")
-            fn = fn if isinstance(fn, Mapping) else {}
+            if fn is not None and not isinstance(fn, Mapping):
+                raise StreamProtocolError("a tool call's function is not an object", event=chunk)
+            fn = fn or {}
             if self._kind != "tool" or idx != self._tool:
                 if idx in self._closed_tools:
                     raise StreamProtocolError(f"delta for closed tool call {idx}", event=chunk)
@@ -189,8 +221,8 @@ class OpenAIChunkTranslator:
                 )
                 self._open(out, "tool", block)
                 self._tool = idx
-            args = fn.get("arguments")
-            if isinstance(args, str) and args:
+            args = arguments_text(fn.get("arguments"), chunk)
+            if args:
                 out.append(ContentBlockDeltaEvent(self._index, InputJSONDelta(args)))
 
     def done(self) -> list[Event]:

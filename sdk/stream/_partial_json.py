@@ -25,6 +25,11 @@ from ._fast import fast_new
 
 __all__ = ["JSONPrefix", "partial_value"]
 
+# Brackets deeper than this are counted, not stacked: orjson parses no deeper (a view of
+# such a text can never be made), and a server sending megabytes of ``[`` must not make
+# the scan hold an object per bracket.
+MAX_DEPTH = 1024
+
 _OUTSIDE = re.compile(r'[{}\[\],:"]')
 _INSIDE = re.compile(r'["\\]')
 _OPENER = str.maketrans("}]", "{[")
@@ -89,6 +94,7 @@ class JSONPrefix:
     escape_at: int = -1  # offset of an unfinished escape's backslash
     escape_left: int = 0  # characters the unfinished escape still needs
     safe: int = 0
+    deep: int = 0  # brackets open past MAX_DEPTH (counted only; no view while any is)
 
     @property
     def stack(self) -> str:
@@ -111,6 +117,7 @@ class JSONPrefix:
         escape_at = self.escape_at
         escape_left = self.escape_left
         safe = self.safe
+        deep = self.deep
         pos = 0
         if escape_left:
             if escape_left == -1:  # a backslash ended the last delta: is it \u?
@@ -156,16 +163,17 @@ class JSONPrefix:
             if c == '"':
                 in_string = True
                 is_key = expect_key
-            elif c == "{":
-                top = _Open("}", top)
-                expect_key = True
-                safe = base + pos
-            elif c == "[":
-                top = _Open("]", top)
-                expect_key = False
+            elif c == "{" or c == "[":
+                if deep or (top is not None and top.depth >= MAX_DEPTH):
+                    deep += 1
+                else:
+                    top = _Open("}" if c == "{" else "]", top)
+                expect_key = c == "{"
                 safe = base + pos
             elif c == "}" or c == "]":
-                if top is not None:
+                if deep:
+                    deep -= 1
+                elif top is not None:
                     top = top.below
                 expect_key = False
                 safe = base + pos
@@ -174,7 +182,7 @@ class JSONPrefix:
                 expect_key = top is not None and top.closer == "}"
             else:  # ":"
                 expect_key = False
-        return _prefix(base + n, top, expect_key, in_string, is_key, escape_at, escape_left, safe)
+        return _prefix(base + n, top, expect_key, in_string, is_key, escape_at, escape_left, safe, deep)
 
 
 _prefix = fast_new(JSONPrefix)
@@ -186,6 +194,8 @@ def partial_value(text: str, prefix: JSONPrefix) -> Any:
     An open string value is cut (before any unfinished escape) and closed, open brackets
     are closed; a half-written key, number or literal is left out until it completes.
     """
+    if prefix.deep:
+        return None  # nested deeper than any view parses
     if prefix.top is None and not prefix.in_string:
         try:
             return orjson.loads(text)

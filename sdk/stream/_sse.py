@@ -251,7 +251,9 @@ class SSEDecoder:
             elif field == "id":
                 if "\0" not in value:
                     self._last_id = value
-            elif field == "retry" and value.isascii() and value.isdigit():
+            elif field == "retry" and len(value) <= 12 and value.isascii() and value.isdigit():
+                # (Milliseconds: twelve digits are 31 years; a longer run is ignored, not
+                # converted: int() refuses more than 4,300 digits.)
                 self._retry = int(value)
             # any other field is ignored, as the spec says
         return out

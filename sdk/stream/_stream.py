@@ -686,7 +686,10 @@ class MessageStream:
             self._done = True
             err = error_from_transport(e, partial=state.message())
             if err is None:
-                raise
+                # Not the transport's and not ours (a fault the resume met on the way):
+                # the stream broke and could not go on, with what arrived kept.
+                broke = f"the stream broke and its resume failed: {type(e).__name__}: {e}"
+                err = IncompleteStreamError(broke, partial=state.message())
             if err.partial is None:  # the hook's own error (its request's answer): what arrived
                 err.partial = state.message()
             if err is e:

@@ -112,6 +112,22 @@ def test_code_in_a_language_without_a_grammar_is_said_to_be_code() -> None:
     check_chunks(css, got, 16)
 
 
+def test_a_php_file_is_php_not_the_closest_language_the_classifier_knows() -> None:
+    php = (
+        "<?php\n/**\n * Bootstraps the runtime.\n */\nnamespace App;\n\n"
+        "use google\\appengine\\runtime\\ApiProxy;\n\n"
+        "function setup(array $options): void {\n    $proxy = new \\ApiProxy($options['host']);\n"
+        "    ApiProxy::setApiProxy($proxy);\n}\n"
+    ) * 3
+    assert detect_kind(php) == ("code", "content: a PHP open tag")
+    assert detect_kind("\ufeff  <?PHP echo 1;")[0] == "code"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ChunkingWarning)  # no PHP grammar here: prose rules
+        got = chunk(php, max_tokens=16)
+    check_chunks(php, got, 16)
+    assert all(c.language in (None, "php") for c in got)
+
+
 def test_five_megabytes_of_minified_javascript_are_read_from_a_bounded_sample() -> None:
     class Sample(str):
         """Records how far into the text detection reads."""

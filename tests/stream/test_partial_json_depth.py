@@ -16,7 +16,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, TypeVar
 
-from sdk.stream._partial_json import JSONPrefix, partial_value
+from sdk.stream._partial_json import MAX_DEPTH, JSONPrefix, partial_value
 
 T = TypeVar("T")
 
@@ -70,8 +70,30 @@ def test_operations_per_delta_do_not_grow_with_depth() -> None:
         if i == 2 * len(UNIT) - 1:  # every alignment of the unit to a delta seen twice, shallow
             limit = 2 * max(counts) + 20
     assert max(counts) <= 2 * max(counts[: 2 * len(UNIT)]) + 20
-    assert p.stack == "[{[" * 5000
+    # The stack holds what orjson could parse; brackets past that are counted.
+    assert p.stack == ("[{[" * 5000)[:MAX_DEPTH]
+    assert p.deep == 15_000 - MAX_DEPTH
     assert p == JSONPrefix().advance(text)
+    assert partial_value(text, p) is None  # no view of a text nested past the parser's depth
+
+
+def test_brackets_past_the_parsers_depth_hold_no_object_each_and_close_back() -> None:
+    """A megabyte of ``[`` (a server's choice) costs a counter, not a frame per bracket;
+    closing them returns to the stack below, whose view works again."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        p = JSONPrefix().advance('{"a": ').advance("[" * 1_000_000)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert p.deep == 1_000_000 + 1 - MAX_DEPTH
+    assert held < 200_000, held  # MAX_DEPTH frames, not a million
+    text = '{"a": ' + "[" * 1_000_000 + "]" * 1_000_000 + ', "b": "x'
+    q = JSONPrefix().advance(text)
+    assert q.deep == 0 and q.stack == "{" and q.in_string
+    shallow = '{"a": [], "b": "x'
+    assert partial_value(shallow, JSONPrefix().advance(shallow)) == {"a": [], "b": "x"}
 
 
 def _alloc_peak_of_one_advance(depth_units: int) -> int:
