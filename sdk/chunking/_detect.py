@@ -232,6 +232,36 @@ def _looks_like_config(prefix: str) -> bool:
     return keyed >= _CONFIG_MIN_LINES and keyed >= _CONFIG_SHARE * (keyed + other)
 
 
+_DOCKER_INSTRUCTION = re.compile(
+    r"(?:FROM|RUN|CMD|LABEL|MAINTAINER|EXPOSE|ENV|ADD|COPY|ENTRYPOINT|VOLUME|USER|WORKDIR|ARG|ONBUILD"
+    r"|STOPSIGNAL|HEALTHCHECK|SHELL)(?:[ \t]|$)",
+    re.IGNORECASE,
+)
+
+
+def _looks_like_dockerfile(prefix: str) -> bool:
+    """Its first instruction is ``FROM`` or ``ARG`` and most of its instructions (lines
+    that do not go on from a ``\\`` before them) are Dockerfile instructions, at least
+    three: its ``#`` lines are comments and parser directives, not Markdown headings."""
+    first: str | None = None
+    known = other = 0
+    going_on = False
+    for ln in prefix.splitlines()[:200]:
+        line = ln.strip()
+        was_going_on, going_on = going_on, line.endswith("\\")
+        if not line or line.startswith("#") or was_going_on:
+            continue
+        if first is None:
+            first = line
+            if not line[:5].upper().startswith(("FROM ", "ARG ")):
+                return False
+        if _DOCKER_INSTRUCTION.match(line):
+            known += 1
+        else:
+            other += 1
+    return known >= 3 and known >= 4 * other
+
+
 def _markdown_signals(prefix: str) -> int:
     """Headings, fences and other block marks at line starts (``prefix`` led by a
     newline: see _MD_HEADING)."""
@@ -301,6 +331,8 @@ def decide(text: str, language: str | None, filename: str | None) -> tuple[str, 
     # like Markdown headings: as lines of text, like such files found by name.
     if not fenced and _looks_like_config(prefix):
         return "text", "content: line-oriented configuration (keys and values)", None
+    if not fenced and _looks_like_dockerfile(prefix):
+        return "text", "content: Dockerfile instructions", None
     if unnamed is not None and share >= _SURELY_CODE and syntax >= _SYNTAX and not fenced:
         # Code beyond doubt in a language the classifier cannot name: say so
         # (chunking then warns and uses prose rules) rather than call it prose.

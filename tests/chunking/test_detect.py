@@ -128,6 +128,34 @@ def test_a_php_file_is_php_not_the_closest_language_the_classifier_knows() -> No
     assert all(c.language in (None, "php") for c in got)
 
 
+DOCKERFILE = """# syntax=docker/dockerfile:1.6
+ARG PYTHON_VERSION=3.11
+FROM python:${PYTHON_VERSION}-slim AS base
+
+# Install system deps
+RUN apt-get update \\
+ && apt-get install -y --no-install-recommends build-essential curl \\
+ && rm -rf /var/lib/apt/lists/*
+
+## Application layer
+WORKDIR /app
+COPY requirements.txt .
+RUN pip install -r requirements.txt
+COPY . .
+EXPOSE 8000
+CMD ["python", "-m", "app"]
+"""
+
+
+def test_a_dockerfile_without_its_name_is_lines_not_markdown() -> None:
+    assert detect_kind(DOCKERFILE) == ("text", "content: Dockerfile instructions")
+    # Prose that happens to start a line with an instruction's word stays what it was.
+    assert detect_kind("# Title\n\nFROM the start, we run.\n\n## Part\n\nSome text.\n")[0] == "markdown"
+    got = chunk(DOCKERFILE, max_tokens=24)
+    check_chunks(DOCKERFILE, got, 24)
+    assert all(c.path is None for c in got)  # no comment became a heading
+
+
 def test_five_megabytes_of_minified_javascript_are_read_from_a_bounded_sample() -> None:
     class Sample(str):
         """Records how far into the text detection reads."""
