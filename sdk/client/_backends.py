@@ -42,7 +42,7 @@ from ..stream import (
     ToolUseBlock,
     Usage,
 )
-from ..stream._events import parse_block
+from ..stream._events import parse_block, stop_reason
 from ..stream._openai import FINISH_REASONS, arguments_text, content_text, openai_usage
 from ..stream._stream import EventDecoder
 
@@ -164,7 +164,7 @@ class MessagesBackend(Backend):
             _s(body.get("model")),
             _s(body.get("role")) or "assistant",
             blocks,
-            _opt(body.get("stop_reason")),
+            stop_reason(body.get("stop_reason"), _opt(body.get("stop_sequence"))),
             _opt(body.get("stop_sequence")),
             Usage.from_wire(body.get("usage")),
         )

@@ -429,7 +429,10 @@ class ServerApp:
         except Exception:
             log.exception("unexpected error")
             if not started[0]:
-                await send_json(send, 500, error_body("api_error", "internal server error"))
+                failed = HTTPError(500, "api_error", "internal server error")
+                openai = scope["path"] == "/v1/chat/completions"
+                body = openai_error_body(failed) if openai else error_body(failed.error_type, failed.message)
+                await send_json(send, 500, body)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]

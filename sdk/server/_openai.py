@@ -105,7 +105,10 @@ def chat_to_messages(data: Mapping[str, Any]) -> dict[str, Any]:
             raise ChatError(f"{where} is not an object", where)
         role = m.get("role")
         if role in ("system", "developer"):
-            system += [p["text"] for p in _text_parts(m.get("content"), where)]
+            for part in _text_parts(m.get("content"), where):
+                if part["type"] != "text":
+                    raise ChatError(f"{where}: a {role} message holds text only", f"{where}.content")
+                system.append(part["text"])
         elif role == "user":
             add("user", _text_parts(m.get("content"), where))
         elif role == "assistant":
@@ -142,7 +145,9 @@ def chat_to_messages(data: Mapping[str, Any]) -> dict[str, Any]:
     out["messages"] = messages
     if system:
         out["system"] = "\n\n".join(system)
-    mt = data.get("max_completion_tokens", data.get("max_tokens"))
+    mt = data.get("max_completion_tokens")
+    if mt is None:  # (absent or null: max_tokens then, as OpenAI reads them)
+        mt = data.get("max_tokens")
     if mt is None:
         mt = DEFAULT_MAX_TOKENS
     if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
@@ -189,6 +194,12 @@ def _tool_choice(choice: object) -> dict[str, Any]:
     raise ChatError("tool_choice is not one of auto, required, none or a named function", "tool_choice")
 
 
+def completion_id(message_id: str) -> str:
+    """A chat completion's id for a message's: ``chatcmpl-`` before it, unless the engine's
+    id has it already (llama-server's and vLLM's do)."""
+    return message_id if message_id.startswith("chatcmpl-") else "chatcmpl-" + (message_id or "0")
+
+
 def usage(u: Usage) -> dict[str, int]:
     p, c = u.input_tokens or 0, u.output_tokens or 0
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
@@ -226,7 +237,7 @@ class ChunkWriter:
                 return [self._chunk({"tool_calls": [call]})]
             return []
         if isinstance(ev, MessageStartEvent):
-            self.id = "chatcmpl-" + (ev.id or "0")
+            self.id = completion_id(ev.id)
             if ev.model:
                 self.model = ev.model
             self.usage = ev.usage
@@ -275,7 +286,7 @@ def completion(msg: Message, model: str) -> dict[str, Any]:
     if calls:
         message["tool_calls"] = calls
     return {
-        "id": "chatcmpl-" + (msg.id or "0"),
+        "id": completion_id(msg.id),
         "object": "chat.completion",
         "created": int(time.time()),
         "model": msg.model or model,

@@ -95,6 +95,10 @@ def default_max_connections() -> int:
 
 
 _REFUSED = orjson.dumps(error_body("overloaded_error", "the server is at its connection limit; try again"))
+_HEAD_TOO_LARGE = orjson.dumps(error_body("invalid_request_error", "the request head is over 16 KiB"))
+# A request head's bound. h11 bounds only a head still incomplete in its buffer, so a
+# larger head that arrives whole in one read would pass: the bytes are counted here.
+MAX_HEAD_BYTES = 16 * 1024
 _TOO_SLOW = orjson.dumps(error_body("timeout_error", "the request body did not arrive in time"))
 
 
@@ -109,6 +113,8 @@ def bounded_protocol(limits: Limits) -> type[asyncio.Protocol]:
             self._body_timer: asyncio.TimerHandle | None = None
             self._send_timer: asyncio.TimerHandle | None = None
             self._started: object = None  # the request cycle whose head has been seen
+            self._head_bytes = 0  # bytes of the head awaited, so far
+            self._head_tail = b""  # its last three bytes (an end of head across two reads)
 
         # ---- the connection's life ---------------------------------------------------
 
@@ -172,8 +178,33 @@ def bounded_protocol(limits: Limits) -> type[asyncio.Protocol]:
                 # The first byte of the next request on a kept-alive connection: its head
                 # must be complete within head_timeout from now, however it trickles in.
                 self._head_timer = self.loop.call_later(limits.head_timeout, self._head_timed_out)
+            if self._between_requests() and self._head_over(data):
+                self._head_too_large()
+                return
             super().data_received(data)
             self._progress()
+
+        def _head_over(self, data: bytes) -> bool:
+            """Whether the head awaited grows past ``MAX_HEAD_BYTES`` with ``data``."""
+            seen = self._head_tail + data
+            end = seen.find(b"\r\n\r\n")
+            if end >= 0:
+                size = self._head_bytes - len(self._head_tail) + end + 4
+                self._head_bytes, self._head_tail = 0, b""  # the next head counts afresh
+                return size > MAX_HEAD_BYTES
+            self._head_bytes += len(data)
+            self._head_tail = seen[-3:]
+            return self._head_bytes > MAX_HEAD_BYTES
+
+        def _head_too_large(self) -> None:
+            log.info("a request head over %d bytes: 431, the connection is closed", MAX_HEAD_BYTES)
+            head = (
+                b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+                b"connection: close\r\ncontent-length: %d\r\n\r\n" % len(_HEAD_TOO_LARGE)
+            )
+            if not self.transport.is_closing():
+                self.transport.write(head + _HEAD_TOO_LARGE)
+            self._drop()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()

@@ -81,6 +81,92 @@ def check_messages(data: Mapping[str, Any], *, max_tokens: bool) -> None:
         raise _bad(str(e), e.param) from None
     if _too_deep(data, MAX_DEPTH):
         raise _bad(f"the request nests objects and arrays more than {MAX_DEPTH} levels deep")
+    _check_shapes(data)
+
+
+# The Messages API's content blocks a request may carry; a type past these is refused here
+# rather than dropped or failed on by the engine.
+_BLOCK_TYPES = frozenset(
+    {
+        "text",
+        "image",
+        "document",
+        "search_result",
+        "tool_use",
+        "tool_result",
+        "server_tool_use",
+        "web_search_tool_result",
+        "thinking",
+        "redacted_thinking",
+    }
+)
+_TOOL_CHOICES = frozenset({"auto", "any", "tool", "none"})
+
+
+def _check_block(block: Mapping[str, Any], where: str) -> None:
+    kind = block.get("type")
+    if kind not in _BLOCK_TYPES:
+        raise _bad(f"{where}.type: {str(kind)[:40]!r} is not a content block type", "messages")
+    if kind == "text" and not isinstance(block.get("text"), str):
+        raise _bad(f"{where}.text: a text block needs its text (a string)", "messages")
+    if kind in ("image", "document") and not isinstance(block.get("source"), Mapping):
+        raise _bad(f"{where}.source: an {kind} block needs a source (an object)", "messages")
+    if kind == "tool_use" and not (
+        isinstance(block.get("name"), str) and isinstance(block.get("input"), Mapping)
+    ):
+        raise _bad(f"{where}: a tool_use block needs a name and an input object", "messages")
+    if kind == "tool_result":
+        if not isinstance(block.get("tool_use_id"), str):
+            raise _bad(f"{where}.tool_use_id: a tool_result block names its tool_use", "messages")
+        content = block.get("content")
+        if isinstance(content, list):
+            for j, inner in enumerate(content):
+                if not isinstance(inner, Mapping):
+                    raise _bad(f"{where}.content[{j}]: a content block is an object", "messages")
+                _check_block(inner, f"{where}.content[{j}]")
+        elif content is not None and not isinstance(content, str):
+            raise _bad(f"{where}.content: a string or a list of content blocks", "messages")
+
+
+def _check_shapes(data: Mapping[str, Any]) -> None:
+    """What the client's check leaves to the API: at least one message, content blocks of
+    the API's types with their fields, and the shapes of ``system``, ``stop_sequences``,
+    ``tools``, ``tool_choice`` and ``metadata``."""
+    messages = data.get("messages")
+    if not messages:
+        raise _bad("messages: at least one message is required", "messages")
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        if isinstance(content, list | tuple):
+            for j, block in enumerate(content):
+                _check_block(block, f"messages[{i}].content[{j}]")
+    system = data.get("system")
+    text_blocks = isinstance(system, list) and all(
+        isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in system
+    )
+    if system is not None and not isinstance(system, str) and not text_blocks:
+        raise _bad("system: a string or a list of text blocks", "system")
+    stops = data.get("stop_sequences")
+    if stops is not None and not (isinstance(stops, list) and all(isinstance(x, str) for x in stops)):
+        raise _bad("stop_sequences: a list of strings", "stop_sequences")
+    tools = data.get("tools")
+    if tools is not None and not (
+        isinstance(tools, list)
+        and all(isinstance(t, Mapping) and isinstance(t.get("name"), str) for t in tools)
+    ):
+        raise _bad("tools: a list of tools, each with a name", "tools")
+    choice = data.get("tool_choice")
+    if choice is not None and not (isinstance(choice, Mapping) and choice.get("type") in _TOOL_CHOICES):
+        raise _bad("tool_choice: an object whose type is auto, any, tool or none", "tool_choice")
+    if (
+        isinstance(choice, Mapping)
+        and choice.get("type") == "tool"
+        and not isinstance(choice.get("name"), str)
+    ):
+        raise _bad("tool_choice: a tool choice names its tool", "tool_choice")
+    metadata = data.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise _bad("metadata: an object", "metadata")
 
 
 def event_id(value: str) -> tuple[str, int]:

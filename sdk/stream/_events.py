@@ -223,6 +223,15 @@ def _parse_delta(raw: object) -> Delta:
     return UnknownDelta(kind if isinstance(kind, str) else "unknown", dict(raw))
 
 
+def stop_reason(reason: object, stop_sequence: str | None) -> str | None:
+    """A message's ``stop_reason``, or ``None`` where it is not a string: ``stop_sequence``
+    where a stop sequence matched, whatever the engine called it (llama-server's Messages
+    route says ``end_turn`` and names the sequence)."""
+    if not isinstance(reason, str):
+        return None
+    return "stop_sequence" if stop_sequence and reason == "end_turn" else reason
+
+
 def _index(payload: Mapping[str, Any], sse: ServerSentEvent) -> int:
     idx = payload.get("index")
     if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
@@ -276,12 +285,10 @@ def parse_anthropic_event(sse: ServerSentEvent) -> Event:
     if kind == "message_delta":
         delta = payload.get("delta")
         delta = delta if isinstance(delta, Mapping) else _EMPTY
-        reason = delta.get("stop_reason")
         seq = delta.get("stop_sequence")
+        seq = seq if isinstance(seq, str) else None
         return MessageDeltaEvent(
-            reason if isinstance(reason, str) else None,
-            seq if isinstance(seq, str) else None,
-            Usage.from_wire(payload.get("usage")),
+            stop_reason(delta.get("stop_reason"), seq), seq, Usage.from_wire(payload.get("usage"))
         )
     if kind == "message_start":
         msg = payload.get("message")

@@ -166,6 +166,27 @@ def test_a_body_that_stalls_is_answered_408_and_closed(fast: str) -> None:
     assert b"timeout_error" in answer and b"connection: close" in answer.lower()
 
 
+@pytest.mark.parametrize("pieces", [1, 7])
+def test_a_request_head_over_16_kib_is_431_whether_it_arrives_whole_or_in_pieces(
+    fast: str, pieces: int
+) -> None:
+    head = b"GET /health HTTP/1.1\r\nhost: seam\r\n" + b"x-pad: " + b"a" * 20_000 + b"\r\n\r\n"
+    with connect(fast) as s:
+        step = -(-len(head) // pieces)
+        try:
+            for i in range(0, len(head), step):
+                s.sendall(head[i : i + step])
+        except OSError:  # reset once it was answered: closed
+            pass
+        answer = read_to_end(s)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:80]
+    # A head under the bound, then a second one on the same connection, are answered.
+    with connect(fast) as s:
+        for _ in range(2):
+            s.sendall(b"GET /health HTTP/1.1\r\nhost: seam\r\nx-pad: " + b"a" * 15_000 + b"\r\n\r\n")
+            assert read_response(s).startswith(b"HTTP/1.1 200 ")
+
+
 def test_a_kept_alive_connection_left_idle_is_closed(fast: str) -> None:
     with connect(fast) as s:
         s.sendall(b"GET /health HTTP/1.1\r\nhost: seam\r\n\r\n")

@@ -159,12 +159,134 @@ def test_chat_request_translation() -> None:
             },
             "messages[0].tool_calls",
         ),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "system",
+                        "content": [{"type": "image_url", "image_url": {"url": "http://x/a.png"}}],
+                    },
+                    {"role": "user", "content": "x"},
+                ]
+            },
+            "messages[0].content",
+        ),
     ],
 )
 def test_chat_requests_the_engine_cannot_take_are_named(request_: dict[str, Any], param: str) -> None:
     with pytest.raises(ChatError) as info:
         chat_to_messages(request_)
     assert info.value.param == param
+
+
+def test_a_null_max_completion_tokens_leaves_max_tokens_in_force() -> None:
+    base = {"messages": [{"role": "user", "content": "x"}]}
+    assert chat_to_messages({**base, "max_completion_tokens": None, "max_tokens": 4})["max_tokens"] == 4
+    assert chat_to_messages({**base, "max_completion_tokens": 7, "max_tokens": 4})["max_tokens"] == 7
+
+
+_OK: dict[str, Any] = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+
+
+@pytest.mark.parametrize(
+    ("change", "param"),
+    [
+        ({"messages": []}, "messages"),
+        ({"messages": [{"role": "user", "content": [{"type": "text"}]}]}, "messages"),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}, "messages"),
+        ({"messages": [{"role": "user", "content": [{"type": "banana"}]}]}, "messages"),
+        ({"messages": [{"role": "user", "content": [{"type": "image"}]}]}, "messages"),
+        (
+            {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": 1}]}]},
+            "messages",
+        ),
+        (
+            {
+                "messages": [
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [1]}]}
+                ]
+            },
+            "messages",
+        ),
+        ({"system": 5}, "system"),
+        ({"system": [{"type": "image", "source": {}}]}, "system"),
+        ({"stop_sequences": "x"}, "stop_sequences"),
+        ({"tools": "x"}, "tools"),
+        ({"tools": [{"description": "no name"}]}, "tools"),
+        ({"tool_choice": "banana"}, "tool_choice"),
+        ({"tool_choice": {"type": "tool"}}, "tool_choice"),
+        ({"metadata": "x"}, "metadata"),
+    ],
+)
+def test_requests_the_api_refuses_are_400s_naming_the_field(change: dict[str, Any], param: str) -> None:
+    from sdk.server._http import HTTPError
+    from sdk.server._validate import check_messages
+
+    with pytest.raises(HTTPError) as info:
+        check_messages({**_OK, **change}, max_tokens=True)
+    assert info.value.status == 400 and info.value.param == param
+
+
+def test_requests_of_every_lawful_shape_pass_the_checks() -> None:
+    from sdk.server._validate import check_messages
+
+    image = {"type": "image", "source": {"type": "url", "url": "http://x/a.png"}}
+    check_messages(
+        {
+            **_OK,
+            "system": [{"type": "text", "text": "be brief"}],
+            "stop_sequences": ["\n\n"],
+            "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+            "tool_choice": {"type": "tool", "name": "f"},
+            "metadata": {"user_id": "u"},
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "hi"}, image]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]},
+            ],
+        },
+        max_tokens=True,
+    )
+    out = chat_to_messages(
+        {
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "q"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": "t", "function": {"name": "f", "arguments": "{}"}}],
+                },
+                {"role": "tool", "tool_call_id": "t", "content": "r"},
+            ],
+            "tools": [{"type": "function", "function": {"name": "f"}}],
+            "tool_choice": "required",
+            "stop": "x",
+        }
+    )
+    check_messages({**out, "model": "m"}, max_tokens=True)  # the translation passes too
+
+
+def test_a_matched_stop_sequence_is_the_stop_reason_whatever_the_engine_called_it() -> None:
+    (delta,) = _events(
+        [
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": "France"},
+                "usage": {},
+            }
+        ]
+    )
+    assert (delta.stop_reason, delta.stop_sequence) == ("stop_sequence", "France")
+    (plain,) = _events([{"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}])
+    assert plain.stop_reason == "end_turn"
+
+
+def test_completion_ids_are_not_prefixed_twice() -> None:
+    from sdk.server._openai import completion_id
+
+    assert completion_id("chatcmpl-abc") == "chatcmpl-abc"
+    assert completion_id("msg_1") == "chatcmpl-msg_1"
+    assert completion_id("") == "chatcmpl-0"
 
 
 def _events(raw: list[dict[str, Any]]) -> list[Any]:
