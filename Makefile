@@ -12,7 +12,7 @@ CHROMIUM := /usr/bin/chromium
 # for Debian 12): installed when missing and we are root.
 REDIS_SERVER := /usr/bin/redis-server
 
-.PHONY: demo test test-fast test-interpreted test-vllm test-vllm-cpu sanitize lint typecheck docs bench clean
+.PHONY: demo test test-beside test-fast test-interpreted test-vllm test-vllm-cpu sanitize lint typecheck docs bench clean
 
 $(STAMP): pyproject.toml setup.py sdk/chunking/_native.c sdk/chunking/_kernels.c sdk/chunking/_scan.h sdk/chunking/_prose.h sdk/chunking/_guard.c
 	$(PYTHON) -m venv $(VENV)
@@ -33,14 +33,22 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-# The chunking suite interpreted and under the sanitizers runs two at a time (neither is
-# timed, and the sanitized one works in its own copy of the tree), each one's output kept
-# apart where make can (GNU make 4).
+# make test runs in two phases. First, two at a time (make -j2, each one's output kept
+# apart where make can: GNU make 4), what no wall clock bounds: the chunking suite and
+# fuzzing under the sanitizers (in their own copy of the tree), beside ruff, mypy, the
+# docs, the chunking suite interpreted, the tests that need no llama-server and the built
+# wheel and sdist. Then, alone on the machine, the tests against a real llama-server,
+# whose latency bounds are wall-clock. The chunking suite runs on the compiled parts
+# under the sanitizers and without them interpreted: not a third time.
 SYNC := $(if $(filter output-sync,$(.FEATURES)),--output-sync=target)
 
-test: lint typecheck docs $(CHROMIUM) $(REDIS_SERVER)
-	$(VENV)/bin/pytest -q
-	$(MAKE) -j2 $(SYNC) test-interpreted sanitize
+test: $(STAMP) $(CHROMIUM) $(REDIS_SERVER)
+	$(MAKE) -j2 $(SYNC) sanitize test-beside
+	$(VENV)/bin/pytest -q -m llama
+
+test-beside: lint typecheck docs
+	SEAM_INTERPRETED=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/chunking
+	$(VENV)/bin/pytest -q -p no:cacheprovider -m "not llama" --ignore=tests/chunking
 	$(PY) tests/package/check.py  # the built wheel and sdist in bare virtual environments
 
 # Everything but the tests that need a real llama-server: minutes, for a quick check
