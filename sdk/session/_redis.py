@@ -20,10 +20,18 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from ._store import SessionFileError, conflict, decode_document, encode_document
-from ._stores import SessionNotFound, SessionStore, SessionStoreError, _check_base, check_session_id
+from ._stores import (
+    SessionNotFound,
+    SessionStore,
+    SessionStoreError,
+    _check_base,
+    check_session_id,
+    stored_bytes,
+    stored_version,
+)
 
 if TYPE_CHECKING:
     import redis
@@ -68,8 +76,34 @@ class RedisURL:
     prefix: str | None
 
 
+def _quoted_userinfo(url: str) -> str:
+    """``url`` with its user and password percent-encoded as they are written: a password
+    made by base64 holds ``/``, ``+`` and ``=``, and a raw ``/`` or ``?`` in it would end
+    the authority early (the password then read as a host, a port or a path). The
+    userinfo ends at the last ``@`` of the URL."""
+    scheme, sep, rest = url.partition("://")
+    at = rest.rfind("@")
+    if not sep or at < 0:
+        return url
+    user, colon, password = rest[:at].partition(":")
+    userinfo = quote(unquote(user), safe="") + (colon + quote(unquote(password), safe="") if colon else "")
+    return f"{scheme}://{userinfo}@{rest[at + 1 :]}"
+
+
 def parse_redis_url(url: str) -> RedisURL:
-    parts = urlsplit(url)
+    """The parts of a Valkey/Redis URL; a malformed one is a :class:`SessionStoreError`
+    that repeats none of its authority (where a password is)."""
+    try:
+        return _parse_redis_url(url)
+    except ValueError:
+        shown = url.partition("://")[0][:16]
+        raise SessionStoreError(
+            f"not a Valkey/Redis URL ({shown}://...): expected redis://[:password@]host[:port][/db]"
+        ) from None
+
+
+def _parse_redis_url(url: str) -> RedisURL:
+    parts = urlsplit(_quoted_userinfo(url))
     scheme = {"valkey": "redis", "valkeys": "rediss"}.get(parts.scheme.lower(), parts.scheme.lower())
     query = parse_qsl(parts.query, keep_blank_values=True)
     prefix = next((v for k, v in query if k == "prefix"), None)
@@ -154,8 +188,8 @@ class RedisStore(SessionStore):
         where = self.where(session_id)
         if data is None:
             raise SessionNotFound(f"{where}: no such session", path=where, session_id=session_id)
-        doc = decode_document(bytes(data), where)
-        if version is None or int(version) != doc["version"]:
+        doc = decode_document(stored_bytes(data, where), where)
+        if version is None or stored_version(version, where) != doc["version"]:
             raise SessionFileError(
                 f"{where}: the hash's version {version!r} is not its document's {doc['version']}", path=where
             )
@@ -175,7 +209,7 @@ class RedisStore(SessionStore):
         key = self._key(session_id)
         with self._errors():
             v = self._client.hget(key, "version")
-        return 0 if v is None else int(v)
+        return 0 if v is None else stored_version(v, self.where(session_id))
 
     def delete(self, session_id: str, *, version: int | None = None) -> bool:
         key = self._key(session_id)
@@ -188,6 +222,7 @@ class RedisStore(SessionStore):
         return result == 1
 
     def close(self) -> None:
+        self.closed = True
         with self._errors():
             self._client.close()
 

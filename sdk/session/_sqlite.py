@@ -19,7 +19,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ._store import SessionFileError, conflict, decode_document, encode_document
-from ._stores import SessionNotFound, SessionStore, SessionStoreError, _check_base, check_session_id
+from ._stores import (
+    SessionNotFound,
+    SessionStore,
+    SessionStoreError,
+    _check_base,
+    check_session_id,
+    stored_bytes,
+    stored_version,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -72,7 +80,7 @@ class SQLiteStore(SessionStore):
 
     def _stored_version(self, db: sqlite3.Connection, session_id: str) -> int:
         row = db.execute("SELECT version FROM seam_sessions WHERE id = ?", (session_id,)).fetchone()
-        return 0 if row is None else int(row[0])
+        return 0 if row is None else stored_version(row[0], self.where(session_id))
 
     def load(self, session_id: str) -> dict[str, Any]:
         check_session_id(session_id)
@@ -83,8 +91,8 @@ class SQLiteStore(SessionStore):
         where = self.where(session_id)
         if row is None:
             raise SessionNotFound(f"{where}: no such session", path=where, session_id=session_id)
-        doc = decode_document(bytes(row[1]), where)
-        if doc["version"] != row[0]:
+        doc = decode_document(stored_bytes(row[1], where), where)
+        if doc["version"] != stored_version(row[0], where):
             raise SessionFileError(
                 f"{where}: the row's version {row[0]} is not its document's {doc['version']}", path=where
             )
@@ -123,6 +131,7 @@ class SQLiteStore(SessionStore):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            self.closed = True
 
     def list(self) -> builtins.list[str]:
         with self._lock, self._errors():

@@ -26,12 +26,12 @@ import contextlib
 import hashlib
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .._errors import SessionNotFound, SessionStoreError
+from .._errors import SessionError, SessionNotFound, SessionStoreError
 from ._store import SessionConflict, SessionFileError, read_document, save_document
 
 __all__ = [
@@ -59,11 +59,38 @@ def check_session_id(session_id: object) -> str:
     size = len(session_id.encode("utf-8", "surrogatepass"))
     if not 0 < size <= MAX_ID_BYTES:
         raise ValueError(f"a session id has 1 to {MAX_ID_BYTES} bytes, got {size}")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("a session id is UTF-8: a lone surrogate is not (no store could name it)") from None
     if session_id in (".", "..") or any(c in "/\\" or ord(c) < 32 or ord(c) == 127 for c in session_id):
         raise ValueError(
             f"{session_id!r} is not a session id (no '/', '\\\\', control characters, '.', '..')"
         )
     return session_id
+
+
+def stored_version(value: object, where: str) -> int:
+    """A version as a store's row or hash holds it (an integer, or its ASCII digits);
+    anything else (a row edited by hand) is a :class:`SessionFileError` naming ``where``."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, bytes | str) and 0 < len(value) <= 20 and value.isascii() and value.isdigit():
+        return int(value)
+    shown = repr(value)[:40]
+    raise SessionFileError(f"{where}: the stored version {shown} is not a version number", path=where)
+
+
+def stored_bytes(value: object, where: str) -> bytes:
+    """A stored document's bytes (a row edited by hand may hold it as text)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+    raise SessionFileError(f"{where}: the stored document is not text or bytes", path=where)
 
 
 def _check_base(base_version: object) -> int:
@@ -116,8 +143,12 @@ class SessionStore(abc.ABC):
         """One name per stored session (two stores on the same data give the same one)."""
         return self.where(session_id)
 
+    # Set by ``close`` where it releases connections: open_store then opens the URL anew.
+    closed = False
+
     def close(self) -> None:  # noqa: B027 - stores without connections have nothing to close
-        """Release connections (the store may not be used afterwards)."""
+        """Release connections (the store may not be used afterwards; ``open_store`` of
+        its URL gives a new one)."""
 
     def __enter__(self) -> SessionStore:
         return self
@@ -176,10 +207,23 @@ class FileStore(SessionStore):
     def location(self, session_id: str) -> str:
         return self.path_of(session_id)
 
+    @contextlib.contextmanager
+    def _os_errors(self, session_id: str) -> Iterator[None]:
+        """What the file system refuses (a full disk, a name too long, a directory where
+        the file should be, no permission), as the store's error, as the other stores
+        give theirs."""
+        try:
+            yield
+        except (FileNotFoundError, SessionError):
+            raise
+        except OSError as e:
+            raise SessionStoreError(f"{self.where(session_id)}: {e.strerror or type(e).__name__}") from None
+
     def load(self, session_id: str) -> dict[str, Any]:
         path = self.path_of(session_id)
         try:
-            return read_document(path)
+            with self._os_errors(session_id):
+                return read_document(path)
         except FileNotFoundError:
             where = self.where(session_id)
             raise _FileNotFound(f"{where}: no such session file", path=where, session_id=session_id) from None
@@ -188,10 +232,11 @@ class FileStore(SessionStore):
 
     def save(self, session_id: str, document: Mapping[str, Any], base_version: int) -> int:
         path = self.path_of(session_id)
-        if self._single is None:
-            os.makedirs(self.directory, exist_ok=True)
         try:
-            return save_document(path, dict(document), _check_base(base_version))
+            with self._os_errors(session_id):
+                if self._single is None:
+                    os.makedirs(self.directory, exist_ok=True)
+                return save_document(path, dict(document), _check_base(base_version))
         except SessionConflict as e:
             e.session_id = session_id
             raise
@@ -215,7 +260,9 @@ class FileStore(SessionStore):
         from ._store import _locked, conflict  # the file's own lock, as save_document takes it
 
         path = self.path_of(session_id)
-        with _locked(path):
+        if not os.path.isdir(os.path.dirname(path)):
+            return False  # (no directory: no session, and no lock file to make in it)
+        with self._os_errors(session_id), _locked(path):
             try:
                 on_disk = int(read_document(path)["version"])
             except FileNotFoundError:
@@ -271,7 +318,7 @@ def open_store(target: str | os.PathLike[str] | SessionStore) -> SessionStore:
     key = (os.getpid(), hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
     with _opened_lock:
         store = _opened.get(key)
-        if store is None:
+        if store is None or store.closed:
             store = _opened[key] = _open(text)
         return store
 

@@ -9,6 +9,8 @@ question, and it remembers which turns must move together (a ``tool_use`` and th
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any, Literal
@@ -82,19 +84,71 @@ def block_tokens(block: Mapping[str, Any], encoding: EncodingSpec = DEFAULT_ENCO
         return sum(block_tokens(b, encoding) for b in inner if isinstance(b, Mapping)) + 2
     if kind == "thinking":
         return count_tokens(str(block.get("thinking", "")), encoding)
+    if kind == "image":
+        # The API scales an image to about 1.15 megapixels at most and charges a token a
+        # 750 pixels: its base64 says nothing of that, and counted as text it came to about
+        # 500 times the cost (a 1 MB image, 910,000 tokens).
+        return IMAGE_TOKENS
+    if kind == "document":
+        source = block.get("source")
+        if isinstance(source, Mapping):
+            if source.get("type") == "text":
+                return count_tokens(str(source.get("data", "")), encoding)
+            pages = _pdf_pages(source)
+            if pages:
+                return pages * PDF_PAGE_TOKENS
     return count_tokens(orjson.dumps(block, option=orjson.OPT_SORT_KEYS).decode(), encoding)
+
+
+# Bounds on what the Messages API charges for an image (its largest size, 1.15
+# megapixels, at 750 pixels a token) and for a PDF page (its text and its picture).
+IMAGE_TOKENS = 1600
+PDF_PAGE_TOKENS = 3200
+
+
+def _pdf_pages(source: Mapping[str, Any]) -> int:
+    """The pages of a base64 PDF (its ``/Type /Page`` objects), 0 where it is not one."""
+    data = source.get("data")
+    if source.get("type") != "base64" or not isinstance(data, str):
+        return 0
+    try:
+        raw = base64.b64decode(data, validate=False)
+    except ValueError:
+        return 0
+    if not raw.startswith(b"%PDF"):
+        return 0
+    return len(_PDF_PAGE.findall(raw))
+
+
+_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
+
+
+def check_text(text: str, what: str) -> None:
+    """A ``ValueError`` where ``text`` holds a lone surrogate: no API takes it and no store
+    can save it, so it is refused when it is added, not at the next save."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{what} holds a lone surrogate at offset {e.start}: it is not UTF-8") from None
 
 
 def normalize_content(content: str | Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
     """A string becomes one text block; blocks are copied so later edits by the caller
     cannot change the log behind its estimates."""
     if isinstance(content, str):
+        check_text(content, "the text")
         return ({"type": "text", "text": content},)
     blocks = []
     for i, b in enumerate(content):
         if not isinstance(b, Mapping) or not isinstance(b.get("type"), str):
-            raise TypeError(f"a content block must be a mapping with a 'type' string, got {b!r}")
-        copy = orjson.loads(orjson.dumps(b))  # deep copy, and proof it serializes
+            # (Its type only: a block may hold a key, or megabytes.)
+            raise TypeError(
+                f"content[{i}]: a content block is a mapping with a 'type' string, not {type(b).__name__}"
+            )
+        try:
+            copy = orjson.loads(orjson.dumps(b))  # deep copy, and proof it serializes
+        except TypeError as e:  # (orjson's message names the problem, never the value)
+            raise TypeError(f"content[{i}]: {e}") from None
         try:
             check_block(copy, f"content[{i}]")  # what a saved session is checked against on load
         except DocumentError as e:

@@ -147,7 +147,7 @@ def test_list_and_delete(url: str) -> None:
     assert store.list() == ["c-ü.1"]
 
 
-@pytest.mark.parametrize("bad", ["", ".", "..", "a/b", "a\\b", "a\nb", "x" * 201])
+@pytest.mark.parametrize("bad", ["", ".", "..", "a/b", "a\\b", "a\nb", "x" * 201, "a\ud800b", "a\udc80b"])
 def test_session_ids_follow_one_rule(url: str, bad: str) -> None:
     with pytest.raises(ValueError):
         _session().save(url, bad)
@@ -329,6 +329,74 @@ def test_credentials_never_reach_a_message(redis_url: str) -> None:
     with pytest.raises(SessionStoreError) as e:
         closed.list()
     assert "s3cret-pw" not in str(e.value) and isinstance(e.value, OSError)
+
+
+@pytest.mark.parametrize("password", ["Zm9vYmFy/K9q+w==", "/K9qZm9v?x#y+w==", "p@ss:w/rd"])
+def test_a_password_with_url_characters_is_never_shown_and_reaches_the_server(
+    redis_url: str, password: str
+) -> None:
+    """Base64 passwords hold ``/``, ``+`` and ``=``: written raw in the URL, the password
+    still goes to the server as written (the server refuses it: no such user), and no part
+    of it is shown."""
+    port = redis_url.rsplit(":", 1)[1].split("/")[0]
+    store = RedisStore(f"redis://nobody:{password}@127.0.0.1:{port}/0")
+    assert store.url == f"redis://127.0.0.1:{port}/0"
+    with pytest.raises(SessionStoreError) as e:
+        store.version("x")
+    assert "AuthenticationError" in str(e.value) or "WRONGPASS" in str(e.value)
+    shown = str(e.value) + repr(e.value) + repr(store) + store.where("x")
+    assert not any(
+        part in shown for part in password.replace("?", "/").replace("#", "/").split("/") if len(part) > 2
+    )
+    with pytest.raises(SessionStoreError) as bad:
+        RedisStore(f"redis://:{password}@127.0.0.1:notaport/0")
+    assert password not in str(bad.value)
+
+
+def test_rows_edited_by_hand_are_named_errors(url: str, redis_url: str) -> None:
+    store = fresh(url)
+    _session().save(store, "c")
+    if isinstance(store, FileStore):
+        pytest.skip("a file has no version column")
+    if isinstance(store, SQLiteStore):
+        with sqlite3.connect(store.path) as db:
+            db.execute("UPDATE seam_sessions SET version = 'abc'")
+    else:
+        assert isinstance(store, RedisStore)
+        redis.Redis.from_url(redis_url).hset(f"{store.prefix}c", "version", b"1.5")
+    for call in (lambda: store.load("c"), lambda: store.version("c")):
+        with pytest.raises(SessionFileError, match="not a version number"):
+            call()
+
+
+def test_a_document_a_hand_edit_left_as_text_still_loads(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = fresh(url)
+    _session().save(store, "c")
+    assert isinstance(store, SQLiteStore)
+    with sqlite3.connect(store.path) as db:  # what an UPDATE from the sqlite3 shell leaves
+        db.execute("UPDATE seam_sessions SET document = CAST(document AS TEXT)")
+    assert Session.load(store, "c").version == 1
+
+
+def test_what_the_file_system_refuses_is_the_stores_error(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "d")
+    assert store.delete("x") is False  # no directory: nothing to delete, no lock file made
+    assert not (tmp_path / "d").exists()
+    (tmp_path / "d" / "x.json").mkdir(parents=True)  # a directory where the file should be
+    with pytest.raises(SessionStoreError):
+        store.load("x")
+    with pytest.raises(SessionStoreError):
+        _session().save(store, "x")
+
+
+def test_a_closed_store_is_opened_again_by_its_url(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    _session().save(url, "a")
+    with open_store(url) as st:
+        assert st.list() == ["a"]
+    assert open_store(url).list() == ["a"]
+    assert Session.load(url, "a").version == 1
 
 
 def _closed_port() -> int:

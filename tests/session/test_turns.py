@@ -149,3 +149,44 @@ def log_content(content: Any) -> Any:
     from sdk.session._turns import normalize_content
 
     return normalize_content(content)
+
+
+def test_a_lone_surrogate_is_refused_when_added_not_at_the_next_save() -> None:
+    from sdk.session._turns import normalize_content
+
+    with pytest.raises(ValueError, match="lone surrogate at offset 3"):
+        normalize_content("caf\udce9")
+    with pytest.raises(TypeError, match=r"content\[0\]"):
+        normalize_content([{"type": "text", "text": "caf\udce9"}])
+
+
+def test_a_refused_block_is_named_not_repeated() -> None:
+    from sdk.session._turns import normalize_content
+
+    secret = "sk-ant-api03-" + "k" * 40
+    with pytest.raises(TypeError) as e:
+        normalize_content([{"text": secret + "x" * 1_000_000}])  # no 'type'
+    assert secret not in str(e.value) and len(str(e.value)) < 200
+
+
+def test_images_and_pdfs_are_estimated_by_what_the_api_charges_not_their_base64() -> None:
+    import base64
+
+    from sdk.session._turns import IMAGE_TOKENS, PDF_PAGE_TOKENS, block_tokens
+
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "A" * 1_000_000},
+    }
+    assert block_tokens(image) == IMAGE_TOKENS
+    pdf = b"%PDF-1.4\n" + b"1 0 obj << /Type /Pages /Count 2 >>\n" + b"2 0 obj << /Type /Page >>\n" * 2
+    doc = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": base64.b64encode(pdf).decode()},
+    }
+    assert block_tokens(doc) == 2 * PDF_PAGE_TOKENS
+    text_doc = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "hello world"},
+    }
+    assert block_tokens(text_doc) == 2
