@@ -255,6 +255,14 @@ class OpenAIEventDecoder:
         self.sse = SSEDecoder(max_event_bytes=max_event_bytes)
         self.translator = OpenAIChunkTranslator()
 
+    def for_replay(self) -> OpenAIEventDecoder:
+        """A decoder for a new body that goes on with this message (a reattach's events
+        after the last one received): new SSE framing, the same translation state, so
+        its first chunk is no second message start."""
+        fresh = OpenAIEventDecoder(max_event_bytes=self.sse.max_event_bytes)
+        fresh.translator = self.translator
+        return fresh
+
     def _events(self, sses: list[Any]) -> list[Event]:
         out: list[Event] = []
         for sse in sses:

@@ -68,6 +68,7 @@ class SSEDecoder:
         "_bom_done",
         "_data",
         "_data_size",
+        "_dispatched_id",
         "_event",
         "_last_id",
         "_parts",
@@ -93,11 +94,15 @@ class SSEDecoder:
         self._data_size = 0
         self._event = ""
         self._last_id = ""
+        self._dispatched_id = ""
         self._retry: int | None = None
 
     @property
     def last_event_id(self) -> str:
-        return self._last_id
+        """The id of the last event dispatched, what a reconnection sends as
+        ``Last-Event-ID`` (as EventSource's does): the ``id:`` line of an event cut short
+        does not count, or a server would resume after an event never delivered."""
+        return self._dispatched_id
 
     @property
     def retry(self) -> int | None:
@@ -211,6 +216,8 @@ class SSEDecoder:
             lines = last.split("\n")
             lines.pop()
             out += self._lines(lines)
+        if out:
+            self._dispatched_id = out[-1].id
         return out
 
     def _lines(self, lines: list[str]) -> list[ServerSentEvent]:
@@ -256,4 +263,6 @@ class SSEDecoder:
                 # converted: int() refuses more than 4,300 digits.)
                 self._retry = int(value)
             # any other field is ignored, as the spec says
+        if out:
+            self._dispatched_id = out[-1].id
         return out

@@ -405,13 +405,18 @@ class MessageStream:
         assert buf is not None
         decoder = self._decoder_now
         if decoder is None or not upstream.continues:
-            decoder = self._decoder_now = self._decoder()
+            # A replay of the events after the last one received is the same message in a
+            # new body: a decoder that keeps state across events (OpenAI's chunks, whose
+            # translation opens the message once) goes on from where it was.
+            for_replay = getattr(decoder, "for_replay", None) if upstream.replay else None
+            decoder = self._decoder_now = for_replay() if for_replay is not None else self._decoder()
             self._fed = 0
         observer = self._observer
         pending = 0
         resumable = True  # between blocks or inside a text block: a prefill can continue it
         finished = False
         errored = False
+        stopped = False  # message_stop arrived: the message is whole
         end: _End | BaseException | None = None
         done = self._pump_done = anyio.Event()
         scope = self._reader = anyio.CancelScope()
@@ -452,6 +457,7 @@ class MessageStream:
                         ):
                             finished = True
                             errored = errored or isinstance(ev, ErrorEvent)
+                            stopped = stopped or isinstance(ev, MessageStopEvent)
                     if out or progress:
                         self._progress += 1
                     if out and observer is not None:
@@ -496,6 +502,10 @@ class MessageStream:
                     end = _End(stalled=False)
         except Exception as e:
             end = error_from_transport(e) or e
+            if stopped and isinstance(end, APIConnectionError | APITimeoutError):
+                # The message was whole (message_stop arrived); only the body's own end,
+                # its last chunk, was lost: nothing is missing.
+                end = _End(stalled=False)
         finally:
             if self._reader is scope:
                 self._reader = None
@@ -512,7 +522,7 @@ class MessageStream:
                         await closer()
                     await upstream.aclose()
                 except Exception as e:  # closing a broken connection may fail; report it
-                    if isinstance(end, _End) and not end.stalled:
+                    if isinstance(end, _End) and not end.stalled and not stopped:
                         end = error_from_transport(e) or e
                 # We left the body (a stall cut, a preemption, the idle timeout, an abort, the
                 # consumer gone): a server that keeps streams would go on generating. A broken

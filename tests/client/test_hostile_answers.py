@@ -294,3 +294,24 @@ def test_signature_and_citation_deltas_cost_a_cell_each() -> None:
         state2 = apply(state2, ContentBlockDeltaEvent(0, CitationsDelta({"n": i})))
     assert state2.open is not None and state2.open.citations == ({"n": 0}, {"n": 1}, {"n": 2})
     assert before.open is not None and before.open.citations == ()  # earlier states keep theirs
+
+
+@pytest.mark.parametrize("backend", ["messages", "openai"])
+async def test_a_whole_message_whose_body_loses_only_its_last_chunk_is_whole(backend: str) -> None:
+    """message_stop arrived, then the connection closed before the chunked body's end:
+    nothing is missing, so the stream ends as it would have."""
+    from .fault_server import events_for
+
+    async def handler(req: Request, reply: Reply) -> None:
+        await reply.start()
+        for event in events_for(backend, ["whole ", "answer"]):
+            await reply.chunk(event)
+        # no reply.end(): the connection closes without the last chunk
+
+    async with fault_server(handler) as server:
+        url = server.url if backend == "messages" else server.url + "/v1"
+        async with client(url, backend=backend) as c, c.stream(model="m", max_tokens=5, messages=MSG) as s:
+            with anyio.fail_after(DEADLINE):
+                m = await s.final_message()
+    assert m.text == "whole answer"
+    assert len(server.requests) == 1  # not sent again

@@ -156,3 +156,24 @@ def test_comments_and_garbage_lines_between_chunks() -> None:
         noisy += b": keep-alive\n" if i % 2 else b"junk line\nretry: 3000\n"
         noisy += frame + b"\n\n"
     assert three_ways(OpenAIEventDecoder, bytes(noisy)) == three_ways(OpenAIEventDecoder, clean)
+
+
+def test_a_replayed_body_goes_on_with_the_same_message() -> None:
+    """A reattach's body (the chunks after the last one received) is the same message: its
+    first chunk is no second message start."""
+    import orjson
+
+    from sdk.stream import MessageStartEvent
+    from sdk.stream._openai import OpenAIEventDecoder
+
+    def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return b"data: " + orjson.dumps({"id": "c", "model": "m", "choices": [choice]}) + b"\n\n"
+
+    first = OpenAIEventDecoder()
+    events = first.feed(chunk({"role": "assistant", "content": "Hel"}))
+    assert isinstance(events[0], MessageStartEvent)
+    replay = first.for_replay()
+    more = replay.feed(chunk({"content": "lo"}) + chunk({}, "stop") + b"data: [DONE]\n\n")
+    assert not any(isinstance(e, MessageStartEvent) for e in more)
+    assert [type(e).__name__ for e in more][-1] == "MessageStopEvent"

@@ -145,3 +145,18 @@ def test_cr_lf_and_characters_split_at_every_point() -> None:
     for i in range(len(data) + 1):
         for j in range(i, len(data) + 1):
             assert _decode([data[:i], data[i:j], data[j:]]) == whole
+
+
+def test_the_last_event_id_is_the_last_dispatched_events() -> None:
+    """A reconnection resumes after the last event delivered: the ``id:`` line of an event
+    cut short must not count, or a server resumes after an event never delivered."""
+    from sdk.stream._sse import SSEDecoder
+
+    dec = SSEDecoder()
+    assert [e.data for e in dec.feed(b"id: s:1\ndata: one\n\nid: s:2\ndata: tw")] == ["one"]
+    assert dec.last_event_id == "s:1"
+    dec.flush()  # the body ended there: the cut event is dropped
+    assert dec.last_event_id == "s:1"
+    again = SSEDecoder()
+    again.feed(b"id: s:1\r\ndata: one\r\n\r\nid: s:2\r\n")  # CRLF: the line-by-line path
+    assert again.last_event_id == "s:1"
