@@ -654,6 +654,10 @@ class MessageStream:
         tg = self._tg
         assert tg is not None
         self._count_resume(why)
+        # Nothing arrived to continue from: the request goes again, so a server that kept
+        # the broken one (llama-server's conversation) is told to stop it first, or two
+        # generations would hold two slots for one answer.
+        await self._stop_orphan()
         try:
             upstream = await self._open()
         except Exception as e:

@@ -315,3 +315,36 @@ async def test_a_whole_message_whose_body_loses_only_its_last_chunk_is_whole(bac
                 m = await s.final_message()
     assert m.text == "whole answer"
     assert len(server.requests) == 1  # not sent again
+
+
+async def test_a_request_sent_again_before_its_first_event_stops_the_first_generation() -> None:
+    """On llama-server (streams kept by conversation), a break after the answer's head but
+    before its first event sends the request again: the first conversation, still
+    generating there, is stopped first, not left to hold a second slot."""
+    from .fault_server import events_for
+
+    posts = 0
+
+    async def handler(req: Request, reply: Reply) -> None:
+        nonlocal posts
+        if req.method == "DELETE":
+            await reply.respond(200, {})
+            return
+        posts += 1
+        await reply.start()
+        if posts == 1:
+            return  # the head, then the connection closes: no event
+        for event in events_for("messages", ["fine"]):
+            await reply.chunk(event)
+        await reply.end()
+
+    async with fault_server(handler) as server:
+        server.props = {"total_slots": 2}  # llama-server (its /props): streams kept by conversation
+        llama = Client(base_url=server.url, api_key=KEY, retry=RetryPolicy(max_retries=0), prefill_echo=True)
+        async with llama as c, c.stream(model="m", max_tokens=5, messages=MSG) as s:
+            with anyio.fail_after(DEADLINE):
+                assert (await s.final_message()).text == "fine"
+    seen = [(r.method, r.headers.get("x-conversation-id") or r.path) for r in server.requests]
+    first = seen[0][1]
+    assert ("DELETE", f"/v1/stream?conv_id={first}") in seen, seen
+    assert seen.index(("DELETE", f"/v1/stream?conv_id={first}")) < len(seen) - 1  # before the second POST
