@@ -159,13 +159,14 @@ class MessagesBackend(Backend):
             what = f"its type is {kind!r}" if kind != "message" else "it has no content list"
             raise StreamProtocolError(f"the answer is not a message: {what}", event=_excerpt(body))
         blocks = tuple(parse_block(b) for b in content)
+        sequence = _opt(body.get("stop_sequence"))
         return Message(
             _s(body.get("id")),
             _s(body.get("model")),
             _s(body.get("role")) or "assistant",
             blocks,
-            stop_reason(body.get("stop_reason"), _opt(body.get("stop_sequence"))),
-            _opt(body.get("stop_sequence")),
+            stop_reason(body.get("stop_reason"), sequence),
+            sequence,
             Usage.from_wire(body.get("usage")),
         )
 
@@ -243,7 +244,9 @@ class OpenAIBackend(Backend):
         for call in calls or ():
             fn = call.get("function") if isinstance(call, Mapping) else None
             if not isinstance(fn, Mapping):
-                raise StreamProtocolError("a tool call is not an object with a function", event=body)
+                raise StreamProtocolError(
+                    "a tool call is not an object with a function", event=_excerpt(body)
+                )
             raw = arguments_text(fn.get("arguments"), body)
             try:
                 parsed, err = (loads_exact(raw) if raw else {}), None

@@ -7,14 +7,22 @@ a stale kept-alive connection lost, and JSON parsing that keeps integers exact.
 - :class:`RetryPolicy` and :class:`RetryBudget` decide retries (:func:`retry_decision` is
   a pure function of a status, headers and the attempt);
 - :class:`StaleConnectionResend` wraps a transport (:mod:`sdk.http._transport`);
-- :func:`loads_exact` is ``orjson.loads``, exact for integers of any size.
+- :func:`loads_exact` is ``orjson.loads``, exact for integers of any size;
+- :func:`http_date` reads an HTTP date (``retry-after``, rate-limit resets).
 
 :class:`RetryPolicy` and :class:`RetryBudget` are also exported from :mod:`sdk`.
 """
 
 from ._body import MAX_ERROR_BODY, MAX_RESPONSE_BODY, BodyDecoder, decoded_chunks, read_bounded
 from ._jsonexact import loads as loads_exact
-from ._retry import RetryBudget, RetryPolicy, is_retryable_status, parse_retry_after, retry_decision
+from ._retry import (
+    RetryBudget,
+    RetryPolicy,
+    http_date,
+    is_retryable_status,
+    parse_retry_after,
+    retry_decision,
+)
 from ._transport import StaleConnectionResend, never_answered
 
 __all__ = [
@@ -25,6 +33,7 @@ __all__ = [
     "RetryPolicy",
     "StaleConnectionResend",
     "decoded_chunks",
+    "http_date",
     "is_retryable_status",
     "loads_exact",
     "never_answered",

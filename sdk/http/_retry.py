@@ -88,6 +88,16 @@ class RetryBudget:
         return f"RetryBudget(tokens={self._tokens:.1f}, ratio={self.ratio}, capacity={self.capacity})"
 
 
+def http_date(text: str) -> float | None:
+    """An HTTP date (``Wed, 21 Oct 2026 07:28:00 GMT``) as epoch seconds, or ``None``
+    where it is not one or out of range (a server's year 99999)."""
+    try:
+        parsed = email.utils.parsedate_tz(text)
+        return None if parsed is None else float(email.utils.mktime_tz(parsed))
+    except (ValueError, OverflowError, TypeError):
+        return None
+
+
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """The server's requested delay in seconds, or ``None`` (absent, malformed, or over 60 s)."""
     ms = headers.get("retry-after-ms")
@@ -105,12 +115,8 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     try:
         value = float(raw)
     except ValueError:
-        try:
-            parsed = email.utils.parsedate_tz(raw)
-            if parsed is None:
-                return None
-            at = email.utils.mktime_tz(parsed)
-        except (ValueError, OverflowError, TypeError):  # a year past 9999, and friends
+        at = http_date(raw)
+        if at is None:
             return None
         value = at - (time.time() if now is None else now)
         value = max(value, 0.0)

@@ -21,13 +21,14 @@ when admitted, and the unused part of an output reservation is given back at the
 
 from __future__ import annotations
 
-import email.utils
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
+
+from ..http import http_date
 
 __all__ = [
     "DIMENSIONS",
@@ -134,11 +135,7 @@ def _epoch(text: str) -> float | None:
     try:
         dt = datetime.fromisoformat(iso)
     except ValueError:
-        try:
-            parsed = email.utils.parsedate_tz(s)
-            return None if parsed is None else float(email.utils.mktime_tz(parsed))
-        except (ValueError, OverflowError, TypeError):  # year 99999 and friends
-            return None
+        return http_date(s)
     if dt.tzinfo is None:
         return None  # a local time without an offset is not RFC 3339
     try:

@@ -417,22 +417,21 @@ class ServerApp:
         """``_route``, its errors answered (see ``__call__``)."""
         try:
             await self._route(scope, receive, send)
+            return
         except HTTPError as e:
-            if not started[0]:
-                openai = scope["path"] == "/v1/chat/completions"
-                body = openai_error_body(e) if openai else error_body(e.error_type, e.message)
-                await send_json(send, e.status, body, e.headers)
+            failed = e
         except OSError:
-            pass  # the client went away
+            return  # the client went away
         except WriteTimeout as e:
             log.info("%s: its response was ended", e)  # the connection closes unfinished
+            return
         except Exception:
             log.exception("unexpected error")
-            if not started[0]:
-                failed = HTTPError(500, "api_error", "internal server error")
-                openai = scope["path"] == "/v1/chat/completions"
-                body = openai_error_body(failed) if openai else error_body(failed.error_type, failed.message)
-                await send_json(send, 500, body)
+            failed = HTTPError(500, "api_error", "internal server error")
+        if not started[0]:  # in the error shape of the route's protocol
+            openai = scope["path"] == "/v1/chat/completions"
+            body = openai_error_body(failed) if openai else error_body(failed.error_type, failed.message)
+            await send_json(send, failed.status, body, failed.headers)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]

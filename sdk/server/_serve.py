@@ -94,11 +94,13 @@ def default_max_connections() -> int:
     return max(1, soft // 2)
 
 
-_REFUSED = orjson.dumps(error_body("overloaded_error", "the server is at its connection limit; try again"))
-_HEAD_TOO_LARGE = orjson.dumps(error_body("invalid_request_error", "the request head is over 16 KiB"))
 # A request head's bound. h11 bounds only a head still incomplete in its buffer, so a
 # larger head that arrives whole in one read would pass: the bytes are counted here.
 MAX_HEAD_BYTES = 16 * 1024
+_REFUSED = orjson.dumps(error_body("overloaded_error", "the server is at its connection limit; try again"))
+_HEAD_TOO_LARGE = orjson.dumps(
+    error_body("invalid_request_error", f"the request head is over {MAX_HEAD_BYTES // 1024} KiB")
+)
 _TOO_SLOW = orjson.dumps(error_body("timeout_error", "the request body did not arrive in time"))
 
 
@@ -152,12 +154,18 @@ def bounded_protocol(limits: Limits) -> type[asyncio.Protocol]:
             return False
 
         def _refuse(self) -> None:
-            head = (
-                b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-                b"retry-after: 1\r\nconnection: close\r\ncontent-length: %d\r\n\r\n" % len(_REFUSED)
+            self._answer_and_close(b"503 Service Unavailable", b"retry-after: 1\r\n", _REFUSED)
+
+        def _answer_and_close(self, status: bytes, headers: bytes, body: bytes) -> None:
+            """A whole JSON answer written before h11 has a request (the connection is
+            refused or its head refused), then the connection closed once it is sent."""
+            head = b"HTTP/1.1 %s\r\ncontent-type: application/json\r\n%sconnection: close\r\n" % (
+                status,
+                headers,
             )
-            self.transport.write(head + _REFUSED)
-            self.transport.close()
+            if not self.transport.is_closing():
+                self.transport.write(head + b"content-length: %d\r\n\r\n" % len(body) + body)
+                self.transport.close()
 
         def _drop(self) -> None:
             """Close the connection; abort it where unsent bytes would keep it open."""
@@ -198,13 +206,8 @@ def bounded_protocol(limits: Limits) -> type[asyncio.Protocol]:
 
         def _head_too_large(self) -> None:
             log.info("a request head over %d bytes: 431, the connection is closed", MAX_HEAD_BYTES)
-            head = (
-                b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
-                b"connection: close\r\ncontent-length: %d\r\n\r\n" % len(_HEAD_TOO_LARGE)
-            )
-            if not self.transport.is_closing():
-                self.transport.write(head + _HEAD_TOO_LARGE)
-            self._drop()
+            idle.pop(self, None)
+            self._answer_and_close(b"431 Request Header Fields Too Large", b"", _HEAD_TOO_LARGE)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()

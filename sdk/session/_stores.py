@@ -56,13 +56,12 @@ def check_session_id(session_id: object) -> str:
     ``\\``, control characters, and not ``.`` or ``..`` (they become file names)."""
     if not isinstance(session_id, str):
         raise TypeError(f"a session id is a str, got {type(session_id).__name__}")
-    size = len(session_id.encode("utf-8", "surrogatepass"))
-    if not 0 < size <= MAX_ID_BYTES:
-        raise ValueError(f"a session id has 1 to {MAX_ID_BYTES} bytes, got {size}")
     try:
-        session_id.encode("utf-8")
+        size = len(session_id.encode("utf-8"))
     except UnicodeEncodeError:
         raise ValueError("a session id is UTF-8: a lone surrogate is not (no store could name it)") from None
+    if not 0 < size <= MAX_ID_BYTES:
+        raise ValueError(f"a session id has 1 to {MAX_ID_BYTES} bytes, got {size}")
     if session_id in (".", "..") or any(c in "/\\" or ord(c) < 32 or ord(c) == 127 for c in session_id):
         raise ValueError(
             f"{session_id!r} is not a session id (no '/', '\\\\', control characters, '.', '..')"
