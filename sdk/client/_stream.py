@@ -110,6 +110,13 @@ class Stream:
             return await self._inner.get_final_message()
         return self._inner.state.message()
 
+    def preempt(self) -> bool:
+        """Give the request's slot up: the upstream is closed at the next resumable point
+        (between blocks or inside a text block), and the stream continues when it is
+        read on, re-admitted by the scheduler (see :meth:`MessageStream.preempt`). False,
+        and nothing changes, where it cannot resume."""
+        return self._inner.preempt()
+
     def _abort(self, err: SDKError) -> None:
         """Client closing: the consumer's next step raises ``err``; no resume follows."""
         self._inner.abort(err)

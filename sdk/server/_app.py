@@ -29,7 +29,9 @@ scheduler, so admission, fairness, preemption and metrics are decided in one pla
   engine request;
 - **clients that leave**: one that leaves before its response's head never learnt the
   stream's id, so its stream is ended at once (a queued request leaves the queue, an
-  admitted one is cancelled); a stream with no client is kept ``replay_seconds``, at most
+  admitted one is cancelled); a stream with no client gives its slot up at once to a
+  request that waits for one (paused at a resumable point, continued by prefill when its
+  client is back and it is re-admitted), and is kept ``replay_seconds``, at most
   ``replay_max_streams`` of them and within ``replay_total_bytes`` of all they hold, then
   ended, its slot, route and memory freed (:meth:`ServerApp.sweep`); a write that waits
   ``send_timeout`` for a client that stopped reading ends the response and its stream
@@ -117,6 +119,8 @@ from ._validate import check_messages, event_id, priority
 __all__ = ["ServerApp"]
 
 log = logging.getLogger("sdk.server")
+# How often a stream nobody reads, held at its lead, looks for a request waiting for a slot.
+_GIVE_WAY_POLL = 0.05
 _SERVER_HEADER = (SERVER_HEADER.encode(), b"1")  # every answer's: this server schedules
 # The routes a request span is made for (the API's; not /health or /metrics).
 _TRACED = frozenset(
@@ -756,11 +760,29 @@ class ServerApp:
                     async with s:  # queued, admitted, sent upstream; closed under a shield on exit
                         live.opened.set()
                         try:
+                            away: list[float] = []  # the detach the slot was given up for
+
+                            def give_way() -> None:
+                                """Nobody reads the stream and a request waits for a
+                                slot: the slot goes to it now, not after the lead and
+                                the engine stream's buffer fill (a client back for the
+                                stream gets the rest, continued when re-admitted)."""
+                                since = live.unread
+                                if since is not None and since not in away and self._slot_wanted():
+                                    away.append(since)
+                                    s.preempt()
+
                             async for ev in s:
                                 for e in [ev] if splice is None else splice([ev]):
                                     push(functools.partial(_wire, e), framer.frames(e))
+                                give_way()
                                 while live.ahead():
-                                    await live.changed()
+                                    if live.unread is None:
+                                        await live.changed()
+                                        continue
+                                    with anyio.move_on_after(_GIVE_WAY_POLL):
+                                        await live.changed()
+                                    give_way()
                         except SDKError as e:  # after the first byte: an error frame
                             err = self._translate(e)
                             push(functools.partial(MessagesFramer().error, err), [framer.error(err)])
@@ -1005,6 +1027,12 @@ class ServerApp:
                     if live.sid in followed:
                         live.idle_since = now
             self.sweep(anyio.current_time())
+
+    def _slot_wanted(self) -> bool:
+        """A request waits, and not for a rate or a quota: every slot is taken."""
+        sch = self.scheduler
+        cap = sch.share if sch.share is not None else sch.slots
+        return sch.waiting > 0 and cap is not None and sch.running >= cap
 
     def _end(self, live: LiveStream) -> None:
         """Stop ``live``'s producer (its engine request leaves the queue or is cancelled,

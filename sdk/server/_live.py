@@ -5,7 +5,9 @@ The producer (the task reading the engine's stream) appends frames; the attached
 connection sends them and advances ``sent``. The producer stays at most ``lead_bytes``
 ahead of what was sent, which is the backpressure: a client that stops reading, or a
 connection that is gone, stops the producer, and the engine stream's own stall policy
-then pauses the generation. Frames already sent are kept, up to ``keep_bytes``, because
+then pauses the generation. A stream nobody reads (:attr:`LiveStream.unread`) gives its
+slot up at once to a request that waits for one; a client back for it gets the rest,
+continued by prefill. Frames already sent are kept, up to ``keep_bytes``, because
 a dropped connection loses what was in its buffers; an id older than that has expired.
 
 A stream counts its connections from the moment one starts waiting for it (a request
@@ -79,6 +81,7 @@ class LiveStream:
         """A connection waits for the stream or is sent its frames."""
         self.attached += 1
         self.idle_since = None
+        self._signal()  # a producer held back while nobody was attached goes on
 
     def detach(self, now: float) -> None:
         self.attached -= 1
@@ -118,6 +121,12 @@ class LiveStream:
     def ahead(self) -> bool:
         """The producer is as far ahead of the connection as it may be."""
         return self._unsent > self.lead_bytes
+
+    @property
+    def unread(self) -> float | None:
+        """Since when nobody can be reading the stream: no connection attached here, and
+        not shared (a client of another replica may read a shared stream); else None."""
+        return self.idle_since if self.durable is None else None
 
     def frame(self, index: int) -> bytes | None:
         if index < self.base or index >= self.next:

@@ -557,7 +557,7 @@ class MessageStream:
         self._preempt_asked = False
         buf.preemptions += 1
         buf.note("preempt")
-        log.info("stream preempted for a higher tier; it continues when re-admitted")
+        log.info("stream preempted (its slot is wanted); it continues when re-admitted")
         return _End(stalled=True, preempted=True)
 
     def __aiter__(self) -> MessageStream:

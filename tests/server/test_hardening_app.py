@@ -131,6 +131,45 @@ async def test_an_admitted_stream_whose_client_left_is_cancelled_after_the_grace
         await until(lambda: h.idle() == IDLE)
 
 
+async def test_a_stream_nobody_reads_gives_its_slot_to_a_waiting_request_and_continues_later() -> None:
+    """A client that left after the head: its stream is kept for a reattach and goes on
+    generating while the slot is not wanted, but a request waiting for the slot gets it
+    at once (before, the stream decoded on for nobody until its lead and the engine
+    stream's buffer were full: hundreds of deltas). The client back for it gets the
+    rest exactly once, continued when re-admitted."""
+    engine = FakeEngine(deltas=None)
+    app = make(engine, replay_seconds=3600.0)
+    async with serving(app, engine) as h:
+        first = h.open("/v1/messages", request(1))
+        await wait(first.got)
+        engine.hold()
+        first.leave()
+        await wait(first.ended)
+        await settle()
+        assert h.idle()["running"] == 1 and len(app._live) == 1
+        engine.deltas = 3  # the second request's answer, and the first one's continuation
+        second = h.open("/v1/messages", request(2))
+        await until(lambda: h.idle()["waiting"] == 1)
+        decoded = engine.decoded
+        engine.release()
+        await wait(second.complete)
+        assert second.status == 200
+        for_nobody = engine.decoded - decoded - 3
+        assert for_nobody < 20, for_nobody  # the 16 KiB lead and buffer: about 250
+        last = first.events()[-1][0]
+        assert last is not None
+        back = await h.call("/v1/messages", request(1), {"last-event-id": last})
+        assert back.status == 200 and back.complete.is_set()
+        sid, _, n = last.rpartition(":")
+        ids = [i for i, _ in back.events()]
+        assert ids == [f"{sid}:{k}" for k in range(int(n) + 1, int(n) + 1 + len(ids))]  # once, in order
+        kinds = [d["type"] for _, d in back.events()]
+        assert kinds.count("message_start") == 0 and kinds[-1] == "message_stop"
+        assert len(engine.generations) == 3  # the first, the second, the first's continuation
+        app.sweep(anyio.current_time() + 3600.0)
+        await until(lambda: h.idle() == IDLE)
+
+
 # ---- 13: streams that completed for a client that had left ----------------------------
 
 
