@@ -759,8 +759,10 @@ def _outside_escapes(
 
 class _Flat(NamedTuple):
     """State of the pieces of a container flattened below ``_FLAT_DEPTH``: the offsets
-    where the pieces that hold a string value of some length begin (sorted), and that
-    string's content, a start and an end each in ``spans``."""
+    where the pieces that hold a string of some length begin (sorted), and that string's
+    content, a start and an end each in ``spans``. A piece that holds a key and a string
+    value has both: the key at the piece's start, the value at its own (the piece is cut
+    between them first, where it does not fit)."""
 
     begins: array[int]
     spans: array[int]
@@ -776,7 +778,7 @@ def _flat_cuts(
     """``lo`` and the value edges inside ``(lo, hi)`` of the container opening at
     ``start`` (valid JSON up to ``stop``): where each child begins (after an opening
     bracket or a comma and the whitespace after it) and where each container with
-    children closes; and, as in :class:`_Flat`, the pieces holding a string value.
+    children closes; and, as in :class:`_Flat`, the pieces holding a string.
     The open containers are a byte each (whether they hold a child), and the edges
     4-byte integers where they fit (a cut every byte or two of ``[[[...]]]``)."""
     cuts: array[int] = array("i" if len(text) < 1 << 31 else "q", [lo])
@@ -787,6 +789,7 @@ def _flat_cuts(
     search = _FLAT_TOKEN.search
     pos = start
     begin = start
+    keyed = -1  # the begin of the piece whose key was recorded
     while True:
         m = search(text, pos, stop)
         if m is None:
@@ -795,8 +798,14 @@ def _flat_cuts(
         c = text[p]
         if c == '"':
             after = skip(text, pos, stop).end()  # type: ignore[union-attr]
-            if pos - p > 2 and (after >= stop or text[after] != ":"):  # a value, not a key
-                begins.append(begin)
+            if pos - p > 2:
+                if after < stop and text[after] == ":":  # a key: its piece begins with it
+                    keyed = begin
+                    begins.append(begin)
+                elif keyed == begin:  # a value after its recorded key: at its own start
+                    begins.append(p)
+                else:
+                    begins.append(begin)
                 spans.append(p + 1)
                 spans.append(pos - 1)
         elif c == "[" or c == "{":
@@ -974,8 +983,16 @@ class JSONSplitter:
         if isinstance(state, _Run):
             return self._split_run(text, section, state)
         if isinstance(state, _Flat):  # a piece of a flattened container
-            i = bisect_left(state.begins, section.start)
-            if i < len(state.begins) and state.begins[i] == section.start:
+            begins = state.begins
+            i = bisect_left(begins, section.start)
+            if i < len(begins) and begins[i] == section.start:
+                if i + 1 < len(begins) and section.start < begins[i + 1] < section.end:
+                    # a key and its string value: apart first, as a member is peeled
+                    at, path = begins[i + 1], section.path
+                    return [
+                        Section(section.start, at, self, state, "json", None, path, True, True),
+                        Section(at, section.end, self, state, "json", None, path),
+                    ]
                 span = _Text(state.spans[2 * i], state.spans[2 * i + 1], 0)
                 return self._split_text(text, section, span)
             return _gap_parts(text, section)

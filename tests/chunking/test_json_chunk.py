@@ -277,6 +277,29 @@ def test_deep_nesting_does_not_recurse() -> None:
     assert all(c.partial for c in got if "x" in c.text)
 
 
+@pytest.mark.parametrize("kind", ["json", "jsonl"])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("long", "1"), ("long", '{"x": 1}'), ("long", "long"), ("k", "long")],
+    ids=["key-number", "key-object", "key-and-value", "value"],
+)
+def test_long_strings_below_the_flattened_depth_are_cut_keys_included(
+    kind: str, key: str, value: str
+) -> None:
+    """Below depth 64 a key over the budget was one oversize chunk (fuzzing found a
+    362-token key at budget 167); a key and its string value are cut apart where they do
+    not fit, then each inside, as above that depth."""
+    cjk = "我第一次去外婆家所在的那个小镇，是在八岁那年的暑假，坐的是一趟慢得出奇的绿皮火车，" * 8
+    words = "the quick brown fox jumps over the lazy dog " * 40
+    k = cjk if key == "long" else key
+    v = json.dumps(words) if value == "long" else value
+    text = '{"a":' * 70 + "{" + json.dumps(k, ensure_ascii=False) + ": " + v + "}" * 71
+    for budget in (32, 64, 167):
+        chunks = chunk(text, budget, kind=kind)  # type: ignore[arg-type]
+        check_chunks(text, chunks, budget)
+        assert not any(c.oversize for c in chunks)
+
+
 def test_keys_with_pointer_escapes_and_cjk() -> None:
     text = json.dumps({"a/b": {"~x": "v " * 30}, "ユーザー名": ["山田", "太郎"] * 10}, ensure_ascii=False)
     chunks = chunk(text, 12, kind="json")
