@@ -16,11 +16,14 @@ A :class:`Resumer` is made per :meth:`sdk.Client.stream`; its :meth:`~Resumer.op
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
+import anyio
 import httpx2
 
 from .._errors import BadRequestError, IncompleteStreamError, NotFoundError
@@ -47,6 +50,7 @@ __all__ = ["FlightObserver", "Resumer", "prefill_refusals"]
 log = logging.getLogger("sdk")
 
 STREAM_ID_HEADER = "seam-stream-id"  # a scheduling server (sdk.server) keeps the stream: reattach by id
+STREAMS_PATH = "/v1/streams/"  # a scheduling server's kept streams: DELETE one its client is done with
 
 
 class Resumer:
@@ -92,15 +96,26 @@ class Resumer:
     async def _post(
         self, flight: Flight, body: Mapping[str, Any], headers: Mapping[str, str] | None
     ) -> httpx2.Response:
-        return await self.client._sender.send(
-            "POST",
-            self.client._backend.create_path,
-            body=body,
-            headers=headers,
-            timeout=self.timeout,
-            stream=True,
-            flight=flight,
-        )
+        sender = self.client._sender
+        try:
+            return await sender.send(
+                "POST",
+                self.client._backend.create_path,
+                body=body,
+                headers=headers,
+                timeout=self.timeout,
+                stream=True,
+                flight=flight,
+            )
+        except anyio.get_cancelled_exc_class():
+            # Cancelled with the answer's head in flight: llama-server has the request
+            # and keeps its conversation generating, so it is stopped there (a scheduling
+            # server ends a stream whose client left before its head by itself).
+            conv = self.conv
+            if conv is not None and headers is not None and headers.get(CONVERSATION_HEADER) == conv:
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await cancel_conversation(sender, conv)
+            raise
 
     def _keep(self, resp: httpx2.Response) -> bool:
         """Whether the server keeps this stream for a reattach (and under which id)."""
@@ -109,14 +124,23 @@ class Resumer:
         return self.kept is not None
 
     def _cancel(self) -> Callable[[], Awaitable[None]] | None:
-        conv, sender = self.conv, self.client._sender
-        if conv is None:
-            return None
+        """What stops the generation the server keeps for this stream: llama-server's
+        conversation, or a scheduling server's kept stream (``DELETE /v1/streams/<id>``,
+        which the stream asks only when nobody will reattach: see :class:`Upstream`)."""
+        conv, sender, kept = self.conv, self.client._sender, self.kept
+        if conv is not None:
 
-        async def cancel() -> None:
-            await cancel_conversation(sender, conv)
+            async def cancel() -> None:
+                await cancel_conversation(sender, conv)
 
-        return cancel
+            return cancel
+        if kept is not None:
+
+            async def delete() -> None:
+                await sender.delete(sender.root + STREAMS_PATH + quote(kept, safe=""))
+
+            return delete
+        return None
 
     async def open(self) -> Upstream:
         client = self.client
@@ -177,7 +201,9 @@ class Resumer:
             except NotFoundError:
                 self.kept = None  # expired there: continue by prefill instead
             else:
-                return Upstream(sender.chunks(resp), resp.aclose, replayable=True, replay=True)
+                return Upstream(
+                    sender.chunks(resp), resp.aclose, replayable=True, replay=True, cancel=self._cancel()
+                )
         elif plan.mode is ResumeMode.REPLAY and self.conv is not None:
             # llama-server keeps the conversation's stream: its bytes from where ours stopped.
             replayed = await replay_conversation(sender, self.conv, rr.received_bytes, self.timeout)
@@ -189,16 +215,17 @@ class Resumer:
                     continues=True,
                     cancel=self._cancel(),
                 )
-        if self.conv is not None:
+        stop = self._cancel()
+        if stop is not None:
             # Whatever is left of it stops generating. Best effort, as when the reader
             # leaves a kept stream (else the server's own timeout ends it): a failed stop
             # must not fail the stream, and a server that is really gone fails the
             # continuation below, through the retry policy.
             try:
-                await cancel_conversation(sender, self.conv)
+                await stop()
             except Exception as e:
                 log.info("could not stop the kept stream before continuing it: %s: %s", type(e).__name__, e)
-            self.conv = None
+            self.conv = self.kept = None
         if model in client._refusals:
             raise IncompleteStreamError(refusal_reason(model), partial=rr.message)
         if thought(rr.message):

@@ -135,6 +135,7 @@ _TRACED = frozenset(
 )
 
 HEALTH_INTERVAL = 5.0
+STREAMS_PATH = "/v1/streams/"  # DELETE /v1/streams/<id>: a kept stream its client is done with
 
 T = TypeVar("T")
 
@@ -470,6 +471,8 @@ class ServerApp:
         route = routes.get(path)
         if route is None and path.startswith("/v1/models/") and len(path) > len("/v1/models/"):
             route = ("GET", self._get_model)  # a model id may hold slashes (org/name)
+        if route is None and path.startswith(STREAMS_PATH) and len(path) > len(STREAMS_PATH):
+            route = ("DELETE", self._delete_stream)
         if route is None:
             raise HTTPError(404, "not_found_error", f"no route {path}")
         if method != route[0]:
@@ -482,6 +485,18 @@ class ServerApp:
         await route[1](scope, receive, send, principal)
 
     # ---- requests --------------------------------------------------------------------
+
+    async def _delete_stream(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
+        """``DELETE /v1/streams/<id>``: the client is done with a kept stream (it left it
+        before its end and will not come back): its generation stops and its slot, route
+        and memory are freed now, not after ``replay_seconds``."""
+        sid = scope["path"][len(STREAMS_PATH) :]
+        live = self._live.get(sid)
+        if live is None or live.tenant != who.tenant:
+            raise HTTPError(404, "not_found_error", f"no stream {sid!r} kept here (ended, expired, unknown)")
+        self._end(live)
+        self.metrics.deleted.inc()
+        await send_json(send, 200, {"id": sid, "type": "stream_deleted"})
 
     async def _capabilities(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         """``GET /v1/seam``: this server schedules for its clients (:mod:`._seam`)."""

@@ -194,6 +194,9 @@ class ServerMetrics:
             registry=r,
         )
         self.rejected = Counter("seam_rejected", "Requests refused before admission", ["reason"], registry=r)
+        self.deleted = Counter(
+            "seam_streams_deleted", "Kept streams ended by their client (DELETE /v1/streams/<id>)", registry=r
+        )
         self.reattached = Counter(
             "seam_reattached", "Streams continued after a dropped connection", registry=r
         )

@@ -82,7 +82,10 @@ class Upstream:
     previous one's bytes from where they stopped (llama-server's ``from=<byte>``), so it
     is fed to the same decoder. ``cancel``: stops the generation on the server when the
     body is left before the message ended (a server that keeps streams keeps generating
-    after a disconnect; closing the connection is not enough there).
+    after a disconnect; closing the connection is not enough there), and before the
+    request is sent again when it broke before its first event. A ``replayable`` body is
+    cancelled only when nobody will come back for it (the consumer left, or the stream
+    was aborted): after a stall, a preemption or an idle timeout it is reattached.
     """
 
     chunks: AsyncIterator[bytes]
@@ -322,11 +325,16 @@ class MessageStream:
         if tg is None:
             return None
         tg.cancel_scope.cancel()
-        if isinstance(exc, Exception):
-            # The reader never raises, so the consumer's own error propagates unwrapped.
-            await tg.__aexit__(None, None, None)
-            return None
-        return await tg.__aexit__(exc_type, exc, tb)
+        try:
+            if isinstance(exc, Exception):
+                # The reader never raises, so the consumer's own error propagates unwrapped.
+                await tg.__aexit__(None, None, None)
+                return None
+            return await tg.__aexit__(exc_type, exc, tb)
+        finally:
+            # Left after a break that nothing resumed: the generation the server kept for
+            # the broken body stops (nobody will come back for it).
+            await self._stop_orphan()
 
     def abort(self, exc: BaseException) -> None:
         """End the stream from outside (a client closing): the consumer's next
@@ -531,6 +539,8 @@ class MessageStream:
                     end is None or isinstance(end, APITimeoutError) or (isinstance(end, _End) and end.stalled)
                 )
                 left = left or (isinstance(end, _End) and scope.cancelled_caught)
+                if upstream.replayable and end is not None and self._aborted is None:
+                    left = False  # a stall, a preemption or a timeout: it is reattached
                 generating = False  # the server may still be generating for this request
                 if upstream.cancel is not None and not finished and left:
                     with contextlib.suppress(Exception):  # best effort: else the server's own timeout

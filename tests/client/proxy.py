@@ -20,6 +20,7 @@ class Proxy:
     cut_if: Callable[[bytes], bool] = lambda head: b"POST " in head
     refuse_if: Callable[[bytes], bool] = lambda head: False  # answered 404 here
     cuts: int = 0
+    held: anyio.Event | None = None  # while not set, no answer to a cut_if request is passed on
 
 
 @asynccontextmanager
@@ -61,6 +62,8 @@ async def proxy(upstream: str) -> AsyncIterator[Proxy]:
                 sent = 0
                 try:
                     async for data in server:
+                        if p.held is not None and p.cut_if(head):
+                            await p.held.wait()  # its head in flight
                         if cut is not None and sent + len(data) >= cut:
                             await client.send(data[: cut - sent])
                             p.cuts += 1

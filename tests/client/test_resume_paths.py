@@ -266,3 +266,34 @@ async def test_closing_the_client_stops_its_open_stream_on_the_engine(llama_serv
     with pytest.raises(APIConnectionError, match="closed"):
         await s.final_message()
     await s.__aexit__(None, None, None)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_stream_cancelled_while_its_answer_is_in_flight_stops_on_the_engine(
+    llama_server: LlamaServer,
+) -> None:
+    """Cancelled before the answer's head arrived: llama-server has the request and goes
+    on generating for its conversation, so the client stops it there (the generation
+    would hold the slot for minutes)."""
+    await _idle(llama_server, 60)
+    req = {"model": llama_server.model, "max_tokens": 1500, "messages": LIST, **GREEDY}
+    async with proxy(llama_server.url) as p:
+        p.held = anyio.Event()  # the answer is held back: its head never arrives
+        fresh = httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0), timeout=60)
+        async with (
+            Client(base_url=p.url, http_client=fresh) as c,  # a connection per request
+            anyio.create_task_group() as tg,
+        ):
+
+            async def start() -> None:
+                async with c.stream(**req) as s:
+                    async for _ in s:
+                        pass
+
+            tg.start_soon(start)
+            with anyio.fail_after(60):
+                while not llama_server.busy_slots():
+                    await anyio.sleep(0.05)  # the engine is generating for it
+            tg.cancel_scope.cancel()
+        await _idle(llama_server, 5)
+        p.held.set()

@@ -170,6 +170,39 @@ async def test_a_stream_nobody_reads_gives_its_slot_to_a_waiting_request_and_con
         await until(lambda: h.idle() == IDLE)
 
 
+async def test_a_client_done_with_a_kept_stream_deletes_it_and_frees_the_slot_at_once() -> None:
+    """``DELETE /v1/streams/<id>`` by the stream's tenant ends it now (its generation, slot
+    and memory), not after ``replay_seconds``; another tenant's key, an unknown id and a
+    second delete get 404."""
+    cfg = ServerConfig.from_mapping(
+        {
+            "server": {"slots": 1, "replay_seconds": 3600.0},
+            "keys": [{"sha256": hash_key("k-a"), "tenant": "a"}, {"sha256": hash_key("k-b"), "tenant": "b"}],
+        }
+    )
+    engine = FakeEngine(deltas=None)
+    app = ServerApp([UPSTREAM], cfg, transport=engine)
+    async with serving(app, engine) as h:
+        conn = h.open("/v1/messages", request(1), {"x-api-key": "k-a"})
+        await wait(conn.got)
+        conn.leave()
+        await wait(conn.ended)
+        sid = conn.headers["seam-stream-id"]
+        other = await h.call(f"/v1/streams/{sid}", b"", {"x-api-key": "k-b"}, method="DELETE")
+        assert other.status == 404 and len(app._live) == 1
+        wrong = await h.call(f"/v1/streams/{sid}", b"", {"x-api-key": "k-a"}, method="GET")
+        assert wrong.status == 405
+        done = await h.call(f"/v1/streams/{sid}", b"", {"x-api-key": "k-a"}, method="DELETE")
+        assert done.status == 200 and done.json() == {"id": sid, "type": "stream_deleted"}
+        await until(lambda: h.idle() == IDLE)  # no sweep: ended at once
+        decoded = engine.decoded
+        again = await h.call(f"/v1/streams/{sid}", b"", {"x-api-key": "k-a"}, method="DELETE")
+        assert again.status == 404
+        assert (await h.call("/v1/streams/nope", b"", {"x-api-key": "k-a"}, method="DELETE")).status == 404
+        await settle()
+        assert engine.decoded == decoded
+
+
 # ---- 13: streams that completed for a client that had left ----------------------------
 
 

@@ -350,6 +350,54 @@ async def test_a_dropped_connection_reattaches_with_last_event_id_without_regene
     assert after.get(pauses, 0) == before.get(pauses, 0)  # the engine stream never paused: one request
 
 
+async def _head_bytes(served: Served, body: dict[str, Any]) -> int:
+    """The size of the server's response head to a streamed request (its stream id and
+    date are of a fixed width)."""
+    host, port = served.url.removeprefix("http://").split(":")
+    raw = orjson.dumps(body)
+    async with await anyio.connect_tcp(host, int(port)) as sock:
+        await sock.send(
+            b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"x-api-key: %s\r\ncontent-length: %d\r\n\r\n%s" % (ALICE.encode(), len(raw), raw)
+        )
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += await sock.receive()
+    return got.index(b"\r\n\r\n") + 4
+
+
+async def test_a_client_done_with_a_stream_ends_it_on_the_server(served: Served) -> None:
+    """The SDK's client deletes a stream the server keeps for a reattach when nobody will
+    come back for it: the consumer left it early, or its answer broke before the first
+    event and the request is sent again (the broken one would decode on for nobody and
+    hold its slot)."""
+    from tests.client.proxy import proxy
+
+    model = served.upstream.model
+    req = {"model": model, "max_tokens": 200, "messages": COUNT, **GREEDY}
+    async with Client(base_url=served.upstream.url) as direct:
+        whole = await direct.create(**req)
+    deleted = "seam_streams_deleted_total"
+    before = _server_counts(served).get(deleted, 0)
+    async with Client(base_url=served.url, api_key=ALICE) as c, c.stream(**req) as s:
+        n = 0
+        async for _ in s.text_deltas():
+            n += 1
+            if n == 3:
+                break  # left early
+    assert _server_counts(served).get(deleted, 0) == before + 1
+    head = await _head_bytes(served, {**req, "max_tokens": 1, "stream": True})
+    async with proxy(served.url) as p:
+        p.cut_after = head + 8  # the head, with the stream's id, and no whole event
+        fresh = httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0), timeout=60)
+        async with Client(base_url=p.url, api_key=ALICE, http_client=fresh) as c, c.stream(**req) as s:
+            text = "".join([t async for t in s.text_deltas()])  # a connection per request
+        assert p.cuts == 1
+        assert any(h.startswith(b"DELETE /v1/streams/") for h in p.heads), p.heads
+    assert text == whole.text
+    assert _server_counts(served).get(deleted, 0) == before + 2
+
+
 async def test_a_tenant_over_its_quota_gets_429_with_the_headers_clients_pace_by(served: Served) -> None:
     from .conftest import CAROL
 
