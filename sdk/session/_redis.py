@@ -41,9 +41,11 @@ __all__ = ["RedisStore", "RedisURL", "parse_redis_url"]
 DEFAULT_PREFIX = "seam:session:"
 
 # KEYS[1] the session; ARGV: base version, new version, document. Returns -1 when
-# written, else the stored version (newer than the base).
+# written (or when this very save is stored already: sent again after its answer was
+# lost), else the stored version (newer than the base).
 _SAVE = """
 local stored = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if stored == tonumber(ARGV[2]) and redis.call('HGET', KEYS[1], 'document') == ARGV[3] then return -1 end
 if stored > tonumber(ARGV[1]) then return stored end
 redis.call('HSET', KEYS[1], 'version', ARGV[2], 'document', ARGV[3])
 return -1

@@ -82,6 +82,10 @@ class SQLiteStore(SessionStore):
         row = db.execute("SELECT version FROM seam_sessions WHERE id = ?", (session_id,)).fetchone()
         return 0 if row is None else stored_version(row[0], self.where(session_id))
 
+    def _stored_bytes(self, db: sqlite3.Connection, session_id: str) -> object:
+        row = db.execute("SELECT document FROM seam_sessions WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else row[0]
+
     def load(self, session_id: str) -> dict[str, Any]:
         check_session_id(session_id)
         with self._lock, self._errors():
@@ -104,6 +108,8 @@ class SQLiteStore(SessionStore):
         data = encode_document(document, version)
         with self._transaction() as db:
             stored = self._stored_version(db, session_id)
+            if stored == version and self._stored_bytes(db, session_id) == data:
+                return version  # this very save, sent again after its answer was lost
             if stored > base_version:
                 raise conflict(self.where(session_id), stored, base_version, session_id)
             db.execute(

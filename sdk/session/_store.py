@@ -166,6 +166,11 @@ def save_document(path: str | os.PathLike[str], doc: dict[str, Any], base_versio
         on_disk = 0
         if os.path.exists(p):
             on_disk = int(read_document(p)["version"])
+        if on_disk == base_version + 1:
+            data = encode_document(doc, on_disk)
+            with open(p, "rb") as f:
+                if f.read(len(data) + 1) == data:
+                    return on_disk  # this very save, done again after it failed late
         if on_disk > base_version:
             raise conflict(p, on_disk, base_version)
         _remove_leftovers(p)

@@ -102,6 +102,24 @@ def test_every_store_keeps_the_same_bytes(tmp_path: Path, redis_url: str) -> Non
     assert bytes(sqlite_bytes) == orjson.dumps(dict(orjson.loads(file_bytes), version=2))
 
 
+def test_a_save_sent_again_after_its_answer_was_lost_is_not_a_conflict(url: str) -> None:
+    """A save the store applied but whose answer never came back (a Valkey/Redis timeout
+    after the script ran) is sent again as it was: it is the store's version already, so
+    it returns that version; a different document on the same base is still a conflict."""
+    s = _session()
+    s.save(url, "c")
+    doc = s.to_document()
+    with fresh(url) as store:
+        assert store.save("c", doc, 1) == 2
+        assert store.save("c", doc, 1) == 2  # the same save again
+        assert store.version("c") == 2
+        with pytest.raises(SessionConflict):
+            store.save("c", {**doc, "system": "changed"}, 1)
+        with pytest.raises(SessionConflict):
+            store.save("c", doc, 0)  # the same document from an older base: not this save
+        assert store.save("c", doc, 2) == 3
+
+
 def test_saving_over_a_newer_version_is_a_conflict(url: str) -> None:
     a = _session()
     a.save(url, "c")
