@@ -396,6 +396,75 @@ _FEATURES: dict[str, tuple[_Feature, ...]] = {
         (2, ("|",), re.compile(r"\bdo\s*\|[\w, ]+\|")),
         (1, ("module", "class"), re.compile(r"^\s*(module|class)\s+[A-Z]\w*(\s*<\s*\w+)?\s*$", _M)),
     ),
+    "swift": (
+        # A function with a labelled parameter or a return arrow (Go's has neither).
+        (
+            4,
+            ("func ",),
+            re.compile(r"\bfunc \w+(?:<[^>\n]*>)?\((?:[^)\n]*\w: [^)\n]*)?\)[^{\n]*?(?:->[^{\n]*)?\{", _M),
+        ),
+        (4, ("guard ",), re.compile(r"^[ \t]*guard (?:let|var) \w+|^[ \t]*guard .* else \{", _M)),
+        (
+            3,
+            ("import ",),
+            re.compile(
+                r"^import (?:Foundation|UIKit|SwiftUI|Combine|XCTest|AppKit|Dispatch|Observation)$", _M
+            ),
+        ),
+        (2, ("if let ", "if var "), re.compile(r"\bif (?:let|var) \w+")),
+        (
+            2,
+            ("@",),
+            re.compile(
+                r"@(?:State|Published|objc|IBOutlet|IBAction|escaping|MainActor|ObservedObject|Binding)\b"
+            ),
+        ),
+        (2, ("\\(",), re.compile(r'"[^"\n]*\\\([^)"\n]*\)[^"\n]*"')),
+        (
+            1,
+            ("let ", "var "),
+            re.compile(
+                r"^[ \t]*(?:(?:private|public|static|weak|lazy)[ \t]+)*"
+                r"(?:let|var) \w+: [A-Z][\w<>\[\]?]*[^;\n]*$",
+                _M,
+            ),
+        ),
+    ),
+    "kotlin": (
+        (
+            4,
+            ("fun ",),
+            re.compile(
+                r"^[ \t]*(?:(?:public|private|internal|protected|override|suspend|inline|open|operator|infix)"
+                r"[ \t]+)*fun (?:<[^>\n]*>[ \t]*)?(?:[\w.]+\.)?\w+\([^\n]*\)[^\n;]*(?:\{|=)",
+                _M,
+            ),
+        ),
+        (
+            3,
+            ("val ",),
+            re.compile(
+                r"^[ \t]*(?:(?:private|public|internal|protected|override|const|lateinit)[ \t]+)*"
+                r"val \w+(?:[ \t]*:[ \t]*[\w<>?, .]+)?[ \t]*(?:=|by\b)",
+                _M,
+            ),
+        ),
+        (3, ("package ",), re.compile(r"^package \w+(?:\.\w+)+[ \t]*$", _M)),
+        (
+            2,
+            ("import ",),
+            re.compile(r"^import (?:kotlin|kotlinx|androidx?|org\.jetbrains)\.[\w.*]+[ \t]*$", _M),
+        ),
+        (
+            2,
+            ("data class", "sealed class", "sealed interface", "companion object", "object "),
+            re.compile(
+                r"\b(?:data class|sealed class|sealed interface|companion object)\b|^[ \t]*object \w+", _M
+            ),
+        ),
+        (2, ("when",), re.compile(r"\bwhen[ \t]*(?:\([^\n]*\))?[ \t]*\{")),
+        (2, ("?.let", "!!."), re.compile(r"\?\.let[ \t]*\{|\w!!\.")),
+    ),
     "bash": (
         (3, ("fi", "done", "esac"), re.compile(r"^\s*(fi|done|esac)\s*$", _M)),
         (2, ("[",), re.compile(r"^\s*(if|while)\s+\[\[? ", _M)),

@@ -112,6 +112,105 @@ def test_code_in_a_language_without_a_grammar_is_said_to_be_code() -> None:
     check_chunks(css, got, 16)
 
 
+SWIFT = r"""import Foundation
+
+struct User: Codable, Identifiable {
+    let id: UUID
+    var name: String
+    var email: String?
+}
+
+final class UserStore {
+    private var users: [UUID: User] = [:]
+    private let queue = DispatchQueue(label: "store")
+
+    func add(_ user: User) {
+        queue.sync { users[user.id] = user }
+    }
+
+    func find(named name: String) -> User? {
+        guard !name.isEmpty else { return nil }
+        return users.values.first { $0.name == name }
+    }
+
+    func describe(_ user: User) -> String {
+        if let email = user.email {
+            return "\(user.name) <\(email)>"
+        }
+        return user.name
+    }
+}
+
+enum LoadError: Error {
+    case missing
+    case malformed(String)
+}
+
+extension UserStore {
+    func load(from url: URL) throws -> [User] {
+        let data = try Data(contentsOf: url)
+        return try JSONDecoder().decode([User].self, from: data)
+    }
+}
+"""
+
+KOTLIN = r"""package com.example.users
+
+import kotlinx.coroutines.flow.Flow
+import kotlinx.coroutines.flow.map
+
+data class User(val id: Long, val name: String, val email: String? = null)
+
+sealed class Result<out T> {
+    data class Ok<T>(val value: T) : Result<T>()
+    data class Err(val message: String) : Result<Nothing>()
+}
+
+class UserRepository(private val api: UserApi) {
+    private val cache = mutableMapOf<Long, User>()
+
+    suspend fun find(id: Long): Result<User> {
+        val cached = cache[id]
+        if (cached != null) return Result.Ok(cached)
+        return try {
+            val user = api.fetch(id)
+            cache[id] = user
+            Result.Ok(user)
+        } catch (e: Exception) {
+            Result.Err(e.message ?: "unknown")
+        }
+    }
+
+    fun describe(user: User): String = when (user.email) {
+        null -> user.name
+        else -> "${user.name} <${user.email}>"
+    }
+
+    fun names(users: Flow<List<User>>): Flow<List<String>> = users.map { list -> list.map { it.name } }
+
+    companion object {
+        const val TIMEOUT = 30
+    }
+}
+"""
+
+
+@pytest.mark.parametrize(("source", "name"), [(SWIFT, "swift"), (KOTLIN, "kotlin")])
+def test_swift_and_kotlin_without_a_file_name_are_named_not_the_closest_language(
+    source: str, name: str
+) -> None:
+    """With no file name, Swift was detected as Python and Kotlin as Java (then parsed
+    by the wrong grammar); both are named now (no grammar installed here: prose rules,
+    with the warning that says which to install)."""
+    kind, why = detect_kind(source)
+    assert kind == "code" and f"{name} features" in why, why
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", ChunkingWarning)
+        got = chunk(source, max_tokens=32)
+    check_chunks(source, got, 32)
+    assert any(f"the {name} grammar is not installed" in str(w.message) for w in seen)
+
+
 def test_a_php_file_is_php_not_the_closest_language_the_classifier_knows() -> None:
     php = (
         "<?php\n/**\n * Bootstraps the runtime.\n */\nnamespace App;\n\n"
