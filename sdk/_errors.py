@@ -725,6 +725,10 @@ _OVERFLOW = re.compile(
 )
 
 
+# An engine's refusal of a kind of input its model does not take, sent as a server error.
+_UNSUPPORTED_INPUT = re.compile(r"(?i)\b(?:image|audio|video) input is not supported")
+
+
 def error_class_for_status(status: int) -> type[APIError]:
     """The class for an HTTP status (any other 5xx is :class:`InternalServerError`)."""
     cls = _BY_STATUS.get(status)
@@ -780,6 +784,10 @@ def api_error_from_body(
         cls = error_class_for_status(status) if status is not None else APIError
     if issubclass(cls, BadRequestError) and (_OVERFLOW.search(message) or code == "context_length_exceeded"):
         cls = ContextOverflowError
+    elif issubclass(cls, InternalServerError) and _UNSUPPORTED_INPUT.search(message):
+        # llama-server answers an image for a model loaded without its projector with a
+        # 500: the request can never succeed there, so it is the request's error.
+        cls = BadRequestError
     if not message:
         message = f"{error_type or 'error'}" + (f" (HTTP {status})" if status is not None else "")
     return cls(

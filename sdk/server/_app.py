@@ -62,6 +62,7 @@ from .._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
+    BadRequestError,
     InvalidRequestError,
     RedirectError,
     RequestRejectedError,
@@ -1194,6 +1195,10 @@ class ServerApp:
             )
         if isinstance(e, RedirectError):  # the engine's own URLs are no client's to follow
             return HTTPError(502, "api_error", "the upstream server answered with a redirect")
+        if isinstance(e, BadRequestError) and (e.status or 500) >= 500:
+            # the engine's 500 for input its model does not take (an image without a
+            # projector): a client must not retry it
+            return HTTPError(400, "invalid_request_error", self._clean(e.message))
         if isinstance(e, APIError):
             status = e.status or 500
             return HTTPError(

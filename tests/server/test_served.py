@@ -398,6 +398,27 @@ async def test_a_client_done_with_a_stream_ends_it_on_the_server(served: Served)
     assert _server_counts(served).get(deleted, 0) == before + 2
 
 
+# A 1x1 PNG.
+_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNgAAIAAAUAAeImBZsAAAAASUVORK5CYII="
+
+
+async def test_an_image_for_an_engine_without_vision_is_a_400_not_a_retried_500(served: Served) -> None:
+    """llama-server without a projector answers an image with a 500, which
+    anthropic-sdk and openai-python retry; through the server it is a 400 that says so."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _PNG}}
+    body = {
+        "model": served.upstream.model,
+        "max_tokens": 4,
+        "messages": [{"role": "user", "content": [image, {"type": "text", "text": "A cat"}]}],
+    }
+    async with httpx2.AsyncClient(base_url=served.url, timeout=60) as http:
+        for stream in (False, True):
+            r = await http.post("/v1/messages", json={**body, "stream": stream}, headers={"x-api-key": ALICE})
+            assert r.status_code == 400, r.text
+            err = r.json()["error"]
+            assert err["type"] == "invalid_request_error" and "image input is not supported" in err["message"]
+
+
 async def test_a_tenant_over_its_quota_gets_429_with_the_headers_clients_pace_by(served: Served) -> None:
     from .conftest import CAROL
 

@@ -149,6 +149,20 @@ def test_type_wins_over_status_and_overflow_is_detected() -> None:
     assert type(api_error_from_body(other, status=400)) is BadRequestError
 
 
+def test_an_engine_500_for_input_its_model_does_not_take_is_a_bad_request() -> None:
+    """llama-server answers an image for a model without its projector with a 500: the
+    request can never succeed, so it is a BadRequestError (not retried by clients that
+    see the scheduling server's 400 for it); another 500 stays a server error."""
+    hint = "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"
+    llama = {"error": {"code": 500, "message": hint, "type": "server_error"}}
+    err = api_error_from_body(llama, status=500)
+    assert type(err) is BadRequestError and err.status == 500
+    audio = {"error": {"code": 500, "message": "audio input is not supported", "type": "server_error"}}
+    assert type(api_error_from_body(audio, status=500)) is BadRequestError
+    other = {"error": {"code": 500, "message": "the slot crashed", "type": "server_error"}}
+    assert type(api_error_from_body(other, status=500)) is not BadRequestError
+
+
 def test_api_keys_never_appear() -> None:
     key = "sk-ant-api03-SECRETSECRETSECRET_xyz-123"
     body = {
