@@ -40,7 +40,7 @@ from ..stream._resume import (
 )
 from ..telemetry import RequestTrace
 from ._engine import CONVERSATION_HEADER, cancel_conversation, replay_conversation
-from ._send import TimeoutArg
+from ._send import TimeoutArg, tenant_header
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -135,9 +135,14 @@ class Resumer:
 
             return cancel
         if kept is not None:
+            # As the request went: the caller's headers, and a gateway key's end tenant,
+            # whose stream it is.
+            headers = dict(self.extra_headers or {})
+            if self.held:
+                headers.update(tenant_header(self.client, self.held[0]))
 
             async def delete() -> None:
-                await sender.delete(sender.root + STREAMS_PATH + quote(kept, safe=""))
+                await sender.delete(sender.root + STREAMS_PATH + quote(kept, safe=""), headers=headers)
 
             return delete
         return None
@@ -230,7 +235,8 @@ class Resumer:
             raise IncompleteStreamError(refusal_reason(model), partial=rr.message)
         if thought(rr.message):
             raise IncompleteStreamError(
-                f"a stream with extended thinking cannot be continued by prefill; it was {rr.cause.value}",
+                "a stream with a thinking block or a tool call cannot be continued by prefill; "
+                f"it was {rr.cause.value}",
                 partial=rr.message,
             )
         echo = await client.echoes_prefill()

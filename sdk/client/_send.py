@@ -47,7 +47,7 @@ from ._backends import Backend, BackendName
 from ._profile import PRIORITY_HEADER, TENANT_HEADER, EngineProfile
 from ._secrets import Credentials
 
-__all__ = ["Sender", "Settings", "TimeoutArg", "json_object", "root_of"]
+__all__ = ["Sender", "Settings", "TimeoutArg", "json_object", "root_of", "tenant_header"]
 
 log = logging.getLogger("sdk")
 
@@ -152,10 +152,7 @@ class Sender:
                     hdrs[PRIORITY_HEADER] = tier.name
                 elif profile.priority == "body" and body is not None and "priority" not in body:
                     body = {**body, "priority": tier.rank}
-            info = settings.server_info
-            gateway = info is not None and info.get("gateway") is True
-            if profile.schedules and flight.ticket.tenant and gateway:
-                hdrs[TENANT_HEADER] = flight.ticket.tenant  # a gateway key names its end tenant
+            hdrs.update(tenant_header(settings, flight))
         if content is None and body is not None:
             content = orjson.dumps(body)
         if content is not None:
@@ -271,10 +268,12 @@ class Sender:
         except orjson.JSONDecodeError:
             return headers, None
 
-    async def delete(self, url: str, *, timeout: float = 5.0) -> None:
+    async def delete(
+        self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 5.0
+    ) -> None:
         """``DELETE url`` once (no retries), the answer discarded."""
         with anyio.fail_after(timeout):
-            resp = await self.http.delete(url, headers=self.request_headers(None), timeout=timeout)
+            resp = await self.http.delete(url, headers=self.request_headers(headers), timeout=timeout)
         await resp.aclose()
 
     @staticmethod
@@ -369,6 +368,16 @@ def json_object(resp: httpx2.Response) -> dict[str, Any]:
             f"the response (HTTP {resp.status_code}) is JSON but not an object ({type(body).__name__})"
         )
     return body
+
+
+def tenant_header(settings: Settings, flight: Flight) -> dict[str, str]:
+    """To a scheduling server, through a gateway key: the end tenant a request is for
+    (its stream belongs to that tenant, so a later request about it names it too)."""
+    profile, info = settings.engine, settings.server_info
+    gateway = info is not None and info.get("gateway") is True
+    if profile is not None and profile.schedules and flight.ticket.tenant and gateway:
+        return {TENANT_HEADER: flight.ticket.tenant}
+    return {}
 
 
 def root_of(url: str) -> str:

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from .._errors import OverloadedError, RateLimitError, SDKError
-from ..scheduler import Flight, RequestMetrics
+from ..scheduler import Flight, RequestMetrics, TicketState
 from ..stream import Message, MessageState, MessageStream, StreamStatistics
 from ..telemetry import RequestTrace
 
@@ -114,8 +114,17 @@ class Stream:
         """Give the request's slot up: the upstream is closed at the next resumable point
         (between blocks or inside a text block), and the stream continues when it is
         read on, re-admitted by the scheduler (see :meth:`MessageStream.preempt`). False,
-        and nothing changes, where it cannot resume."""
+        and nothing changes, where it holds no slot (paused already, or ended) or cannot
+        resume."""
+        if not self.holds_slot:
+            return False
         return self._inner.preempt()
+
+    @property
+    def holds_slot(self) -> bool:
+        """The request is admitted and holds its scheduler slot now (not queued, paused
+        or ended)."""
+        return bool(self._flight) and self._flight[0].ticket.state is TicketState.RUNNING
 
     def _abort(self, err: SDKError) -> None:
         """Client closing: the consumer's next step raises ``err``; no resume follows."""

@@ -776,24 +776,30 @@ class ServerApp:
                     async with s:  # queued, admitted, sent upstream; closed under a shield on exit
                         live.opened.set()
                         try:
-                            away: list[float] = []  # the detach the slot was given up for
+                            given: list[float] = []  # the detaches the slot was given up for
 
                             def give_way() -> None:
                                 """Nobody reads the stream and a request waits for a
                                 slot: the slot goes to it now, not after the lead and
-                                the engine stream's buffer fill (a client back for the
-                                stream gets the rest, continued when re-admitted)."""
+                                the engine stream's buffer fill. The stream then waits
+                                for its client (a client back for it gets the rest,
+                                continued when re-admitted)."""
                                 since = live.unread
-                                if since is not None and since not in away and self._slot_wanted():
-                                    away.append(since)
-                                    s.preempt()
+                                if (
+                                    since is not None
+                                    and since not in given
+                                    and self._slot_wanted()
+                                    and s.preempt()
+                                ):
+                                    given.append(since)
 
                             async for ev in s:
                                 for e in [ev] if splice is None else splice([ev]):
                                     push(functools.partial(_wire, e), framer.frames(e))
                                 give_way()
-                                while live.ahead():
-                                    if live.unread is None:
+                                # Held: as far ahead as it may be, or given way for nobody.
+                                while live.ahead() or live.unread in given:
+                                    if live.unread is None or live.unread in given or not s.holds_slot:
                                         await live.changed()
                                         continue
                                     with anyio.move_on_after(_GIVE_WAY_POLL):

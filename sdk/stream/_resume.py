@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import BadRequestError, SDKError
-from .._models import RedactedThinkingBlock, ThinkingBlock
+from .._models import TextBlock
 
 __all__ = [
     "Continuation",
@@ -210,17 +210,14 @@ class PrefillRefusals:
             self._models.add(model)
 
 
-# Blocks a prefill cannot carry (it would have to start with the block and its signature).
-UNPREFILLABLE = (ThinkingBlock, RedactedThinkingBlock)
-
-
 def thought(message: Any) -> bool:
-    """The message holds a thinking block: a continuation by prefill cannot carry it (a
-    prefill must then start with the thinking block and its signature, and ``max_tokens``
-    must stay above the thinking budget), so such a message is not continued. Decided by
-    what was generated, not by the request's ``thinking`` field, which an engine may
-    ignore and which a caller must not be able to use to switch preemption off."""
-    return any(isinstance(b, UNPREFILLABLE) for b in getattr(message, "content", ()))
+    """The message holds a block a continuation by prefill cannot carry, so it is not
+    continued: a thinking block (a prefill must then start with the thinking block and
+    its signature, and ``max_tokens`` must stay above the thinking budget), or a tool call
+    (a prefill carries text only: the call would be made a second time). Decided by what
+    was generated, not by the request's ``thinking`` field, which an engine may ignore
+    and which a caller must not be able to use to switch preemption off."""
+    return any(not isinstance(b, TextBlock) for b in getattr(message, "content", ()))
 
 
 def refusal_reason(model: object, cause: SDKError | None = None) -> str:

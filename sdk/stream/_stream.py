@@ -54,7 +54,7 @@ from ._events import (
     Usage,
 )
 from ._flow import FlowBuffer, FlowControl, StallPolicy, StreamStatistics, _End
-from ._resume import UNPREFILLABLE, RepeatFilter, ResumeCause
+from ._resume import RepeatFilter, ResumeCause
 
 log = logging.getLogger("sdk.stream")
 
@@ -275,8 +275,9 @@ class MessageStream:
         self._preempt_cut = False  # preempt() cancelled a blocked reader
         self._cut_ok = True  # the reader is at a resumable point of an unfinished message
         self._replayable = False  # the current upstream can be continued after any event
-        # A thinking block was generated: a prefill cannot carry it (it must start with the
-        # block and its signature), so from then on only a replay continues this message.
+        # A thinking block or a tool call was generated: a prefill cannot carry it (it must
+        # start with the thinking block and its signature; it holds text only, so the call
+        # would be made again), so from then on only a replay continues this message.
         # Decided by what came, not by the request's ``thinking`` field: an engine that
         # ignores the field stays resumable, and a caller cannot turn preemption off.
         self._thought = False
@@ -455,8 +456,8 @@ class MessageStream:
                             continue
                         progress = True
                         if isinstance(ev, ContentBlockStartEvent):
-                            if isinstance(ev.block, UNPREFILLABLE):
-                                self._thought = True
+                            if not isinstance(ev.block, TextBlock):
+                                self._thought = True  # thinking or a tool call: no prefill carries it
                             resumable = replayable or (isinstance(ev.block, TextBlock) and not self._thought)
                         elif isinstance(ev, ContentBlockStopEvent):
                             resumable = replayable or not self._thought
@@ -688,7 +689,6 @@ class MessageStream:
             self._attempts += 1
 
     async def _resume_upstream(self, why: ResumeCause) -> None:
-        self._orphan = None  # the hook takes over the broken stream (replay or stop)
         hook, buf, tg = self._resume, self._buf, self._tg
         assert hook is not None and buf is not None and tg is not None
         self._count_resume(why)
@@ -719,6 +719,9 @@ class MessageStream:
             if err is e:
                 raise
             raise err from e
+        # The hook took the broken stream over (a replay of it, or stopped): until it
+        # returned, a consumer that left stops it (__aexit__).
+        self._orphan = None
         buf.resumes += 1
         buf.note("resume")
         splice = None if upstream.replay else Splicer(state, upstream.repeat, request.output_tokens)

@@ -193,13 +193,60 @@ async def test_a_stream_that_generated_thinking_is_not_continued_and_a_drop_ends
             model="m", max_tokens=3000, messages=LIST, thinking={"type": "enabled", "budget_tokens": 2048}
         )
         assert stream._inner._stall.enabled is True  # a request field cannot switch it off
-        with pytest.raises(IncompleteStreamError, match="extended thinking") as e:
+        with pytest.raises(IncompleteStreamError, match="a thinking block") as e:
             async with stream as s:
                 async for _ in s:
                     pass
             assert not s._inner.preempt()  # nothing a prefill could continue
     assert e.value.partial is not None and e.value.partial.text == "Let me think"
     assert e.value.partial.content[0].type == "thinking"
+    assert len(server.requests) == 1  # no continuation was sent
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_stream_that_made_a_tool_call_is_not_continued_by_prefill() -> None:
+    """A prefill carries text only: a stream cut after a tool call, continued by it, made
+    the call a second time (two tool_use blocks with one id). A drop after the call ends
+    the stream with the partial message, the call in it once, and nothing is sent again;
+    nor can a scheduler preempt it there."""
+    text = messages_events(["Checking."])
+    call = [
+        sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}},
+            },
+        ),
+        sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": '{"q": "cats"}'},
+            },
+        ),
+        sse("content_block_stop", {"type": "content_block_stop", "index": 1}),
+    ]
+    body = [*text[:-2], *call]  # the text block whole, the call whole, then the drop
+
+    async def handler(req: Request, reply: Reply) -> None:
+        await reply.start()
+        for chunk in body:
+            await reply.chunk(chunk)
+
+    async with (
+        fault_server(handler) as server,
+        Client(base_url=server.url, api_key="k-tool", retry=RetryPolicy(max_retries=0)) as c,
+    ):
+        with pytest.raises(IncompleteStreamError, match="a tool call") as e:
+            async with c.stream(model="m", max_tokens=300, messages=LIST) as s:
+                async for _ in s:
+                    pass
+                assert not s.preempt()
+    partial = e.value.partial
+    assert partial is not None and [b.type for b in partial.content] == ["text", "tool_use"]
     assert len(server.requests) == 1  # no continuation was sent
 
 

@@ -156,6 +156,9 @@ async def test_a_stream_nobody_reads_gives_its_slot_to_a_waiting_request_and_con
         assert second.status == 200
         for_nobody = engine.decoded - decoded - 3
         assert for_nobody < 20, for_nobody  # the 16 KiB lead and buffer: about 250
+        await settle()
+        # given way, it waits for its client: not queued again, not continued for nobody
+        assert len(engine.generations) == 2 and h.idle()["running"] == 0 and h.idle()["waiting"] == 0
         last = first.events()[-1][0]
         assert last is not None
         back = await h.call("/v1/messages", request(1), {"last-event-id": last})
