@@ -4,7 +4,7 @@ client's life."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -119,6 +119,11 @@ class Stream:
         if not self.holds_slot:
             return False
         return self._inner.preempt()
+
+    def hold_resumes(self, gate: Callable[[], Awaitable[None]] | None) -> None:
+        """Before each resume (after a preemption, a stall or a break), wait for
+        ``gate()`` (see :meth:`MessageStream.hold_resumes`)."""
+        self._inner.hold_resumes(gate)
 
     @property
     def holds_slot(self) -> bool:

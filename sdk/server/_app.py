@@ -765,7 +765,16 @@ class ServerApp:
                     if thought(state.message()) or (
                         state.open is not None and not isinstance(state.open.start, TextBlock)
                     ):
-                        raise StreamProtocolError("the stream cannot be continued here (not at a text point)")
+                        # A prefill carries text only: its client gets the end, not a
+                        # continuation that would repeat a tool call, nor silence.
+                        err = HTTPError(
+                            500,
+                            "api_error",
+                            "the stream's replica stopped and the stream cannot be continued elsewhere "
+                            "(it holds a tool call or a thinking block)",
+                        )
+                        push(functools.partial(MessagesFramer().error, err), [framer.error(err)])
+                        return
                     echo = await self.generator.echoes_prefill()
                     cont = continuation(data, state.text(), echo=echo, used_tokens=used)
                     params, splice = cont.params, Splicer(state, cont.repeat, used)
@@ -793,12 +802,19 @@ class ServerApp:
                                 ):
                                     given.append(since)
 
+                            async def reader_back() -> None:
+                                """A stream nobody reads, paused (given way, preempted by
+                                the scheduler, stalled), is re-admitted only for a client."""
+                                while live.unread is not None:
+                                    await live.changed()
+
+                            s.hold_resumes(reader_back)
+
                             async for ev in s:
                                 for e in [ev] if splice is None else splice([ev]):
                                     push(functools.partial(_wire, e), framer.frames(e))
                                 give_way()
-                                # Held: as far ahead as it may be, or given way for nobody.
-                                while live.ahead() or live.unread in given:
+                                while live.ahead():  # held as far ahead as it may be
                                     if live.unread is None or live.unread in given or not s.holds_slot:
                                         await live.changed()
                                         continue
@@ -1053,8 +1069,7 @@ class ServerApp:
     def _slot_wanted(self) -> bool:
         """A request waits, and not for a rate or a quota: every slot is taken."""
         sch = self.scheduler
-        cap = sch.share if sch.share is not None else sch.slots
-        return sch.waiting > 0 and cap is not None and sch.running >= cap
+        return sch.waiting > 0 and sch.running >= sch.capacity()
 
     def _end(self, live: LiveStream) -> None:
         """Stop ``live``'s producer (its engine request leaves the queue or is cancelled,

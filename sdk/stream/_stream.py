@@ -287,6 +287,7 @@ class MessageStream:
         self._fed = 0  # bytes of the current body (and those it continues) fed to it
         self._orphan: Callable[[], Awaitable[None]] | None = None  # stops a broken kept stream
         self._pump_done: anyio.Event | None = None  # set when the current reader has cleaned up
+        self._gate: Callable[[], Awaitable[None]] | None = None  # awaited before each resume
 
     @property
     def state(self) -> MessageState:
@@ -658,7 +659,16 @@ class MessageStream:
         why = ResumeCause.TIMEOUT if isinstance(cause, APITimeoutError) else ResumeCause.DROPPED
         await self._continue(cause, why)
 
+    def hold_resumes(self, gate: Callable[[], Awaitable[None]] | None) -> None:
+        """Before each resume (a continuation, a replay or the request sent again), wait
+        for ``gate()``: a consumer that reads for someone else (a server's kept stream,
+        read for a client that may come back) holds a paused stream's re-admission until
+        that someone is there. ``None``: resume at once."""
+        self._gate = gate
+
     async def _continue(self, cause: SDKError | None = None, why: ResumeCause = ResumeCause.DROPPED) -> None:
+        if self._gate is not None:
+            await self._gate()
         if self._state.started:
             await self._resume_upstream(why)
             return

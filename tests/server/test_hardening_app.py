@@ -7,6 +7,7 @@ router's counters come back to idle."""
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 from typing import Any
 
@@ -171,6 +172,76 @@ async def test_a_stream_nobody_reads_gives_its_slot_to_a_waiting_request_and_con
         assert len(engine.generations) == 3  # the first, the second, the first's continuation
         app.sweep(anyio.current_time() + 3600.0)
         await until(lambda: h.idle() == IDLE)
+
+
+async def test_a_stream_nobody_reads_that_the_scheduler_preempts_waits_for_its_client() -> None:
+    """A batch stream whose client left, preempted by the scheduler for an interactive
+    request: it is not queued again and continued for nobody when the slot frees (it
+    was: about 250 deltas); its client back for it gets the rest."""
+    engine = FakeEngine(deltas=None)
+    app = make(engine, replay_seconds=3600.0)
+    async with serving(app, engine) as h:
+        first = h.open("/v1/messages", request(1, priority="batch"))
+        await wait(first.got)
+        engine.hold()
+        first.leave()
+        await wait(first.ended)
+        await settle()
+        engine.deltas = 3
+        second = h.open("/v1/messages", request(2, priority="interactive"))
+        await until(lambda: len(engine.generations) == 2)
+        engine.release()
+        await wait(second.complete)
+        await settle()
+        assert len(engine.generations) == 2 and h.idle()["running"] == 0 and h.idle()["waiting"] == 0
+        last = first.events()[-1][0]
+        assert last is not None
+        back = await h.call("/v1/messages", request(1, priority="batch"), {"last-event-id": last})
+        assert back.status == 200 and back.events()[-1][1]["type"] == "message_stop"
+        assert len(engine.generations) == 3
+        app.sweep(anyio.current_time() + 3600.0)
+        await until(lambda: h.idle() == IDLE)
+
+
+def _stored(event: str, data: dict[str, Any]) -> bytes:
+    return b"event: " + event.encode() + b"\ndata: " + json.dumps(data).encode() + b"\n\n"
+
+
+async def test_a_stream_taken_over_with_a_tool_call_in_it_ends_with_an_error_event(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A replica taking over a dead one's stream continues it by prefill, which carries
+    text only: a stream holding a tool call ends with an error event for its client
+    (it ended with nothing, and each reattach found the same, until the client gave
+    up), and no continuation is sent that would make the call again."""
+    from sdk.server._takeover import rebuild
+
+    msg = {"id": "m", "type": "message", "role": "assistant", "model": "fake", "content": []}
+    call = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+    events = [
+        _stored("message_start", {"type": "message_start", "message": {**msg, "usage": {"input_tokens": 3}}}),
+        _stored("content_block_start", {"type": "content_block_start", "index": 0, "content_block": call}),
+        _stored(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": "{}"},
+            },
+        ),
+        _stored("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    ]
+    engine = FakeEngine(deltas=3)
+    app = make(engine, replay_seconds=3600.0)
+    async with serving(app, engine):
+        state, framer, used = rebuild({"kind": "messages"}, events)
+        live = LiveStream("s1", "", keep_bytes=1 << 20, lead_bytes=1 << 14, done_frame=b"")
+        route = app._router().open(None)
+        await app._produce(live, route, request(1), app.scheduler.tiers.default, "", framer, (state, used))
+        frame = live.frame(0)
+        assert live.done and live.next == 1 and frame is not None and b"event: error" in frame
+        assert b"tool call" in frame and not engine.generations
+        assert not [r for r in caplog.records if r.levelname == "ERROR"]
 
 
 async def test_a_client_done_with_a_kept_stream_deletes_it_and_frees_the_slot_at_once() -> None:
