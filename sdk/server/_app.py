@@ -80,7 +80,7 @@ from ..client import (
     without_probes,
 )
 from ..scheduler import Cost, Dispatcher, RequestMetrics, Scheduler, Tier, UnknownTierError
-from ..stream import Event, FlowControl, MessageState, StallPolicy, TextBlock
+from ..stream import Event, FlowControl, MessageState, MessageStopEvent, StallPolicy, TextBlock
 from ..stream._accumulate import message_to_wire
 from ..stream._resume import continuation, thought
 from ..stream._stream import Splicer
@@ -762,6 +762,10 @@ class ServerApp:
                     state, used = after
                     if state.stopped:
                         return  # the message was whole: only its end was not stored
+                    if state.stop_reason is not None:  # ended: only its message_stop was lost
+                        stop = MessageStopEvent()
+                        push(functools.partial(_wire, stop), framer.frames(stop))
+                        return
                     if thought(state.message()) or (
                         state.open is not None and not isinstance(state.open.start, TextBlock)
                     ):

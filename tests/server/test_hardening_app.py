@@ -244,6 +244,38 @@ async def test_a_stream_taken_over_with_a_tool_call_in_it_ends_with_an_error_eve
         assert not [r for r in caplog.records if r.levelname == "ERROR"]
 
 
+async def test_a_stream_taken_over_after_its_stop_reason_gets_only_its_end() -> None:
+    """The dead replica stored the stop reason but not ``message_stop``: the message is
+    whole, so the taking-over replica sends its end, not a continuation past it."""
+    from sdk.server._takeover import rebuild
+
+    msg = {"id": "m", "type": "message", "role": "assistant", "model": "fake", "content": []}
+    text = {"type": "text", "text": ""}
+    events = [
+        _stored("message_start", {"type": "message_start", "message": {**msg, "usage": {"input_tokens": 3}}}),
+        _stored("content_block_start", {"type": "content_block_start", "index": 0, "content_block": text}),
+        _stored(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Done."}},
+        ),
+        _stored("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        _stored(
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        ),
+    ]
+    engine = FakeEngine(deltas=3)
+    app = make(engine, replay_seconds=3600.0)
+    async with serving(app, engine):
+        state, framer, used = rebuild({"kind": "messages"}, events)
+        live = LiveStream("s1", "", keep_bytes=1 << 20, lead_bytes=1 << 14, done_frame=b"")
+        route = app._router().open(None)
+        await app._produce(live, route, request(1), app.scheduler.tiers.default, "", framer, (state, used))
+        frame = live.frame(0)
+        assert live.done and live.next == 1 and frame is not None and b"message_stop" in frame
+        assert not engine.generations
+
+
 async def test_a_client_done_with_a_kept_stream_deletes_it_and_frees_the_slot_at_once() -> None:
     """``DELETE /v1/streams/<id>`` by the stream's tenant ends it now (its generation, slot
     and memory), not after ``replay_seconds``; another tenant's key, an unknown id and a
