@@ -352,7 +352,8 @@ async def test_a_dropped_connection_reattaches_with_last_event_id_without_regene
 
 async def _head_bytes(served: Served, body: dict[str, Any]) -> int:
     """The size of the server's response head to a streamed request (its stream id and
-    date are of a fixed width)."""
+    date are of a fixed width), read to its end (a stream left after its head would be
+    kept, and counted in its upstream's load, for replay_seconds)."""
     host, port = served.url.removeprefix("http://").split(":")
     raw = orjson.dumps(body)
     async with await anyio.connect_tcp(host, int(port)) as sock:
@@ -361,7 +362,7 @@ async def _head_bytes(served: Served, body: dict[str, Any]) -> int:
             b"x-api-key: %s\r\ncontent-length: %d\r\n\r\n%s" % (ALICE.encode(), len(raw), raw)
         )
         got = b""
-        while b"\r\n\r\n" not in got:
+        while b"message_stop" not in got:
             got += await sock.receive()
     return got.index(b"\r\n\r\n") + 4
 
