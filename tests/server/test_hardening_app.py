@@ -207,6 +207,32 @@ def _stored(event: str, data: dict[str, Any]) -> bytes:
     return b"event: " + event.encode() + b"\ndata: " + json.dumps(data).encode() + b"\n\n"
 
 
+def _stored_message(block: dict[str, Any], delta: dict[str, Any], *end: bytes) -> list[bytes]:
+    """What a dead replica stored of a stream: its start, one whole block, then ``end``."""
+    msg = {"id": "m", "type": "message", "role": "assistant", "model": "fake", "content": []}
+    return [
+        _stored("message_start", {"type": "message_start", "message": {**msg, "usage": {"input_tokens": 3}}}),
+        _stored("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+        _stored("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+        _stored("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        *end,
+    ]
+
+
+async def _take_over(events: list[bytes]) -> tuple[LiveStream, FakeEngine]:
+    """The stream ``events`` make, continued by this replica's producer as a takeover."""
+    from sdk.server._takeover import rebuild
+
+    engine = FakeEngine(deltas=3)
+    app = make(engine, replay_seconds=3600.0)
+    async with serving(app, engine):
+        state, framer, used = rebuild({"kind": "messages"}, events)
+        live = LiveStream("s1", "", keep_bytes=1 << 20, lead_bytes=1 << 14, done_frame=b"")
+        route = app._router().open(None)
+        await app._produce(live, route, request(1), app.scheduler.tiers.default, "", framer, (state, used))
+    return live, engine
+
+
 async def test_a_stream_taken_over_with_a_tool_call_in_it_ends_with_an_error_event(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -214,66 +240,27 @@ async def test_a_stream_taken_over_with_a_tool_call_in_it_ends_with_an_error_eve
     text only: a stream holding a tool call ends with an error event for its client
     (it ended with nothing, and each reattach found the same, until the client gave
     up), and no continuation is sent that would make the call again."""
-    from sdk.server._takeover import rebuild
-
-    msg = {"id": "m", "type": "message", "role": "assistant", "model": "fake", "content": []}
     call = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
-    events = [
-        _stored("message_start", {"type": "message_start", "message": {**msg, "usage": {"input_tokens": 3}}}),
-        _stored("content_block_start", {"type": "content_block_start", "index": 0, "content_block": call}),
-        _stored(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "input_json_delta", "partial_json": "{}"},
-            },
-        ),
-        _stored("content_block_stop", {"type": "content_block_stop", "index": 0}),
-    ]
-    engine = FakeEngine(deltas=3)
-    app = make(engine, replay_seconds=3600.0)
-    async with serving(app, engine):
-        state, framer, used = rebuild({"kind": "messages"}, events)
-        live = LiveStream("s1", "", keep_bytes=1 << 20, lead_bytes=1 << 14, done_frame=b"")
-        route = app._router().open(None)
-        await app._produce(live, route, request(1), app.scheduler.tiers.default, "", framer, (state, used))
-        frame = live.frame(0)
-        assert live.done and live.next == 1 and frame is not None and b"event: error" in frame
-        assert b"tool call" in frame and not engine.generations
-        assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    live, engine = await _take_over(_stored_message(call, {"type": "input_json_delta", "partial_json": "{}"}))
+    frame = live.frame(0)
+    assert live.done and live.next == 1 and frame is not None and b"event: error" in frame
+    assert b"tool call" in frame and not engine.generations
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
 
 
 async def test_a_stream_taken_over_after_its_stop_reason_gets_only_its_end() -> None:
     """The dead replica stored the stop reason but not ``message_stop``: the message is
     whole, so the taking-over replica sends its end, not a continuation past it."""
-    from sdk.server._takeover import rebuild
-
-    msg = {"id": "m", "type": "message", "role": "assistant", "model": "fake", "content": []}
-    text = {"type": "text", "text": ""}
-    events = [
-        _stored("message_start", {"type": "message_start", "message": {**msg, "usage": {"input_tokens": 3}}}),
-        _stored("content_block_start", {"type": "content_block_start", "index": 0, "content_block": text}),
-        _stored(
-            "content_block_delta",
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Done."}},
-        ),
-        _stored("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        _stored(
-            "message_delta",
-            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
-        ),
-    ]
-    engine = FakeEngine(deltas=3)
-    app = make(engine, replay_seconds=3600.0)
-    async with serving(app, engine):
-        state, framer, used = rebuild({"kind": "messages"}, events)
-        live = LiveStream("s1", "", keep_bytes=1 << 20, lead_bytes=1 << 14, done_frame=b"")
-        route = app._router().open(None)
-        await app._produce(live, route, request(1), app.scheduler.tiers.default, "", framer, (state, used))
-        frame = live.frame(0)
-        assert live.done and live.next == 1 and frame is not None and b"message_stop" in frame
-        assert not engine.generations
+    stop = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}
+    events = _stored_message(
+        {"type": "text", "text": ""},
+        {"type": "text_delta", "text": "Done."},
+        _stored("message_delta", stop),
+    )
+    live, engine = await _take_over(events)
+    frame = live.frame(0)
+    assert live.done and live.next == 1 and frame is not None and b"message_stop" in frame
+    assert not engine.generations
 
 
 async def test_a_client_done_with_a_kept_stream_deletes_it_and_frees_the_slot_at_once() -> None:
