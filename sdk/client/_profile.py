@@ -71,6 +71,8 @@ __all__ = [
     "PRIORITY_HEADER",
     "SEAM_PROBE_PATH",
     "SERVER_HEADER",
+    "STREAMS_PATH",
+    "STREAM_ID_HEADER",
     "TENANT_HEADER",
     "EngineName",
     "EngineProfile",
@@ -85,6 +87,8 @@ PRIORITY_HEADER = "seam-priority"  # a request's tier
 TENANT_HEADER = "seam-tenant"  # the end tenant a gateway key acts for
 SEAM_PROBE_PATH = "/v1/seam"  # the server's capabilities: it schedules for its clients
 SERVER_HEADER = "seam-server"  # on every answer of the scheduling server: what it is
+STREAM_ID_HEADER = "seam-stream-id"  # the server keeps the stream: reattach by this id
+STREAMS_PATH = "/v1/streams/"  # DELETE <path><stream id>: a kept stream its client is done with
 
 EngineName = Literal["hosted", "self-hosted", "llama-server", "vllm", "vllm-priority", "seam"]
 ENGINES: tuple[EngineName, ...] = get_args(EngineName)

@@ -40,6 +40,7 @@ from ..stream._resume import (
 )
 from ..telemetry import RequestTrace
 from ._engine import CONVERSATION_HEADER, cancel_conversation, replay_conversation
+from ._profile import STREAM_ID_HEADER, STREAMS_PATH
 from ._send import TimeoutArg, tenant_header
 
 if TYPE_CHECKING:
@@ -48,9 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["FlightObserver", "Resumer", "prefill_refusals"]
 
 log = logging.getLogger("sdk")
-
-STREAM_ID_HEADER = "seam-stream-id"  # a scheduling server (sdk.server) keeps the stream: reattach by id
-STREAMS_PATH = "/v1/streams/"  # a scheduling server's kept streams: DELETE one its client is done with
 
 
 class Resumer:

@@ -72,6 +72,8 @@ from .._errors import (
 from ..client import (
     PRIORITY_HEADER,
     SERVER_HEADER,
+    STREAM_ID_HEADER,
+    STREAMS_PATH,
     TENANT_HEADER,
     Client,
     EngineName,
@@ -136,7 +138,6 @@ _TRACED = frozenset(
 )
 
 HEALTH_INTERVAL = 5.0
-STREAMS_PATH = "/v1/streams/"  # DELETE /v1/streams/<id>: a kept stream its client is done with
 
 T = TypeVar("T")
 
@@ -892,7 +893,7 @@ class ServerApp:
         hdrs = [
             (b"content-type", b"text/event-stream; charset=utf-8"),
             (b"cache-control", b"no-cache"),
-            (b"seam-stream-id", sid.encode()),
+            (STREAM_ID_HEADER.encode(), sid.encode()),
         ]
         hdrs += [(k.encode(), v.encode()) for k, v in headers.items()]
         await send({"type": "http.response.start", "status": 200, "headers": hdrs})

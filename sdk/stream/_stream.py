@@ -459,7 +459,7 @@ class MessageStream:
                         if isinstance(ev, ContentBlockStartEvent):
                             if not isinstance(ev.block, TextBlock):
                                 self._thought = True  # thinking or a tool call: no prefill carries it
-                            resumable = replayable or (isinstance(ev.block, TextBlock) and not self._thought)
+                            resumable = replayable or not self._thought
                         elif isinstance(ev, ContentBlockStopEvent):
                             resumable = replayable or not self._thought
                         elif isinstance(ev, MessageStopEvent | ErrorEvent) or (
